@@ -1,0 +1,425 @@
+"""The reference reasoner: GDL translated to SWI-Prolog and queried through pyswip.
+
+Safety: no game symbol ever reaches Prolog.  Every constant, function and relation is
+renamed to a generated identifier (``s12``, ``r3``) before any Prolog text is written, so a
+rule named ``halt``, ``shell`` or ``assert`` is just ``r7`` to Prolog, and quoted-atom tricks
+(``'q'``, ``0'a``, ``a\\b``) are data in a Python table, never Prolog syntax.
+
+Semantics follow ggp-base's prover: ``or`` is expanded, ``not``/``distinct`` are moved to just
+after the positive literal that binds their variables (negation as failure, ``\\==``),
+recursive relations are tabled (so left recursion and cycles terminate), and the state and
+the joint move are passed as data (lists) to the relations that depend on them, so nothing
+is asserted or retracted per state.
+
+Limits: every query runs under an inference limit and Prolog's stack limit; a runaway query
+raises ``ReasonerError`` with the query named instead of hanging or killing the process.
+
+pyswip is not thread-safe: Prolog is owned by the first thread that creates a reasoner in
+the process; using it from another thread raises ``ReasonerError``.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import tempfile
+import threading
+
+from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_atom, positive_vars
+from gdl.kif import Description, Rule
+from gdl.terms import Term, canonical_sorted, signature, variables
+
+from .statemachine import ReasonerError
+
+DEFAULT_INFERENCE_LIMIT = 200_000_000
+PROBE_INFERENCES = 20_000_000
+STACK_LIMIT_BYTES = 2 * 1024 ** 3
+
+_API = r"""
+:- module(gdl_api, [gdl_run/4]).
+% gdl_run(+Module, +Goal, +Limit, -Outcome): Outcome is ok, failed, limit or error(E).
+gdl_run(M, G, Limit, Out) :-
+    catch(( call_with_inference_limit(M:G, Limit, R)
+            -> ( R == inference_limit_exceeded -> Out = limit ; Out = ok )
+            ;  Out = failed ),
+          E, Out = error(E)).
+"""
+
+_owner_lock = threading.Lock()
+_owner_thread: int | None = None
+_prolog = None
+_module_ids = itertools.count(1)
+
+
+def _engine():
+    """The process's Prolog engine, created once, owned by the calling thread."""
+    global _owner_thread, _prolog
+    with _owner_lock:
+        me = threading.get_ident()
+        if _owner_thread is None:
+            from pyswip import Prolog
+            _prolog = Prolog()
+            _consult_text(_prolog, _API)
+            list(_prolog.query(f"set_prolog_flag(stack_limit, {STACK_LIMIT_BYTES})"))
+            _owner_thread = me
+        elif _owner_thread != me:
+            raise ReasonerError("the Prolog engine belongs to another thread of this process; pyswip "
+                                "is not thread-safe, so run each reasoner in the thread (or process) "
+                                "that created the first one")
+        return _prolog
+
+
+def _consult_text(prolog, text: str) -> None:
+    fd, path = tempfile.mkstemp(suffix=".pl", prefix="gdl_")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        list(prolog.query(f"load_files('{path}', [silent(true)])"))
+    finally:
+        os.unlink(path)
+
+
+_TOKEN = re.compile(r"[a-z]\d+|[()\[\],]")
+
+
+class PrologReasoner:
+    """State machine on SWI-Prolog (see ``statemachine.StateMachine``)."""
+
+    def __init__(self, description: Description, inference_limit: int = DEFAULT_INFERENCE_LIMIT,
+                 table: str = "auto"):
+        """``table``: which relations to table.  ``recursive`` (needed for termination) is the
+        fastest for most games; ``all`` also memoises every state-dependent sub-query within one
+        query, as ggp-base's prover does, which games like alexChess need (their goal rules
+        re-derive full legal-move generation many times).  ``auto`` probes the initial state
+        with a fixed inference budget and picks ``all`` only when ``recursive`` runs away."""
+        if table == "auto":
+            try:
+                probe = PrologReasoner(description, PROBE_INFERENCES, table="recursive")
+            except ReasonerError:
+                raise
+            try:
+                probe._probe()
+                table = "recursive"
+            except ReasonerError:
+                table = "all"
+            finally:
+                probe.close()
+        self.table_policy = table
+        self.prolog = _engine()
+        self.inference_limit = inference_limit
+        self.module = f"gdl_game_{next(_module_ids)}"
+        self.roles: list = description.roles
+        self._sym: dict = {}       # (name, arity) -> generated atom for constants/functions
+        self._unsym: dict = {}     # generated atom -> (name, arity)
+        self._rel: dict = {}       # relation signature -> generated predicate name
+        self._enc_cache: dict = {}
+        self._dec_cache: dict = {}
+        program = self._translate(description.rules)
+        _consult_text(self.prolog, program)
+        self._roles_enc = [self._enc(r) for r in self.roles]
+        self.closed = False
+
+    # ------------------------------------------------------------ translation
+    def _atom(self, name: str, arity: int) -> str:
+        key = (name, arity)
+        a = self._sym.get(key)
+        if a is None:
+            a = f"s{len(self._sym)}"
+            self._sym[key] = a
+            self._unsym[a] = key
+        return a
+
+    def _term_text(self, t: Term, var: dict) -> str:
+        if isinstance(t, str):
+            if t.startswith("?"):
+                v = var.get(t)
+                if v is None:
+                    v = var[t] = f"V{len(var)}"
+                return v
+            return self._atom(t, -1)
+        f = self._atom(t[0], len(t) - 1)
+        if len(t) == 1:
+            return f
+        return f + "(" + ",".join(self._term_text(a, var) for a in t[1:]) + ")"
+
+    def _pred(self, sig) -> str:
+        p = self._rel.get(sig)
+        if p is None:
+            p = self._rel[sig] = f"r{len(self._rel)}"
+        return p
+
+    def _call_text(self, sentence: Term, var: dict) -> str:
+        sig = signature(sentence)
+        if sig == TRUE_SIG:
+            return f"lists:member({self._term_text(sentence[1], var)},S)"
+        if sig == DOES_SIG:
+            return (f"lists:member(d({self._term_text(sentence[1], var)},"
+                    f"{self._term_text(sentence[2], var)}),M)")
+        args = [self._term_text(a, var) for a in sentence[1:]] if isinstance(sentence, tuple) else []
+        if sig in self._dynamic:
+            args += ["S", "M"]
+        p = self._pred(sig)
+        return p + ("(" + ",".join(args) + ")" if args else "")
+
+    def _ordered_body(self, body) -> list:
+        """ggp-base's DistinctAndNotMover: each not/distinct goes right after the first
+        positive literal that binds all its variables (or first, if already ground)."""
+        positives = [l for l in body if (literal_atom(l) or (None, False))[1]]
+        checks = [l for l in body if l not in positives]
+        placed: list = []
+        bound: set = set()
+        pending = list(checks)
+
+        def flush():
+            for c in list(pending):
+                if set(variables(c)) <= bound:
+                    placed.append(c)
+                    pending.remove(c)
+        flush()
+        for p in positives:
+            placed.append(p)
+            bound.update(variables(p))
+            flush()
+        return placed + pending  # leftovers are unsafe (the validator refuses such rules)
+
+    def _literal_text(self, lit, var: dict) -> str:
+        if isinstance(lit, tuple) and lit[0] == "distinct":
+            return f"{self._term_text(lit[1], var)}\\=={self._term_text(lit[2], var)}"
+        if isinstance(lit, tuple) and lit[0] == "not":
+            inner = lit[1]
+            if isinstance(inner, tuple) and inner[0] == "distinct":  # (not (distinct a b)): a == b
+                return f"{self._term_text(inner[1], var)}=={self._term_text(inner[2], var)}"
+            return f"\\+ {self._literal_text(inner, var)}"
+        return self._call_text(lit, var)
+
+    def _translate(self, rules: list[Rule]) -> str:
+        rules = [rr for r in rules for rr in expand_or(r)]
+        deps = dependencies(rules)
+        self._dynamic = deps.depending_on([TRUE_SIG, DOES_SIG]) - {TRUE_SIG, DOES_SIG}
+        clauses: dict = {}
+        for r in rules:
+            hsig = signature(r.head)
+            if hsig in (TRUE_SIG, DOES_SIG):
+                continue  # invalid GDL (the validator says so); never a Prolog clause
+            var: dict = {}
+            head = self._call_text(r.head, var)
+            body = [self._literal_text(l, var) for l in self._ordered_body(r.body)]
+            if hsig in self._dynamic and not body:
+                body = ["true"]
+            text = head + (" :- " + ", ".join(body) if body else "") + "."
+            clauses.setdefault(hsig, []).append(text)
+        out = [f":- module({self.module}, []).", ":- style_check(-singleton)."]
+        sigs = set(deps.edges) - {TRUE_SIG, DOES_SIG}
+        for sig in ("init", 1), ("legal", 2), ("next", 1), ("terminal", -1), ("goal", 2), ("role", 1):
+            sigs.add(sig)
+        for sig in sorted(sigs):
+            p = self._pred(sig)
+            n = max(sig[1], 0) + (2 if sig in self._dynamic else 0)
+            if sig not in clauses:
+                out.append(f":- dynamic {p}/{n}.")  # undefined relations are simply false
+            elif self._tabled(sig, deps):
+                out.append(f":- table {p}/{n}.")
+        self._dynamic_tabled = any(self._tabled(s, deps) and s in self._dynamic for s in clauses)
+        for sig in sorted(clauses):
+            out.extend(clauses[sig])
+        out.append(self._api_text())
+        return "\n".join(out) + "\n"
+
+    def _tabled(self, sig, deps) -> bool:
+        if deps.recursive(sig):
+            return True
+        if self.table_policy == "all":
+            return sig in self._dynamic
+        if self.table_policy == "props":
+            return sig in self._dynamic and sig[1] <= 0
+        return False
+
+    def _api_text(self) -> str:
+        def call(sig, args):
+            a = list(args) + (["S", "[]"] if sig in self._dynamic else [])
+            if sig == ("next", 1) and sig in self._dynamic:
+                a[-1] = "M"
+            return self._pred(sig) + ("(" + ",".join(a) + ")" if a else "")
+        legal = call(("legal", 2), ["R", "A"])
+        goal = call(("goal", 2), ["R", "V"])
+        term = call(("terminal", -1), [])
+        return f"""
+q_init(T) :- S = [], M = [], findall(X, {call(("init", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_legal(S, R, T) :- findall(A, {legal}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_next(S, M, T) :- findall(X, {call(("next", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_terminal(S, T) :- ( {term} -> T = yes ; T = no ).
+q_goals(S, Rs, T) :- findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G), format(atom(T), '~w', [G]).
+q_playout(S0, Rs, Cap, T) :- playout(S0, Rs, 0, Cap, D, G), format(atom(T), '~w', [D-G]).
+playout(S, Rs, D, Cap, D, G) :- {term}, !, findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G).
+playout(_, _, D, Cap, _, _) :- D >= Cap, !, throw(gdl_error(playout_cap(Cap))).
+playout(S, Rs, D, Cap, DN, G) :- joint(Rs, S, M), findall(X, {call(("next", 1), ["X"])}, L), sort(L, S1),
+    D1 is D + 1, {'abolish_all_tables,' if self._dynamic_tabled else ''} playout(S1, Rs, D1, Cap, DN, G).
+joint([], _, []).
+joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sort(L, L2),
+    ( L2 == [] -> throw(gdl_error(no_legal_move(R))) ; random_member(A, L2) ), joint(Rs, S, Ms).
+"""
+
+    # ------------------------------------------------------------ encoding
+    def _enc(self, t: Term) -> str:
+        e = self._enc_cache.get(t)
+        if e is None:
+            if isinstance(t, str):
+                key = (t, -1)
+                e = self._sym.get(key)
+                if e is None:  # a symbol the rules never mention: cannot be true or legal
+                    e = self._atom(t, -1)
+            else:
+                e = self._atom(t[0], len(t) - 1)
+                if len(t) > 1:
+                    e += "(" + ",".join(self._enc(a) for a in t[1:]) + ")"
+            self._enc_cache[t] = e
+        return e
+
+    def _state_text(self, state) -> str:
+        return "[" + ",".join(sorted(self._enc(f) for f in state)) + "]"
+
+    def _decode(self, text: str):
+        """Parse Prolog's ``~w`` output (generated atoms, lists, ``-`` pairs) into terms."""
+        cached = self._dec_cache.get(text)
+        if cached is not None:
+            return cached
+        toks = _TOKEN.findall(text)
+        pos = 0
+
+        def parse():
+            nonlocal pos
+            tok = toks[pos]
+            pos += 1
+            if tok == "[":
+                items = []
+                if toks[pos] == "]":
+                    pos += 1
+                    return items
+                while True:
+                    items.append(parse())
+                    tok = toks[pos]
+                    pos += 1
+                    if tok == "]":
+                        return items
+            if tok[0] == "s":
+                name, ar = self._unsym[tok]
+                if pos < len(toks) and toks[pos] == "(":
+                    pos += 1
+                    args = []
+                    while True:
+                        args.append(parse())
+                        tok = toks[pos]
+                        pos += 1
+                        if tok == ")":
+                            break
+                    return (name,) + tuple(args)
+                return (name,) if ar == 0 else name
+            raise ReasonerError(f"unexpected Prolog output {text[:200]!r}")
+
+        value = parse()
+        if len(self._dec_cache) < 200_000:
+            self._dec_cache[text] = value
+        return value
+
+    # ------------------------------------------------------------ queries
+    def _run(self, goal: str, what: str) -> str:
+        if self.closed:
+            raise ReasonerError("the reasoner was closed")
+        prolog = _engine()
+        q = f"gdl_api:gdl_run({self.module}, ({goal}), {self.inference_limit}, O)"
+        try:
+            res = list(prolog.query(q, maxresult=1))
+        except Exception as e:  # pyswip raises for Prolog-level failures outside our catch
+            self._reset_tables()
+            raise ReasonerError(f"Prolog failed on {what}: {e}") from None
+        finally:
+            if self._dynamic_tabled:
+                self._reset_tables()
+        if not res:
+            raise ReasonerError(f"Prolog gave no answer for {what}")
+        out = str(res[0]["O"])
+        if out == "ok":
+            return str(res[0]["T"])
+        self._reset_tables()
+        if out == "limit":
+            raise ReasonerError(f"{what} exceeded {self.inference_limit:,} inferences (runaway rules?)")
+        if out == "failed":
+            raise ReasonerError(f"{what} failed in Prolog")
+        raise ReasonerError(f"{what} raised a Prolog error: {_explain(out)}")
+
+    def _reset_tables(self):
+        try:
+            list(_engine().query("abolish_all_tables"))
+        except Exception:
+            pass
+
+    def initial_state(self) -> frozenset:
+        return frozenset(self._decode(self._run("q_init(T)", "the initial state")))
+
+    def legal_moves(self, state, role_index: int) -> list:
+        role = self._roles_enc[role_index]
+        moves = self._decode(self._run(f"q_legal({self._state_text(state)},{role},T)",
+                                       f"legal moves of {self.roles[role_index]}"))
+        return canonical_sorted(moves)
+
+    def next_state(self, state, joint_move) -> frozenset:
+        m = ",".join(f"d({r},{self._enc(a)})" for r, a in zip(self._roles_enc, joint_move))
+        return frozenset(self._decode(self._run(f"q_next({self._state_text(state)},[{m}],T)", "the next state")))
+
+    def is_terminal(self, state) -> bool:
+        return self._run(f"q_terminal({self._state_text(state)},T)", "terminal") == "yes"
+
+    def goal_values(self, state) -> list:
+        roles = "[" + ",".join(self._roles_enc) + "]"
+        raw = self._decode(self._run(f"q_goals({self._state_text(state)},{roles},T)", "goal values"))
+        return [sorted(_goal_int(v) for v in vs) for vs in raw]
+
+    def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
+        """One uniformly random playout run inside Prolog: (joint moves made, goal values)."""
+        if seed is not None:
+            list(_engine().query(f"set_random(seed({int(seed)}))"))
+        roles = "[" + ",".join(self._roles_enc) + "]"
+        text = self._run(f"q_playout({self._state_text(state)},{roles},{cap},T)", "a random playout")
+        depth_text, _, goals_text = text.partition("-")
+        goals = self._decode(goals_text)
+        return int(depth_text), [sorted(_goal_int(v) for v in vs) for vs in goals]
+
+    def _probe(self) -> None:
+        s = self.initial_state()
+        moves = [self.legal_moves(s, i) for i in range(len(self.roles))]
+        self.is_terminal(s)
+        self.goal_values(s)
+        if all(moves):
+            self.next_state(s, [m[0] for m in moves])
+
+    def close(self) -> None:
+        """Drop the game's predicates from the Prolog engine."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            list(_engine().query(
+                f"forall(current_predicate({self.module}:P/N), (functor(H,P,N), "
+                f"(predicate_property({self.module}:H, imported_from(_)) -> true ; abolish({self.module}:P/N))))"))
+            self._reset_tables()
+        except Exception:
+            pass
+
+
+def _goal_int(v):
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            raise ReasonerError(f"goal value {v!r} is not an integer") from None
+    raise ReasonerError(f"goal value {v!r} is not a constant")
+
+
+def _explain(out: str) -> str:
+    if "resource_error" in out:
+        return "out of Prolog stack (deep recursion or a huge answer set)"
+    if "playout_cap" in out:
+        return "the playout hit its length cap (the game may not terminate)"
+    if "no_legal_move" in out:
+        return "a role has no legal move in a non-terminal state"
+    return out[:300]
