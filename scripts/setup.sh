@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Set the project up (idempotent), then run or test it.
+#
+#   bash scripts/setup.sh              set up only
+#   bash scripts/setup.sh test [ARGS]  set up, then pytest (ARGS go to pytest)
+#   bash scripts/setup.sh run  [ARGS]  set up, then start the player (ARGS are appended)
+#
+# Set-up: SWI-Prolog (Debian's swi-prolog-nox, only when `swipl` is missing), a virtual
+# environment in .venv (python3-venv from apt when `python3 -m venv` is unavailable), and
+# `pip install -e '.[test]'` (repeated only when pyproject.toml changes).  Needs only bash and
+# python3 >= 3.10; apt-get is used as root, or through sudo.
+set -euo pipefail
+
+# What `run` starts.  TODO: becomes `serve --host 127.0.0.1` once the serve command exists.
+RUN_ARGS=(check games/ticTacToe.kif)
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+PYTHON="${PYTHON:-python3}"
+ACTION="${1:-setup}"
+[ $# -gt 0 ] && shift
+
+log() { echo "setup: $*" >&2; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+case "$ACTION" in
+  setup|test|run) ;;
+  -h|--help|help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: bash scripts/setup.sh [setup|test|run] [ARGS...]" >&2; exit 2 ;;
+esac
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else die "need root (or sudo) to run: $*"
+  fi
+}
+
+APT_UPDATED=0
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* with your system's package manager"
+  if [ "$APT_UPDATED" -eq 0 ]; then
+    log "apt-get update"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null
+}
+
+# --- system packages -------------------------------------------------------------------
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  [ "$PYTHON" = python3 ] || die "$PYTHON not found"
+  apt_install python3 python3-venv
+fi
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || die "Python >= 3.10 is needed; $PYTHON is $("$PYTHON" -V 2>&1)"
+
+if ! command -v swipl >/dev/null 2>&1; then
+  apt_install swi-prolog-nox
+fi
+
+# --- virtual environment ----------------------------------------------------------------
+venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }
+if ! venv_ok; then
+  rm -rf "$VENV"
+  log "creating .venv with $("$PYTHON" -V 2>&1)"
+  if ! "$PYTHON" -m venv "$VENV" >/dev/null 2>&1 || ! venv_ok; then
+    rm -rf "$VENV"     # Debian leaves a venv without pip when ensurepip is missing
+    apt_install python3-venv
+    "$PYTHON" -m venv "$VENV" || die "could not create a virtual environment with $PYTHON"
+  fi
+fi
+
+# --- the package and its test dependencies ------------------------------------------------
+STAMP="$VENV/.ggp-persona-installed"
+WANT="$("$VENV/bin/python" -c 'import hashlib, sys; print(sys.version.split()[0], hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+if [ ! -x "$VENV/bin/ggp-persona" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
+  log "pip install -e '.[test]'"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q -e ".[test]" </dev/null
+  echo "$WANT" >"$STAMP"
+fi
+
+# --- environment for run and test -----------------------------------------------------------
+export NUMBA_CACHE_DIR="$ROOT/.cache/numba"   # numba kernels use cache=True
+mkdir -p "$NUMBA_CACHE_DIR"
+export PATH="$VENV/bin:$PATH"
+
+case "$ACTION" in
+  setup) log "ready: .venv is set up" ;;
+  test)  exec "$VENV/bin/python" -m pytest "$@" ;;
+  run)   exec "$VENV/bin/ggp-persona" "${RUN_ARGS[@]}" "$@" ;;
+esac

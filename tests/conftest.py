@@ -1,0 +1,30 @@
+"""Shared test helpers.
+
+``SHARED`` is the project's shared material (rule-sheet corpus, reference traces), kept beside
+the clone as ``../shared``.  Tests that need it use the ``shared_dir`` fixture or the
+``needs_shared`` mark, and are skipped, with the reason below, when it is absent.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED_MISSING = "../shared (corpus and reference traces) is not beside this clone; CI has it"
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_MISSING)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ``../shared`` directory; skips the test when it is not beside the clone."""
+    if not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
