@@ -62,6 +62,12 @@ if ! command -v swipl >/dev/null 2>&1; then
 fi
 
 # --- virtual environment ----------------------------------------------------------------
+# One set-up at a time per work tree (several shells may start it together).
+mkdir -p "$ROOT/.cache"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$ROOT/.cache/setup.lock"
+  flock 9
+fi
 venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }
 if ! venv_ok; then
   rm -rf "$VENV"
@@ -81,6 +87,8 @@ if [ ! -x "$VENV/bin/ggp-persona" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q -e ".[test]" </dev/null
   echo "$WANT" >"$STAMP"
 fi
+
+[ -e /dev/fd/9 ] && exec 9>&-   # release the set-up lock
 
 # --- environment for run and test -----------------------------------------------------------
 export NUMBA_CACHE_DIR="$ROOT/.cache/numba"   # numba kernels use cache=True
