@@ -82,6 +82,160 @@ def _consult_text(prolog, text: str) -> None:
 _TOKEN = re.compile(r"[a-z]\d+|[()\[\],]")
 
 
+def new_module_name(kind: str = "game") -> str:
+    return f"gdl_{kind}_{next(_module_ids)}"
+
+
+def load_program(text: str) -> None:
+    _consult_text(_engine(), text)
+
+
+def reset_tables() -> None:
+    try:
+        list(_engine().query("abolish_all_tables"))
+    except Exception:
+        pass
+
+
+def run_goal(module: str, goal: str, limit: int, what: str) -> str:
+    """Run ``goal`` (which binds ``T`` to an atom) in ``module`` under an inference limit.
+
+    Returns T's text; raises ReasonerError naming ``what`` on failure, limit or error."""
+    q = f"gdl_api:gdl_run({module}, ({goal}), {limit}, O)"
+    try:
+        res = list(_engine().query(q, maxresult=1))
+    except ReasonerError:
+        raise
+    except Exception as e:  # pyswip raises for Prolog-level failures outside our catch
+        reset_tables()
+        raise ReasonerError(f"Prolog failed on {what}: {e}") from None
+    if not res:
+        raise ReasonerError(f"Prolog gave no answer for {what}")
+    out = str(res[0]["O"])
+    if out == "ok":
+        return str(res[0]["T"])
+    reset_tables()
+    if out == "limit":
+        raise ReasonerError(f"{what} exceeded {limit:,} inferences (runaway rules?)")
+    if out == "failed":
+        raise ReasonerError(f"{what} failed in Prolog")
+    raise ReasonerError(f"{what} raised a Prolog error: {_explain(out)}")
+
+
+def ordered_body(body) -> list:
+    """ggp-base's DistinctAndNotMover: each not/distinct goes right after the first
+    positive literal that binds all its variables (or first, if already ground)."""
+    positives = [l for l in body if (literal_atom(l) or (None, False))[1]]
+    checks = [l for l in body if l not in positives]
+    placed: list = []
+    bound: set = set()
+    pending = list(checks)
+
+    def flush():
+        for c in list(pending):
+            if set(variables(c)) <= bound:
+                placed.append(c)
+                pending.remove(c)
+    flush()
+    for p in positives:
+        placed.append(p)
+        bound.update(variables(p))
+        flush()
+    return placed + pending  # leftovers are unsafe (the validator refuses such rules)
+
+
+class Codec:
+    """Game symbols <-> generated Prolog atoms (``s0``, ``s1``...), keyed by (name, arity) so
+    the constant ``f`` and the zero-argument function ``(f)`` stay apart."""
+
+    def __init__(self):
+        self._sym: dict = {}       # (name, arity) -> generated atom
+        self._unsym: dict = {}     # generated atom -> (name, arity)
+        self._enc_cache: dict = {}
+        self._dec_cache: dict = {}
+
+    def atom(self, name: str, arity: int) -> str:
+        key = (name, arity)
+        a = self._sym.get(key)
+        if a is None:
+            a = f"s{len(self._sym)}"
+            self._sym[key] = a
+            self._unsym[a] = key
+        return a
+
+    def term_text(self, t: Term, var: dict) -> str:
+        if isinstance(t, str):
+            if t.startswith("?"):
+                v = var.get(t)
+                if v is None:
+                    v = var[t] = f"V{len(var)}"
+                return v
+            return self.atom(t, -1)
+        f = self.atom(t[0], len(t) - 1)
+        if len(t) == 1:
+            return f
+        return f + "(" + ",".join(self.term_text(a, var) for a in t[1:]) + ")"
+
+    def enc(self, t: Term) -> str:
+        e = self._enc_cache.get(t)
+        if e is None:
+            if isinstance(t, str):
+                key = (t, -1)
+                e = self._sym.get(key)
+                if e is None:  # a symbol the rules never mention: cannot be true or legal
+                    e = self.atom(t, -1)
+            else:
+                e = self.atom(t[0], len(t) - 1)
+                if len(t) > 1:
+                    e += "(" + ",".join(self.enc(a) for a in t[1:]) + ")"
+            self._enc_cache[t] = e
+        return e
+
+    def decode(self, text: str):
+        """Parse Prolog's ``~w`` output (generated atoms, lists, ``-`` pairs) into terms."""
+        cached = self._dec_cache.get(text)
+        if cached is not None:
+            return cached
+        toks = _TOKEN.findall(text)
+        pos = 0
+
+        def parse():
+            nonlocal pos
+            tok = toks[pos]
+            pos += 1
+            if tok == "[":
+                items = []
+                if toks[pos] == "]":
+                    pos += 1
+                    return items
+                while True:
+                    items.append(parse())
+                    tok = toks[pos]
+                    pos += 1
+                    if tok == "]":
+                        return items
+            if tok[0] == "s":
+                name, ar = self._unsym[tok]
+                if pos < len(toks) and toks[pos] == "(":
+                    pos += 1
+                    args = []
+                    while True:
+                        args.append(parse())
+                        tok = toks[pos]
+                        pos += 1
+                        if tok == ")":
+                            break
+                    return (name,) + tuple(args)
+                return (name,) if ar == 0 else name
+            raise ReasonerError(f"unexpected Prolog output {text[:200]!r}")
+
+        value = parse()
+        if len(self._dec_cache) < 200_000:
+            self._dec_cache[text] = value
+        return value
+
+
+
 class PrologReasoner:
     """State machine on SWI-Prolog (see ``statemachine.StateMachine``)."""
 
@@ -107,41 +261,16 @@ class PrologReasoner:
         self.table_policy = table
         self.prolog = _engine()
         self.inference_limit = inference_limit
-        self.module = f"gdl_game_{next(_module_ids)}"
+        self.module = new_module_name()
         self.roles: list = description.roles
-        self._sym: dict = {}       # (name, arity) -> generated atom for constants/functions
-        self._unsym: dict = {}     # generated atom -> (name, arity)
+        self.codec = Codec()
         self._rel: dict = {}       # relation signature -> generated predicate name
-        self._enc_cache: dict = {}
-        self._dec_cache: dict = {}
         program = self._translate(description.rules)
         _consult_text(self.prolog, program)
-        self._roles_enc = [self._enc(r) for r in self.roles]
+        self._roles_enc = [self.codec.enc(r) for r in self.roles]
         self.closed = False
 
     # ------------------------------------------------------------ translation
-    def _atom(self, name: str, arity: int) -> str:
-        key = (name, arity)
-        a = self._sym.get(key)
-        if a is None:
-            a = f"s{len(self._sym)}"
-            self._sym[key] = a
-            self._unsym[a] = key
-        return a
-
-    def _term_text(self, t: Term, var: dict) -> str:
-        if isinstance(t, str):
-            if t.startswith("?"):
-                v = var.get(t)
-                if v is None:
-                    v = var[t] = f"V{len(var)}"
-                return v
-            return self._atom(t, -1)
-        f = self._atom(t[0], len(t) - 1)
-        if len(t) == 1:
-            return f
-        return f + "(" + ",".join(self._term_text(a, var) for a in t[1:]) + ")"
-
     def _pred(self, sig) -> str:
         p = self._rel.get(sig)
         if p is None:
@@ -151,44 +280,23 @@ class PrologReasoner:
     def _call_text(self, sentence: Term, var: dict) -> str:
         sig = signature(sentence)
         if sig == TRUE_SIG:
-            return f"lists:member({self._term_text(sentence[1], var)},S)"
+            return f"lists:member({self.codec.term_text(sentence[1], var)},S)"
         if sig == DOES_SIG:
-            return (f"lists:member(d({self._term_text(sentence[1], var)},"
-                    f"{self._term_text(sentence[2], var)}),M)")
-        args = [self._term_text(a, var) for a in sentence[1:]] if isinstance(sentence, tuple) else []
+            return (f"lists:member(d({self.codec.term_text(sentence[1], var)},"
+                    f"{self.codec.term_text(sentence[2], var)}),M)")
+        args = [self.codec.term_text(a, var) for a in sentence[1:]] if isinstance(sentence, tuple) else []
         if sig in self._dynamic:
             args += ["S", "M"]
         p = self._pred(sig)
         return p + ("(" + ",".join(args) + ")" if args else "")
 
-    def _ordered_body(self, body) -> list:
-        """ggp-base's DistinctAndNotMover: each not/distinct goes right after the first
-        positive literal that binds all its variables (or first, if already ground)."""
-        positives = [l for l in body if (literal_atom(l) or (None, False))[1]]
-        checks = [l for l in body if l not in positives]
-        placed: list = []
-        bound: set = set()
-        pending = list(checks)
-
-        def flush():
-            for c in list(pending):
-                if set(variables(c)) <= bound:
-                    placed.append(c)
-                    pending.remove(c)
-        flush()
-        for p in positives:
-            placed.append(p)
-            bound.update(variables(p))
-            flush()
-        return placed + pending  # leftovers are unsafe (the validator refuses such rules)
-
     def _literal_text(self, lit, var: dict) -> str:
         if isinstance(lit, tuple) and lit[0] == "distinct":
-            return f"{self._term_text(lit[1], var)}\\=={self._term_text(lit[2], var)}"
+            return f"{self.codec.term_text(lit[1], var)}\\=={self.codec.term_text(lit[2], var)}"
         if isinstance(lit, tuple) and lit[0] == "not":
             inner = lit[1]
             if isinstance(inner, tuple) and inner[0] == "distinct":  # (not (distinct a b)): a == b
-                return f"{self._term_text(inner[1], var)}=={self._term_text(inner[2], var)}"
+                return f"{self.codec.term_text(inner[1], var)}=={self.codec.term_text(inner[2], var)}"
             return f"\\+ {self._literal_text(inner, var)}"
         return self._call_text(lit, var)
 
@@ -203,7 +311,7 @@ class PrologReasoner:
                 continue  # invalid GDL (the validator says so); never a Prolog clause
             var: dict = {}
             head = self._call_text(r.head, var)
-            body = [self._literal_text(l, var) for l in self._ordered_body(r.body)]
+            body = [self._literal_text(l, var) for l in ordered_body(r.body)]
             if hsig in self._dynamic and not body:
                 body = ["true"]
             text = head + (" :- " + ", ".join(body) if body else "") + "."
@@ -259,119 +367,38 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
     ( L2 == [] -> throw(gdl_error(no_legal_move(R))) ; random_member(A, L2) ), joint(Rs, S, Ms).
 """
 
-    # ------------------------------------------------------------ encoding
-    def _enc(self, t: Term) -> str:
-        e = self._enc_cache.get(t)
-        if e is None:
-            if isinstance(t, str):
-                key = (t, -1)
-                e = self._sym.get(key)
-                if e is None:  # a symbol the rules never mention: cannot be true or legal
-                    e = self._atom(t, -1)
-            else:
-                e = self._atom(t[0], len(t) - 1)
-                if len(t) > 1:
-                    e += "(" + ",".join(self._enc(a) for a in t[1:]) + ")"
-            self._enc_cache[t] = e
-        return e
-
-    def _state_text(self, state) -> str:
-        return "[" + ",".join(sorted(self._enc(f) for f in state)) + "]"
-
-    def _decode(self, text: str):
-        """Parse Prolog's ``~w`` output (generated atoms, lists, ``-`` pairs) into terms."""
-        cached = self._dec_cache.get(text)
-        if cached is not None:
-            return cached
-        toks = _TOKEN.findall(text)
-        pos = 0
-
-        def parse():
-            nonlocal pos
-            tok = toks[pos]
-            pos += 1
-            if tok == "[":
-                items = []
-                if toks[pos] == "]":
-                    pos += 1
-                    return items
-                while True:
-                    items.append(parse())
-                    tok = toks[pos]
-                    pos += 1
-                    if tok == "]":
-                        return items
-            if tok[0] == "s":
-                name, ar = self._unsym[tok]
-                if pos < len(toks) and toks[pos] == "(":
-                    pos += 1
-                    args = []
-                    while True:
-                        args.append(parse())
-                        tok = toks[pos]
-                        pos += 1
-                        if tok == ")":
-                            break
-                    return (name,) + tuple(args)
-                return (name,) if ar == 0 else name
-            raise ReasonerError(f"unexpected Prolog output {text[:200]!r}")
-
-        value = parse()
-        if len(self._dec_cache) < 200_000:
-            self._dec_cache[text] = value
-        return value
-
     # ------------------------------------------------------------ queries
+    def _state_text(self, state) -> str:
+        return "[" + ",".join(sorted(self.codec.enc(f) for f in state)) + "]"
+
     def _run(self, goal: str, what: str) -> str:
         if self.closed:
             raise ReasonerError("the reasoner was closed")
-        prolog = _engine()
-        q = f"gdl_api:gdl_run({self.module}, ({goal}), {self.inference_limit}, O)"
         try:
-            res = list(prolog.query(q, maxresult=1))
-        except Exception as e:  # pyswip raises for Prolog-level failures outside our catch
-            self._reset_tables()
-            raise ReasonerError(f"Prolog failed on {what}: {e}") from None
+            return run_goal(self.module, goal, self.inference_limit, what)
         finally:
             if self._dynamic_tabled:
-                self._reset_tables()
-        if not res:
-            raise ReasonerError(f"Prolog gave no answer for {what}")
-        out = str(res[0]["O"])
-        if out == "ok":
-            return str(res[0]["T"])
-        self._reset_tables()
-        if out == "limit":
-            raise ReasonerError(f"{what} exceeded {self.inference_limit:,} inferences (runaway rules?)")
-        if out == "failed":
-            raise ReasonerError(f"{what} failed in Prolog")
-        raise ReasonerError(f"{what} raised a Prolog error: {_explain(out)}")
-
-    def _reset_tables(self):
-        try:
-            list(_engine().query("abolish_all_tables"))
-        except Exception:
-            pass
+                reset_tables()
 
     def initial_state(self) -> frozenset:
-        return frozenset(self._decode(self._run("q_init(T)", "the initial state")))
+        return frozenset(self.codec.decode(self._run("q_init(T)", "the initial state")))
 
     def legal_moves(self, state, role_index: int) -> list:
         role = self._roles_enc[role_index]
-        moves = self._decode(self._run(f"q_legal({self._state_text(state)},{role},T)",
+        moves = self.codec.decode(self._run(f"q_legal({self._state_text(state)},{role},T)",
                                        f"legal moves of {self.roles[role_index]}"))
         return canonical_sorted(moves)
 
     def next_state(self, state, joint_move) -> frozenset:
-        m = ",".join(f"d({r},{self._enc(a)})" for r, a in zip(self._roles_enc, joint_move))
-        return frozenset(self._decode(self._run(f"q_next({self._state_text(state)},[{m}],T)", "the next state")))
+        m = ",".join(f"d({r},{self.codec.enc(a)})" for r, a in zip(self._roles_enc, joint_move))
+        return frozenset(self.codec.decode(self._run(f"q_next({self._state_text(state)},[{m}],T)", "the next state")))
 
     def is_terminal(self, state) -> bool:
         return self._run(f"q_terminal({self._state_text(state)},T)", "terminal") == "yes"
 
     def goal_values(self, state) -> list:
         roles = "[" + ",".join(self._roles_enc) + "]"
-        raw = self._decode(self._run(f"q_goals({self._state_text(state)},{roles},T)", "goal values"))
+        raw = self.codec.decode(self._run(f"q_goals({self._state_text(state)},{roles},T)", "goal values"))
         return [sorted(_goal_int(v) for v in vs) for vs in raw]
 
     def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
@@ -381,7 +408,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
         roles = "[" + ",".join(self._roles_enc) + "]"
         text = self._run(f"q_playout({self._state_text(state)},{roles},{cap},T)", "a random playout")
         depth_text, _, goals_text = text.partition("-")
-        goals = self._decode(goals_text)
+        goals = self.codec.decode(goals_text)
         return int(depth_text), [sorted(_goal_int(v) for v in vs) for vs in goals]
 
     def _probe(self) -> None:
@@ -401,7 +428,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
             list(_engine().query(
                 f"forall(current_predicate({self.module}:P/N), (functor(H,P,N), "
                 f"(predicate_property({self.module}:H, imported_from(_)) -> true ; abolish({self.module}:P/N))))"))
-            self._reset_tables()
+            reset_tables()
         except Exception:
             pass
 

@@ -1,0 +1,26 @@
+"""The compiled engine: rules grounded with Prolog, compiled to arrays, run in numba.
+
+Contract for numba callers (the search runs its whole loop in nopython mode on top of it):
+
+``CompiledGame`` (a namedtuple of ints and numpy arrays, passed as-is to njit functions):
+    n_roles            number of roles
+    n_words            uint64 words of a packed state (one bit per base proposition)
+    n_atoms            size of the ``vals`` work buffer
+    role_nmoves        int32[n_roles]: moves per role (move k of role r is ``move_terms[r][k]``)
+    init_state         uint64[n_words]
+    ... program arrays (private to agent.engine.kernels)
+
+Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
+    new_vals(g) -> uint8[n_atoms]                    a work buffer (one per thread/search)
+    load_state(g, state, vals)                       set the state and derive legal/terminal/goals
+    is_terminal(g, vals) -> bool
+    legal_moves(g, vals, role, out) -> n             int32 move indices of ``role`` into out[:n]
+    goal_vector(g, vals, out)                        int32 goal per role (statemachine.goal_vector rule)
+    next_state(g, vals, joint, out_state)            joint: int32[n_roles] move indices
+    random_playout(g, state, vals, max_depth, out_goals) -> depth
+                                                     uniform random joint moves until terminal
+                                                     (or max_depth: then depth == -1)
+
+Python side: ``CompiledEngine`` wraps a CompiledGame behind the StateMachine interface
+(frozensets of terms), with ``game`` (the namedtuple), ``move_terms`` and state packing.
+"""

@@ -1,0 +1,92 @@
+"""``CompiledEngine``: a CompiledGame behind the StateMachine interface (frozensets of terms)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gdl.terms import canonical_sorted
+
+from . import kernels as K
+
+
+class CompiledEngine:
+    """Answers the StateMachine queries with the numba kernels; ``game`` is the raw
+    CompiledGame for numba callers (the search), ``move_terms[r][k]`` names move k of role r."""
+
+    def __init__(self, game, tables: dict, info: dict | None = None):
+        self.game = game
+        self.roles = tables["roles"]
+        self.base = tables["base"]
+        self.move_terms = tables["move_terms"]
+        self.info = info or {}
+        self._base_index = {f: i for i, f in enumerate(self.base)}
+        self._move_index = [{m: k for k, m in enumerate(ms)} for ms in self.move_terms]
+        self._vals = K.new_vals(game)
+        self._loaded = None
+
+    # -- packing
+    def pack(self, state) -> np.ndarray:
+        bits = np.zeros(self.game.n_words, dtype=np.uint64)
+        for f in state:
+            i = self._base_index.get(f)
+            if i is not None:  # a fluent the rules can never produce: irrelevant to them
+                bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        return bits
+
+    def unpack(self, bits) -> frozenset:
+        return frozenset(f for i, f in enumerate(self.base) if (int(bits[i >> 6]) >> (i & 63)) & 1)
+
+    def _load(self, state):
+        if self._loaded is not state:
+            K.load_state(self.game, self.pack(state), self._vals)
+            self._loaded = state
+        return self._vals
+
+    # -- StateMachine
+    def initial_state(self) -> frozenset:
+        return self.unpack(self.game.init_state)
+
+    def legal_moves(self, state, role_index: int) -> list:
+        vals = self._load(state)
+        g = self.game
+        s, e = g.legal_start[role_index], g.legal_start[role_index + 1]
+        return canonical_sorted(self.move_terms[role_index][k - s] for k in range(s, e) if vals[g.legal_atom[k]])
+
+    def move_index(self, role_index: int, move) -> int:
+        k = self._move_index[role_index].get(move)
+        if k is None:
+            raise ValueError(f"{move!r} is never a legal move of role {self.roles[role_index]!r}")
+        return k
+
+    def next_state(self, state, joint_move) -> frozenset:
+        vals = self._load(state)
+        joint = np.array([self.move_index(r, m) for r, m in enumerate(joint_move)], dtype=np.int32)
+        out = np.zeros(self.game.n_words, dtype=np.uint64)
+        K.next_state(self.game, vals, joint, out)
+        return self.unpack(out)
+
+    def is_terminal(self, state) -> bool:
+        return bool(K.is_terminal(self.game, self._load(state)))
+
+    def goal_values(self, state) -> list:
+        vals = self._load(state)
+        g = self.game
+        K.goal_vector(g, vals, np.zeros(g.n_roles, dtype=np.int32))  # evaluates the goal phase
+        return [sorted({int(g.goal_value[k]) for k in range(g.goal_start[r], g.goal_start[r + 1])
+                        if vals[g.goal_atom[k]]}) for r in range(g.n_roles)]
+
+    def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
+        if seed is not None:
+            K.seed(seed)
+        goals = np.zeros(self.game.n_roles, dtype=np.int32)
+        vals = K.new_vals(self.game)
+        d = K.random_playout(self.game, self.pack(state), vals, cap, goals)
+        if d == -2:
+            from ..reasoner.statemachine import ReasonerError
+            raise ReasonerError("a role has no legal move in a non-terminal state")
+        if d == -1:
+            from ..reasoner.statemachine import ReasonerError
+            raise ReasonerError(f"the playout hit its length cap ({cap})")
+        return int(d), [[int(v)] for v in goals]
+
+    def close(self):
+        pass

@@ -1,0 +1,303 @@
+"""Grounding with Prolog: the reachable ground atoms and the ground rule instances.
+
+The classic relaxation: drop every negative literal (an over-approximation of what can ever
+be true), make every relation tabled, and iterate ``true := init | next``,
+``does := legal`` until nothing new appears.  Then each rule is instantiated against the
+relaxed model: Prolog enumerates the substitutions that satisfy its positive literals and
+its ``distinct`` tests, and returns the ground head with every ground body literal.
+Negative literals whose atom is outside the relaxed model are always true and vanish later.
+
+Budgets (inferences, wall time, instance count) turn an explosion into ``GroundingError``
+so the caller can fall back to the Prolog reasoner.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_atom
+from gdl.kif import Description
+from gdl.terms import Term, signature
+
+from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
+from ..reasoner.statemachine import ReasonerError
+
+
+class GroundingError(Exception):
+    """The rules could not be grounded within the budget (or at all)."""
+
+
+@dataclass
+class GroundProgram:
+    roles: list
+    true_atoms: list      # every fluent that can ever hold (relaxed), as terms
+    does_atoms: list      # every (role, move) that can ever be done (relaxed)
+    atoms: list           # atom id -> ground sentence (("true", f), ("does", r, m), or a relation)
+    flat_rules: np.ndarray  # [k, head, lit, ..., k, head, ...]: k = 1 + body size; literal
+                            # +(id+1) positive, -(id+1) negative; heads are +(id+1)
+    n_rules: int
+    static: set           # signatures of relations that depend on neither true nor does
+    iterations: int
+    seconds: float
+    fixpoint_seconds: float
+
+
+def _lit_text(codec: Codec, rel: dict, lit, var: dict) -> str | None:
+    """Relaxed Prolog text of a body literal; None for a dropped (negative) literal."""
+    if isinstance(lit, tuple) and lit[0] == "distinct":
+        return f"{codec.term_text(lit[1], var)}\\=={codec.term_text(lit[2], var)}"
+    if isinstance(lit, tuple) and lit[0] == "not":
+        inner = lit[1]
+        if isinstance(inner, tuple) and inner[0] == "distinct":
+            return f"{codec.term_text(inner[1], var)}=={codec.term_text(inner[2], var)}"
+        return None
+    return _atom_call(codec, rel, lit, var)
+
+
+def _fluent_pred(codec: Codec, fluent: Term) -> str | None:
+    """One dynamic predicate per fluent functor (``u<id>``): a new ``(step 57)`` then only
+    invalidates the tables that read ``step``, not every table that reads the state."""
+    if isinstance(fluent, str):
+        return None if fluent.startswith("?") else "u" + codec.atom(fluent, -1)[1:]
+    return "u" + codec.atom(fluent[0], len(fluent) - 1)[1:]
+
+
+def _head_call(codec: Codec, rel: dict, head: Term, var: dict) -> str:
+    """``next`` is split by fluent functor too (``n<id>``), so that a new counter value
+    re-derives only the counter's next rules, not the whole board's."""
+    if signature(head) == ("next", 1):
+        u = _fluent_pred(codec, head[1])
+        if u is not None:
+            f = head[1]
+            n = "n" + u[1:]
+            if isinstance(f, str) or len(f) == 1:
+                return n
+            return n + "(" + ",".join(codec.term_text(a, var) for a in f[1:]) + ")"
+    return _atom_call(codec, rel, head, var)
+
+
+def _atom_call(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
+    sig = signature(sentence)
+    if sig == TRUE_SIG:
+        f = sentence[1]
+        u = _fluent_pred(codec, f)
+        if u is None:
+            return f"t({codec.term_text(f, var)})"
+        if isinstance(f, str) or len(f) == 1:
+            return u
+        return u + "(" + ",".join(codec.term_text(a, var) for a in f[1:]) + ")"
+    if sig == DOES_SIG:
+        return f"d({codec.term_text(sentence[1], var)},{codec.term_text(sentence[2], var)})"
+    p = rel.setdefault(sig, f"r{len(rel)}")
+    if isinstance(sentence, str) or len(sentence) == 1:
+        return p
+    return p + "(" + ",".join(codec.term_text(a, var) for a in sentence[1:]) + ")"
+
+
+def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_000_000,
+           max_instances: int = 2_000_000) -> GroundProgram:
+    t0 = time.monotonic()
+    rules = [rr for r in desc.rules for rr in expand_or(r)
+             if signature(r.head) not in (TRUE_SIG, DOES_SIG)]
+    deps = dependencies(rules)
+    static = set(deps.edges) - deps.depending_on([TRUE_SIG, DOES_SIG])
+    codec, rel = Codec(), {}
+    module = new_module_name("ground")
+    clauses: dict = {}
+    instance_queries = []
+    for i, r in enumerate(rules):
+        var: dict = {}
+        head = _head_call(codec, rel, r.head, var)
+        head_q = _quote_atom(codec, rel, r.head, var)
+        ordered = ordered_body(r.body)
+        body = [t for t in (_lit_text(codec, rel, l, var) for l in ordered) if t is not None]
+        clauses.setdefault(head.split("(")[0], []).append(head + (" :- " + ", ".join(body) if body else "") + ".")
+        # The instance query: same positive part, but it reports every literal, negatives too.
+        report = []
+        for l in ordered:
+            la = literal_atom(l)
+            if la is None:
+                continue  # distinct and (not (distinct ..)): decided by Prolog
+            sent, positive = la
+            report.append(("" if positive else "n(") + _quote_atom(codec, rel, sent, var) + ("" if positive else ")"))
+        instance_queries.append((head_q, body, report))
+    for sig in ("init", 1), ("next", 1), ("legal", 2):
+        rel.setdefault(sig, f"r{len(rel)}")
+    fluents = {}  # u-predicate -> (data pattern text, call text)
+    for r in rules:
+        for sent in [r.head] + [la[0] for la in map(literal_atom, r.body) if la]:
+            sig = signature(sent)
+            arg = sent[1] if sig in (TRUE_SIG, ("init", 1), ("next", 1)) else None
+            u = None if arg is None else _fluent_pred(codec, arg)
+            if u is not None and u not in fluents:
+                k = -1 if isinstance(arg, str) else len(arg) - 1
+                vs = [f"A{j}" for j in range(max(k, 0))]
+                data = codec.atom(arg if isinstance(arg, str) else arg[0], k) + (f"({','.join(vs)})" if vs else "")
+                fluents[u] = (data, u + (f"({','.join(vs)})" if vs else ""), max(k, 0))
+    dyn = [f"{u}/{k}" for u, (_, _, k) in fluents.items()] + ["u_other/1", "d/2"]
+    out = [f":- module({module}, []).", ":- style_check(-singleton).",
+           f":- dynamic([{', '.join(dyn)}], [incremental(true)])."]
+    for u, (data, call, _) in fluents.items():
+        out.append(f"t({data}) :- {call}.")
+    out.append("t(X) :- u_other(X).")
+    for u, (data, call, _) in fluents.items():
+        out.append(f"ins({data}, C0, C) :- !, ( {call} -> C = C0 ; assertz({call}), C is C0 + 1 ).")
+    out.append("ins(X, C0, C) :- ( u_other(X) -> C = C0 ; assertz(u_other(X)), C is C0 + 1 ).")
+    preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
+    for u, (_, _, k) in fluents.items():
+        preds["n" + u[1:]] = k
+    for p, n in sorted(preds.items()):
+        # Incremental tabling: a new fact re-evaluates only the tables that depend on it,
+        # so long counters (step 1..200) do not recompute the whole board each iteration.
+        out.append(f":- table {p}/{n} as incremental." if p in clauses
+                   else f":- dynamic([{p}/{n}], [incremental(true)]).")
+    init, nxt, legal = rel[("init", 1)], rel[("next", 1)], rel[("legal", 2)]
+    for p in clauses:
+        out.extend(clauses[p])
+    for u, (data, call, _) in fluents.items():
+        out.append(f"nx({data}) :- {'n' + call[1:]}.")
+    out.append(f"nx(X) :- {nxt}(X).")
+    out.append(f"""
+add_t([], C, C).
+add_t([X|Xs], C0, C) :- ins(X, C0, C1), add_t(Xs, C1, C).
+add_d([], C, C).
+add_d([R-A|Xs], C0, C) :- ( d(R, A) -> C1 = C0 ; assertz(d(R, A)), C1 is C0 + 1 ), add_d(Xs, C1, C).
+fix(N) :- findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
+loop(K, N) :- findall(X, nx(X), Ns), findall(R-A, {legal}(R, A), Ls),
+    add_t(Ns, 0, C1), add_d(Ls, 0, C2),
+    ( C1 + C2 =:= 0 -> N = K ; K1 is K + 1, loop(K1, N) ).
+q_fix(T) :- fix(N), format(atom(T), '~w', [N]).
+q_facts(T) :- findall(X, t(X), L1), findall([R,A], d(R, A), L2), format(atom(T), '~w', [[L1, L2]]).
+% Ground atoms are interned in a trie: rules come back as integers, each atom is sent once.
+:- dynamic atom_trie/1.
+aid(A, I) :- atom_trie(Tr), ( trie_lookup(Tr, A, I) -> true
+    ; flag({module}_n, I, I + 1), trie_insert(Tr, A, I) ).
+lid(n(A), Id) :- !, aid(A, I), Id is -(I + 1).
+lid(A, Id) :- aid(A, I), Id is I + 1.
+emit(L, T) :- length(L, N), foldl([R, A0, A]>>(length(R, K), A0 = [K|R1], append(R, A, R1)), L, F, []),
+    atomic_list_concat(F, ',', Body), format(atom(T), '~w;~w', [N, Body]).
+q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S), pairs_values(S, As),
+    format(atom(T), '~w', [As]).
+""")
+    for i, (head, body, report) in enumerate(instance_queries):
+        goal = ", ".join(body) if body else "true"
+        out.append(f"q_inst({i}, T) :- findall(Ids, (({goal}), maplist(lid, [{head}|[{','.join(report)}]], Ids)), L), "
+                   f"emit(L, T).")
+    load_program("\n".join(out) + "\n")
+    try:
+        iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)"))
+        t_fix = time.monotonic() - t0
+        _check_time(t0, seconds, "the relaxed fixpoint")
+        facts = codec.decode(run_goal(module, "q_facts(T)", inferences, "grounding facts"))
+        true_atoms = [f for f in facts[0]]
+        does_atoms = [(d[0], d[1]) for d in facts[1]]
+        run_goal(module, "trie_new(Tr), assertz(atom_trie(Tr)), T = x", inferences, "grounding setup")
+        chunks, n_rules = [], 0
+        for i in range(len(instance_queries)):
+            text = run_goal(module, f"q_inst({i},T)", inferences, f"grounding rule {i + 1}")
+            count_text, _, body_text = text.partition(";")
+            n_rules += int(count_text)
+            if n_rules > max_instances:
+                raise GroundingError(f"more than {max_instances:,} ground rule instances")
+            if body_text:
+                chunks.append(np.array(body_text.split(","), dtype=np.int64))
+            _check_time(t0, seconds, f"rule {i + 1} of {len(instance_queries)}")
+        inv_rel = {p: sig for sig, p in rel.items()}
+        atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms"))
+        flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    except ReasonerError as e:
+        raise GroundingError(str(e)) from None
+    finally:
+        reset_tables()
+        try:
+            run_goal(module, "forall(current_predicate(P/N), (functor(H,P,N), "
+                             "(predicate_property(H, imported_from(_)) -> true ; abolish(P/N)))), T = x",
+                     10**9, "cleanup")
+        except ReasonerError:
+            pass
+    return GroundProgram(desc.roles, true_atoms, does_atoms, atoms, flat, n_rules, static, iterations,
+                         time.monotonic() - t0, t_fix)
+
+
+def _check_time(t0: float, seconds: float, where: str) -> None:
+    if time.monotonic() - t0 > seconds:
+        raise GroundingError(f"grounding took longer than {seconds:g} s (at {where})")
+
+
+# Ground literals come back as data: relation calls are wrapped as q<N>(args) so that the
+# decoder can tell relations (q), true (t), does (d) and negation (n) from game symbols (s).
+def _quote_atom(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
+    sig = signature(sentence)
+    if sig == TRUE_SIG:
+        return f"t({codec.term_text(sentence[1], var)})"
+    if sig == DOES_SIG:
+        return f"d({codec.term_text(sentence[1], var)},{codec.term_text(sentence[2], var)})"
+    p = "q" + rel.setdefault(sig, f"r{len(rel)}")[1:]
+    args = [] if isinstance(sentence, str) or len(sentence) == 1 else \
+        [codec.term_text(a, var) for a in sentence[1:]]
+    return p + "(" + ",".join(args + ["x"]) + ")"  # trailing x: keeps zero-arity calls compound
+
+
+_LIT_TOKEN = re.compile(r"[a-z]\d+|[a-z]|[()\[\],]")
+
+
+def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
+    """Parse ``[Lit, ...]`` where literals are q/t/d-wrapped data (see _quote_atom)."""
+    toks = _LIT_TOKEN.findall(text)
+    pos = 0
+    unsym = codec._unsym
+
+    def term():
+        nonlocal pos
+        tok = toks[pos]
+        pos += 1
+        name, ar = unsym[tok]
+        if pos < len(toks) and toks[pos] == "(":
+            pos += 1
+            args = []
+            while True:
+                args.append(term())
+                tok = toks[pos]
+                pos += 1
+                if tok == ")":
+                    return (name,) + tuple(args)
+        return (name,) if ar == 0 else name
+
+    def literal():
+        nonlocal pos
+        tok = toks[pos]
+        pos += 1
+        if tok == "t":
+            pos += 1
+            a = term()
+            pos += 1
+            return ("true", a)
+        if tok == "d":
+            pos += 1
+            r = term()
+            pos += 1  # ,
+            a = term()
+            pos += 1
+            return ("does", r, a)
+        name, ar = inv_rel["r" + tok[1:]]  # q<N>(args..., x)
+        pos += 1  # (
+        args = []
+        while toks[pos] != "x":
+            args.append(term())
+            pos += 1  # ,
+        pos += 2  # x )
+        return name if ar < 0 else (name,) + tuple(args)
+
+    out = []
+    pos = 1  # [
+    if toks[pos] == "]":
+        return out
+    while True:
+        out.append(literal())
+        tok = toks[pos]
+        pos += 1
+        if tok == "]":
+            return out
