@@ -1,0 +1,240 @@
+"""Personas: the thesis search parameters plus optional designer utility, as TOML files.
+
+A persona file holds the 17 parameters of spec 2.2 (per-role ones as ``[self, others]``),
+``mast_tau``, ``kappa``, optional ``[utility]`` with ``lambda`` and ``weights``, and ``name``,
+``kind``, ``description``.  Values are checked against the GA intervals of the thesis
+(spec 2.2); ``limit`` is not evolved (fixed 1000 there) and may be raised for play.
+Unknown fields are errors, so a typo never silently falls back to a default.
+
+Presets live in ``personas/`` beside the package.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+PERSONA_DIR = Path(__file__).resolve().parents[1] / "personas"
+KINDS = ("fitted", "procedural", "champion")
+MAX_LIMIT = 10_000_000       # play may use far more than the thesis's 1000 simulations
+
+# field -> (type, lo, hi); per-role pairs are listed in PAIRS
+RANGES = {
+    "rave": (int, 0, 5000),
+    "grave": (int, 0, 120),
+    "charge_depth": (int, 0, 100),
+    "horizon": (int, 1, 20),
+    "exploration_factor": (int, 1, 140),
+    "limit": (int, 1, MAX_LIMIT),
+    "tree_discount": (float, 0.9, 1.0),
+    "charge_discount": (float, 0.9, 1.0),
+    "epsilon": (float, 0.0, 1.0),
+    "charge_defaults": (float, 35.0, 45.0),
+    "defensiveness": (float, 0.0, 3.0),
+    "aggressiveness": (float, 0.0, 3.0),
+    "random_error": (float, 0.0, 1.0),
+    "nice_threshold": (float, 0.0, 100.0),
+    "mast_tau": (float, 0.01, 1000.0),   # no thesis value; must be positive (Gibbs temperature)
+    "kappa": (float, 0.0001, 100.0),
+}
+PAIRS = ("charge_defaults", "defensiveness", "aggressiveness")
+OPTIONAL = {"mast_tau": 10.0, "kappa": 0.1}           # spec 2.4 and 4.1 decisions
+UTILITY_FEATURES = ("goal", "win", "loss", "draw", "length", "mobility", "opp_mobility",
+                    "own_facts", "opp_facts")
+WEIGHT_RANGE = (-100.0, 100.0)
+
+
+class PersonaError(ValueError):
+    """A persona file or record that cannot be used; the message names field and value."""
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    kind: str
+    description: str
+    rave: int
+    grave: int
+    charge_depth: int
+    horizon: int
+    exploration_factor: float
+    limit: int
+    tree_discount: float
+    charge_discount: float
+    epsilon: float
+    charge_defaults: tuple
+    defensiveness: tuple
+    aggressiveness: tuple
+    random_error: float
+    nice_threshold: float
+    mast_tau: float = 10.0
+    kappa: float = 0.1
+    utility_weights: dict = field(default_factory=dict)
+    utility_lambda: float = 0.0
+
+    def replace(self, **changes) -> "Persona":
+        d = asdict(self)
+        d.update(changes)
+        return Persona(**d)
+
+    def to_toml(self) -> str:
+        lines = [f"name = {_toml_value(self.name)}", f"kind = {_toml_value(self.kind)}",
+                 f"description = {_toml_value(self.description)}", ""]
+        for f in fields(self):
+            if f.name in ("name", "kind", "description", "utility_weights", "utility_lambda"):
+                continue
+            lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
+        if self.utility_lambda or self.utility_weights:
+            lines += ["", "[utility]", f"lambda = {_toml_value(self.utility_lambda)}",
+                      "", "[utility.weights]"]
+            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in self.utility_weights.items()]
+        return "\n".join(lines) + "\n"
+
+
+def _toml_key(k: str) -> str:
+    return k if k.replace("_", "").isalnum() else '"' + k.replace('"', '\\"') + '"'
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, float) and v.is_integer():
+        return f"{v:.1f}"
+    return repr(v)
+
+
+def _number(source: str, name: str, value, kind, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PersonaError(f"{source}: {name} = {value!r} must be a number in [{lo}, {hi}]")
+    if kind is int and not (isinstance(value, int) or float(value).is_integer()):
+        raise PersonaError(f"{source}: {name} = {value!r} must be an integer in [{lo}, {hi}]")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PersonaError(f"{source}: {name} = {value!r} must be finite, in [{lo}, {hi}]")
+    return kind(value)
+
+
+def persona_from_dict(data: dict, source: str = "<persona>", *, check_ranges: bool = True) -> Persona:
+    """Validate a parsed persona record.  ``check_ranges=False`` is for internal baselines
+    (e.g. flat Monte Carlo's unbounded exploration), never for persona files."""
+    data = dict(data)
+    known = set(RANGES) | {"name", "kind", "description", "utility"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise PersonaError(f"{source}: unknown field{'s' * (len(unknown) > 1)} "
+                           f"{', '.join(unknown)} (allowed: {', '.join(sorted(known))})")
+    out: dict = {}
+    for name, (kind, lo, hi) in RANGES.items():
+        if name not in data:
+            if name in OPTIONAL:
+                out[name] = OPTIONAL[name]
+                continue
+            raise PersonaError(f"{source}: missing field {name} (range [{lo}, {hi}])")
+        value = data[name]
+        if name in PAIRS:
+            if not isinstance(value, (list, tuple)) or len(value) != 2:
+                raise PersonaError(f"{source}: {name} = {value!r} must be a pair [self, others], "
+                                   f"each in [{lo}, {hi}]")
+            vals = tuple(_number(source, f"{name}[{i}]", v, kind, lo, hi) for i, v in enumerate(value))
+            for i, v in enumerate(vals):
+                if check_ranges and not lo <= v <= hi:
+                    raise PersonaError(f"{source}: {name}[{i}] ({('self', 'others')[i]}) = {v} "
+                                       f"is out of range [{lo}, {hi}]")
+            out[name] = vals
+        else:
+            v = _number(source, name, value, kind, lo, hi)
+            if check_ranges and not lo <= v <= hi:
+                extra = " (raise limit for play up to that bound; the thesis fixes 1000)" if name == "limit" else ""
+                raise PersonaError(f"{source}: {name} = {v} is out of range [{lo}, {hi}]{extra}")
+            out[name] = v
+    name = data.get("name", Path(source).stem if source != "<persona>" else "persona")
+    kind = data.get("kind", "fitted")
+    desc = data.get("description", "")
+    for fname, v in (("name", name), ("kind", kind), ("description", desc)):
+        if not isinstance(v, str):
+            raise PersonaError(f"{source}: {fname} = {v!r} must be a string")
+    if kind not in KINDS:
+        raise PersonaError(f"{source}: kind = {kind!r} must be one of {', '.join(KINDS)}")
+    weights, lam = _utility(data.get("utility"), source)
+    return Persona(name=name, kind=kind, description=desc, utility_weights=weights,
+                   utility_lambda=lam, **out)
+
+
+def _utility(u, source: str):
+    if u is None:
+        return {}, 0.0
+    if not isinstance(u, dict):
+        raise PersonaError(f"{source}: utility must be a table with lambda and weights")
+    unknown = sorted(set(u) - {"lambda", "weights"})
+    if unknown:
+        raise PersonaError(f"{source}: unknown field utility.{unknown[0]} (allowed: lambda, weights)")
+    lam = _number(source, "utility.lambda", u.get("lambda", 0.0), float, 0.0, 1.0)
+    if not 0.0 <= lam <= 1.0:
+        raise PersonaError(f"{source}: utility.lambda = {lam} is out of range [0.0, 1.0]")
+    raw = u.get("weights", {})
+    if not isinstance(raw, dict):
+        raise PersonaError(f"{source}: utility.weights must be a table of feature = weight")
+    weights = {}
+    lo, hi = WEIGHT_RANGE
+    for k, v in raw.items():
+        if k not in UTILITY_FEATURES and not (k.startswith("rel:") and len(k) > 4):
+            raise PersonaError(f"{source}: unknown utility feature {k!r} (allowed: "
+                               f"{', '.join(UTILITY_FEATURES)}, rel:<relation>)")
+        w = _number(source, f"utility.weights.{k}", v, float, lo, hi)
+        if not lo <= w <= hi:
+            raise PersonaError(f"{source}: utility.weights.{k} = {w} is out of range [{lo}, {hi}]")
+        weights[k] = w
+    if lam > 0 and not any(weights.values()):
+        raise PersonaError(f"{source}: utility.lambda = {lam} needs at least one nonzero weight")
+    return weights, lam
+
+
+def parse_persona(text: str, source: str = "<persona>") -> Persona:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PersonaError(f"{source}: not valid TOML: {e}") from None
+    return persona_from_dict(data, source)
+
+
+def load_persona(name_or_path) -> Persona:
+    """A preset by name (``champion``) or a TOML file by path."""
+    p = Path(name_or_path)
+    if not p.suffix and not p.exists():
+        p = PERSONA_DIR / f"{name_or_path}.toml"
+    if not p.is_file():
+        raise PersonaError(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
+    return parse_persona(p.read_text(encoding="utf-8"), str(p))
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PERSONA_DIR.glob("*.toml"))
+
+
+# ------------------------------------------------------------------------------- CLI
+def persona_list(args) -> int:
+    """``ggp-persona persona list``: one line per preset (name, kind, description)."""
+    d = Path(getattr(args, "dir", None) or PERSONA_DIR)
+    status = 0
+    for p in sorted(d.glob("*.toml")):
+        try:
+            pe = parse_persona(p.read_text(encoding="utf-8"), str(p))
+            print(f"{pe.name:<14} {pe.kind:<11} {pe.description}")
+        except PersonaError as e:
+            print(f"{p.stem:<14} INVALID     {e}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def persona_show(args) -> int:
+    """``ggp-persona persona show NAME|FILE``: the validated persona as TOML."""
+    try:
+        pe = load_persona(args.persona)
+    except PersonaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(pe.to_toml())
+    return 0

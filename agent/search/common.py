@@ -1,0 +1,117 @@
+"""What both drivers hand back: the result of one decision and the reusable tree."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import tree as T
+
+AMAF_BYTES = 64 * 1024 * 1024      # AMAF rows beyond this budget are not allocated (degrade)
+
+
+@dataclass
+class SearchTree:
+    """A search tree kept between decisions.  ``arrays`` is the numba ``Tree``; ``states``
+    (state-machine driver) holds node states as terms; ``move_terms``/``move_index`` map
+    each role's move ids to terms and back."""
+    kind: str                   # "sm" or "compiled"
+    arrays: T.Tree
+    root_state: object
+    move_terms: list            # per role: list of move terms by id
+    move_index: list            # per role: dict term -> id
+    states: list = field(default_factory=list)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.arrays.meta[T.M_NODES])
+
+    @property
+    def capacity(self) -> int:
+        return int(self.arrays.visits.shape[0])
+
+
+@dataclass
+class SearchResult:
+    move: object                # the chosen move term
+    moves: list                 # every legal move of the deciding role (engine order)
+    q: np.ndarray               # float64 per move; unvisited: charge_defaults[self]
+    visits: np.ndarray          # int64 per move
+    simulations: int
+    elapsed: float
+    tree: SearchTree | None
+    proven: np.ndarray | None = None    # per move: the proven goal of the deciding role or NaN
+    nodes: int = 0
+    pool_full: int = 0                  # expansions refused for lack of room (degradation)
+
+    @property
+    def best(self):
+        """The argmax-Q move, whatever the persona's choice rules picked."""
+        return self.moves[int(np.argmax(self.q))]
+
+
+def amaf_rows(max_nodes: int, n_roles: int, n_moves: int) -> int:
+    return max(1, min(max_nodes, AMAF_BYTES // max(1, n_roles * n_moves * 8)))
+
+
+def root_proven(arrays: T.Tree, me: int) -> np.ndarray:
+    off = int(arrays.slot_off[0, me])
+    cnt = int(arrays.slot_count[0, me])
+    out = np.full(cnt, np.nan)
+    for k in range(cnt):
+        c = int(arrays.slot_child[off + k])
+        if c >= 0 and arrays.proven[c]:
+            out[k] = arrays.pval[c, me]
+    return out
+
+
+def find_child(st: SearchTree, joint_move) -> int:
+    """The root's child for a joint move given as terms, or -1."""
+    a = st.arrays
+    if not a.ready[0]:
+        return -1
+    R = len(st.move_terms)
+    slots = np.zeros(R, np.int32)
+    for r, term in enumerate(joint_move):
+        mid = st.move_index[r].get(term, -1)
+        off, cnt = int(a.slot_off[0, r]), int(a.slot_count[0, r])
+        hit = [off + k for k in range(cnt) if a.slot_move[off + k] == mid]
+        if not hit:
+            return -1
+        slots[r] = hit[0]
+    return int(T.get_child(a, 0, slots))
+
+
+def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
+    """A new SearchTree holding the subtree under ``new_root`` with room for ``capacity``
+    nodes (slots scaled alike)."""
+    src = st.arrays
+    R, M = src.mast_n.shape
+    used_slots = max(1, int(src.meta[T.M_SLOTS]))
+    per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
+    slots = max(src.slot_move.shape[0], capacity * per_node)
+    dst = T.new_tree(R, M, capacity, slots, amaf_rows(capacity, R, M), src.state.shape[1])
+    mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
+    T.compact(src, dst, new_root, mapping)
+    states = []
+    if st.states:
+        states = [None] * int(dst.meta[T.M_NODES])
+        for old, new in enumerate(mapping):
+            if new >= 0:
+                states[new] = st.states[old]
+    root_state = st.states[new_root] if st.states else None
+    return SearchTree(st.kind, dst, root_state, st.move_terms, st.move_index, states)
+
+
+def advance(st: SearchTree | None, joint_move) -> SearchTree | None:
+    """Keep the subtree reached by ``joint_move`` (terms, role order) for the next decision;
+    None when that move was never expanded (search then starts afresh)."""
+    if st is None:
+        return None
+    child = find_child(st, tuple(joint_move))
+    if child < 0:
+        return None
+    new = compact_into(st, child, st.capacity)
+    if st.kind == "compiled":
+        new.root_state = None   # the compiled driver reads the packed state of node 0
+    return new

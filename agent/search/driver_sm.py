@@ -1,0 +1,249 @@
+"""Driver A: the persona search over any StateMachine (e.g. the Prolog reasoner).
+
+Python runs the simulation loop and asks the state machine for moves, successors and
+goals; every decision of the search itself (selection, values, backpropagation, solver,
+MAST draws, final choice) is a numba function of ``tree`` shared with the compiled driver.
+Slow but general: this is how the player works when a game cannot be compiled.
+"""
+from __future__ import annotations
+
+import time
+import weakref
+
+import numpy as np
+
+from ..reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from . import features as F
+from . import tree as T
+from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_proven
+from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
+                     P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
+from .rng import PLAYOUT, make_rng, randint
+
+_cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def cached(sm):
+    """One query cache per state machine, kept across decisions (states recur a lot)."""
+    if isinstance(sm, CachedStateMachine):
+        return sm
+    try:
+        c = _cached.get(sm)
+        if c is None:
+            c = _cached[sm] = CachedStateMachine(sm)
+        return c
+    except TypeError:       # not weak-referenceable: cache for this call only
+        return CachedStateMachine(sm)
+
+
+class _Ctx:
+    """Everything one decision's simulations share."""
+
+    def __init__(self, sm, st: SearchTree, params, rp, rng, persona):
+        self.sm = sm
+        self.st = st
+        self.p = params
+        self.rp = rp
+        self.rng = rng
+        self.R = len(sm.roles)
+        self.me = int(params[P_ME])
+        self.out = np.zeros(self.R, np.int32)
+        self.values = np.zeros(self.R)
+        self.zeros = np.zeros(self.R)
+        lam = rp[RP_LAMBDA, self.me]
+        self.util = None
+        if lam > 0:
+            cal = F.calibrate(sm)
+            self.util = (cal, F.weight_vector(persona.utility_weights, cal), F.FactIndex(sm.roles))
+        # Prolog runs a uniform playout in one query; only valid when nothing needs the
+        # playout's moves (MAST off, RAVE off) or its end state (no utility)
+        self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
+                               and hasattr(sm, "random_playout"))
+
+    # ---------------------------------------------------------------- moves
+    def ids(self, r: int, moves) -> list:
+        st = self.st
+        index, terms = st.move_index[r], st.move_terms[r]
+        out = []
+        for m in moves:
+            i = index.get(m)
+            if i is None:
+                i = index[m] = len(terms)
+                terms.append(m)
+            out.append(i)
+        need = max(len(t) for t in st.move_terms)
+        if need > st.arrays.mast_n.shape[1]:
+            st.arrays = T.grow(st.arrays, n_move_ids=max(need, 2 * st.arrays.mast_n.shape[1]))
+        return out
+
+    def expand(self, node: int) -> bool:
+        s = self.st.states[node]
+        legal = [self.ids(r, self.sm.legal_moves(s, r)) for r in range(self.R)]
+        if any(not m for m in legal):
+            raise ReasonerError(f"a role has no legal move in a non-terminal state: {sorted(map(str, s))[:8]}")
+        counts = np.array([len(m) for m in legal], np.int32)
+        moves = np.array([i for m in legal for i in m], np.int32)
+        a = self.st.arrays
+        if a.meta[T.M_SLOTS] + len(moves) > a.slot_move.shape[0]:
+            self.st.arrays = T.grow(a, max_slots=2 * a.slot_move.shape[0] + len(moves))
+        return bool(T.init_slots(self.st.arrays, node, counts, moves))
+
+    # ---------------------------------------------------------------- one simulation
+    def simulate(self) -> None:
+        st, p, sm = self.st, self.p, self.sm
+        horizon = int(p[P_HORIZON])
+        grave = p[P_GRAVE]
+        solver = p[P_SOLVER] > 0
+        node, ref, depth = 0, 0, 0
+        path, jsl = [0], []
+        mobility = [1] * self.R
+        while True:
+            a = st.arrays
+            if a.terminal[node] or (solver and node != 0 and a.proven[node]) or depth >= horizon:
+                break
+            if not a.ready[node] and not self.expand(node):
+                break
+            a = st.arrays
+            F.carry_mobility(mobility, a.slot_count[node])
+            if a.visits[node] > grave and a.amaf_row[node] >= 0:
+                ref = node
+            T.select(a, node, ref, p, self.rng, self.out)
+            child = int(T.get_child(a, node, self.out))
+            new = child < 0
+            if new:
+                if T.pool_full(a):
+                    a.meta[T.M_FULL_NODES] += 1
+                    break            # degrade: simulate from this frontier node
+                joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
+                s2 = sm.next_state(st.states[node], joint)
+                term = sm.is_terminal(s2)
+                goals = np.array(goal_vector(sm.goal_values(s2)), np.float64) if term else self.zeros
+                child = int(T.add_child(a, node, self.out, term, goals))
+                st.states.append(s2)
+            path.append(child)
+            jsl.append(self.out.copy())
+            node = child
+            depth += 1
+            if new:
+                break
+        a = st.arrays
+        extra = 0
+        pm: list = []
+        s = st.states[node]
+        if a.terminal[node] or (solver and node != 0 and a.proven[node]):
+            exact, charged, goals, length = True, False, a.pval[node].copy(), depth
+            extra = int(a.pdepth[node])
+            end_terminal = bool(a.terminal[node])
+        else:
+            charged = True
+            exact, goals, s, n_steps, end_terminal = self.playout(s, pm, mobility)
+            length = depth + n_steps
+        u = 0.0
+        if self.util is not None:
+            u = self.utility(s, end_terminal, length, mobility)
+        T.leaf_values(p, self.rp, goals, exact, charged, u, self.rng, self.values)
+        pmoves = np.array(pm, np.int32).reshape(len(pm), self.R)
+        jslots = np.array(jsl, np.int32).reshape(len(jsl), self.R)
+        T.backprop(st.arrays, p, np.array(path, np.int64), depth, jslots, pmoves, len(pm),
+                   self.values, extra)
+
+    def playout(self, s, pm: list, mobility: list):
+        """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal)."""
+        cd = int(self.p[P_CHARGE_DEPTH])
+        sm = self.sm
+        if self.prolog_playout and cd > 0:
+            seed = randint(self.rng, PLAYOUT, 2 ** 31 - 1)
+            try:
+                n, gv = sm.random_playout(s, cap=cd, seed=seed)
+                return True, np.array(goal_vector(gv), np.float64), s, n, True
+            except ReasonerError as e:
+                if "length cap" not in str(e):
+                    raise
+                return False, self.zeros, s, cd, False
+        steps = 0
+        while steps < cd:
+            if steps > 0 and sm.is_terminal(s):
+                return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+            joint, ids_row = [], []
+            counts = []
+            for r in range(self.R):
+                legal = sm.legal_moves(s, r)
+                if not legal:
+                    raise ReasonerError("a role has no legal move in a non-terminal state")
+                ids = self.ids(r, legal)
+                k = int(T.playout_move(self.st.arrays, self.p, r, np.array(ids, np.int32),
+                                       len(ids), self.rng))
+                joint.append(legal[k])
+                ids_row.append(ids[k])
+                counts.append(len(legal))
+            F.carry_mobility(mobility, counts)
+            pm.append(ids_row)
+            s = sm.next_state(s, joint)
+            steps += 1
+        if steps > 0 and sm.is_terminal(s):
+            return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+        return False, self.zeros, s, steps, False
+
+    def utility(self, s, terminal: bool, length: int, mobility: list) -> float:
+        cal, w, facts = self.util
+        sm = self.sm
+        if not terminal:
+            F.carry_mobility(mobility, [len(sm.legal_moves(s, r)) for r in range(self.R)])
+        raw = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
+                             facts, cal.relations)
+        return float(F.utility(raw, cal.lo[self.me], cal.hi[self.me], w))
+
+
+def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
+    R = len(sm.roles)
+    m0 = 16
+    arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256))
+    st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
+    term = sm.is_terminal(state)
+    goals = np.array(goal_vector(sm.goal_values(state)), np.float64) if term else np.zeros(R)
+    T.reset_root(st.arrays, term, goals)
+    return st
+
+
+def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None = None,
+           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
+           max_nodes: int | None = None) -> SearchResult:
+    t0 = time.perf_counter()
+    sm = cached(sm)
+    R = len(sm.roles)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
+    if sm.is_terminal(state):
+        raise ValueError("cannot search from a terminal state")
+    want = max_nodes or ((n_limit + 1) if n_limit else 50_000)
+    st = tree if (tree is not None and tree.kind == "sm" and tree.root_state == state) else None
+    if st is not None:
+        T.reset_mast(st.arrays)
+        if max_nodes is None and st.nodes + want > st.capacity:
+            st = compact_into(st, 0, st.nodes + want)    # room for this decision's nodes
+    else:
+        st = new_sm_tree(sm, state, want)
+    rng = make_rng(seed)
+    ctx = _Ctx(sm, st, params, rp, rng, persona)
+    if not st.arrays.ready[0] and not ctx.expand(0):
+        raise MemoryError("no room for the root's moves")
+    sims = 0
+    deadline = None if seconds is None else t0 + seconds
+    while (n_limit is None or sims < n_limit) and (deadline is None or time.perf_counter() < deadline):
+        ctx.simulate()
+        sims += 1
+    return finish(st, params, rp, rng, role_index, sims, t0)
+
+
+def finish(st: SearchTree, params, rp, rng, me: int, sims: int, t0: float) -> SearchResult:
+    a = st.arrays
+    cnt = int(a.slot_count[0, me])
+    q = np.zeros(cnt)
+    n = np.zeros(cnt, np.int64)
+    T.root_stats(a, me, rp[RP_DEFAULT, me], q, n)
+    k = int(T.choose(a, params, q, n, rng))
+    off = int(a.slot_off[0, me])
+    moves = [st.move_terms[me][a.slot_move[off + j]] for j in range(cnt)]
+    return SearchResult(move=moves[k], moves=moves, q=q, visits=n, simulations=sims,
+                        elapsed=time.perf_counter() - t0, tree=st, proven=root_proven(a, me),
+                        nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))

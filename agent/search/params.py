@@ -1,0 +1,47 @@
+"""A persona as the two float arrays the numba search reads.
+
+Scalars go in ``params`` (indices below); per-role values in ``role_params[k, role]``, with a
+persona's ``[self, others]`` pairs spread over the roles of the game (spec 8.2, 8.32).
+Plain arrays rather than a jitted class: one compiled search serves every persona, so
+fitting many parameter sets never recompiles.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+(P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
+ P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME) = range(14)
+N_PARAMS = 14
+
+RP_DEFAULT, RP_AGGR, RP_DEF, RP_LAMBDA = range(4)
+N_ROLE_PARAMS = 4
+
+
+def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | None = None):
+    """(params, role_params) for ``persona`` deciding for role ``me``.
+
+    The solver is switched off when the persona mixes in a utility (lambda > 0): a proven
+    goal value says nothing about the features that persona also values."""
+    p = np.zeros(N_PARAMS, dtype=np.float64)
+    p[P_RAVE] = persona.rave
+    p[P_GRAVE] = persona.grave
+    p[P_CHARGE_DEPTH] = persona.charge_depth
+    p[P_HORIZON] = persona.horizon
+    p[P_C] = persona.exploration_factor
+    p[P_LIMIT] = persona.limit if limit is None else limit
+    p[P_TREE_DISCOUNT] = persona.tree_discount
+    p[P_CHARGE_DISCOUNT] = persona.charge_discount
+    p[P_EPSILON] = persona.epsilon
+    p[P_RANDOM_ERROR] = persona.random_error
+    p[P_NICE] = persona.nice_threshold
+    p[P_MAST_TAU] = persona.mast_tau
+    p[P_SOLVER] = 1.0 if (solver and persona.utility_lambda == 0) else 0.0
+    p[P_ME] = me
+    rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
+    for r in range(n_roles):
+        k = 0 if r == me else 1
+        rp[RP_DEFAULT, r] = persona.charge_defaults[k]
+        rp[RP_AGGR, r] = persona.aggressiveness[k]
+        rp[RP_DEF, r] = persona.defensiveness[k]
+    rp[RP_LAMBDA, me] = persona.utility_lambda  # opponents stay goal-maximisers (spec 6.4)
+    return p, rp

@@ -1,0 +1,645 @@
+"""The search tree in preallocated numpy arrays, and the persona search logic on it (numba).
+
+One implementation serves both drivers: ``driver_sm`` calls these functions step by step
+from Python over any state machine, ``driver_compiled`` calls them from one njit loop.
+
+Layout (``Tree``, a namedtuple of arrays; node 0 is always the root):
+  nodes   visits, terminal, proven (+ ``pval`` goals per role, ``pdepth`` plies to that
+          outcome), ``ready`` (legal moves known), per role ``slot_off``/``slot_count``
+          into the slot pool, children as a linked list (``first_child``/``next_sib`` with
+          the joint ``child_key``), ``amaf_row`` (or -1), ``state`` (packed, driver B only)
+  slots   one per (node, role, legal move): move id, visits, mean, and the child reached
+          when that role is the only one with a choice (``slot_child``: O(1) lookup in
+          turn-taking games)
+  amaf    dense rows [row, role, move id]: GRAVE reads them from an ancestor, where the
+          move scored need not be legal (e.g. other boards in nine-board tic-tac-toe),
+          so they cannot live on the slots
+  mast    [role, move id], reset per decision (spec 8.11)
+
+Pools are bounded.  A full node pool stops expansion (simulations continue from the
+frontier), a full slot pool leaves a node unexpanded, a full AMAF pool leaves new nodes
+without AMAF rows (GRAVE then uses the nearest ancestor that has one): the search
+degrades, never fails.
+
+Move ids are per role (driver A interns terms, driver B uses the engine's move indices).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .params import (P_C, P_CHARGE_DISCOUNT, P_EPSILON, P_GRAVE, P_MAST_TAU, P_ME, P_NICE,
+                     P_RANDOM_ERROR, P_RAVE, P_SOLVER, P_TREE_DISCOUNT, RP_AGGR, RP_DEF,
+                     RP_DEFAULT, RP_LAMBDA)
+from .rng import BIAS, CHOICE, PLAYOUT, TREE, randint, uniform
+
+Tree = namedtuple("Tree", [
+    "meta", "visits", "terminal", "proven", "pval", "pdepth", "ready", "slot_off",
+    "slot_count", "first_child", "next_sib", "child_key", "amaf_row", "state",
+    "slot_move", "slot_n", "slot_q", "slot_child",
+    "amaf_n", "amaf_q", "mast_n", "mast_q",
+    "seen", "set_r", "set_m",
+])
+
+# meta entries
+M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS = range(5)
+N_META = 8
+
+WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
+MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)
+MIN_VISIT_SHARE = 0.1  # choose(): visits a move needs, relative to the most visited, to compete on Q
+
+
+def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
+             max_amaf_rows: int, state_words: int = 0) -> Tree:
+    """Empty tree arrays; ``reset_root`` makes it usable."""
+    N, S, A, R, M = max(1, max_nodes), max(1, max_slots), max(1, max_amaf_rows), n_roles, max(1, n_move_ids)
+    return Tree(
+        meta=np.zeros(N_META, np.int64),
+        visits=np.zeros(N, np.int64),
+        terminal=np.zeros(N, np.uint8),
+        proven=np.zeros(N, np.uint8),
+        pval=np.zeros((N, R), np.float64),
+        pdepth=np.zeros(N, np.int32),
+        ready=np.zeros(N, np.uint8),
+        slot_off=np.zeros((N, R), np.int64),
+        slot_count=np.zeros((N, R), np.int32),
+        first_child=np.full(N, -1, np.int32),
+        next_sib=np.full(N, -1, np.int32),
+        child_key=np.zeros(N, np.int64),
+        amaf_row=np.full(N, -1, np.int32),
+        state=np.zeros((N, state_words), np.uint64),
+        slot_move=np.zeros(S, np.int32),
+        slot_n=np.zeros(S, np.int64),
+        slot_q=np.zeros(S, np.float64),
+        slot_child=np.full(S, -1, np.int32),
+        amaf_n=np.zeros((A, R, M), np.int32),
+        amaf_q=np.zeros((A, R, M), np.float32),
+        mast_n=np.zeros((R, M), np.int64),
+        mast_q=np.zeros((R, M), np.float64),
+        seen=np.zeros((R, M), np.uint8),
+        set_r=np.zeros(R * M, np.int32),
+        set_m=np.zeros(R * M, np.int32),
+    )
+
+
+def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0) -> Tree:
+    """A copy with room for more move ids or slots (driver A learns moves as it goes)."""
+    R = tree.mast_n.shape[0]
+    M = max(n_move_ids, tree.mast_n.shape[1])
+    S = max(max_slots, tree.slot_move.shape[0])
+    t = tree._replace(
+        slot_move=np.resize(tree.slot_move, S), slot_n=np.resize(tree.slot_n, S),
+        slot_q=np.resize(tree.slot_q, S), slot_child=np.resize(tree.slot_child, S))
+    if M > tree.mast_n.shape[1]:
+        A = tree.amaf_n.shape[0]
+        m0 = tree.mast_n.shape[1]
+        amaf_n = np.zeros((A, R, M), np.int32); amaf_n[:, :, :m0] = tree.amaf_n
+        amaf_q = np.zeros((A, R, M), np.float32); amaf_q[:, :, :m0] = tree.amaf_q
+        mast_n = np.zeros((R, M), np.int64); mast_n[:, :m0] = tree.mast_n
+        mast_q = np.zeros((R, M), np.float64); mast_q[:, :m0] = tree.mast_q
+        t = t._replace(amaf_n=amaf_n, amaf_q=amaf_q, mast_n=mast_n, mast_q=mast_q,
+                       seen=np.zeros((R, M), np.uint8), set_r=np.zeros(R * M, np.int32),
+                       set_m=np.zeros(R * M, np.int32))
+    return t
+
+
+# --------------------------------------------------------------------------- pool
+@njit(cache=True)
+def _init_node(tree, n, terminal, goals):
+    R = tree.pval.shape[1]
+    tree.visits[n] = 0
+    tree.terminal[n] = terminal
+    tree.proven[n] = terminal          # a terminal is its own proof
+    tree.pdepth[n] = 0
+    for r in range(R):
+        tree.pval[n, r] = goals[r] if terminal else 0.0
+        tree.slot_off[n, r] = -1
+        tree.slot_count[n, r] = 0
+    tree.ready[n] = 0
+    tree.first_child[n] = -1
+    tree.next_sib[n] = -1
+    tree.child_key[n] = 0
+    a = tree.meta[M_AMAF]
+    if a < tree.amaf_n.shape[0]:
+        tree.meta[M_AMAF] = a + 1
+        tree.amaf_row[n] = a
+        tree.amaf_n[a, :, :] = 0
+        tree.amaf_q[a, :, :] = 0.0
+    else:
+        tree.amaf_row[n] = -1
+
+
+@njit(cache=True)
+def reset_root(tree, terminal, goals):
+    """Forget everything (fresh tree and MAST, spec 2.1) and create the root as node 0."""
+    for k in range(tree.meta.shape[0]):
+        tree.meta[k] = 0
+    tree.mast_n[:, :] = 0
+    tree.mast_q[:, :] = 0.0
+    tree.meta[M_NODES] = 1
+    _init_node(tree, 0, terminal, goals)
+
+
+@njit(cache=True)
+def reset_mast(tree):
+    tree.mast_n[:, :] = 0
+    tree.mast_q[:, :] = 0.0
+
+
+@njit(cache=True)
+def init_slots(tree, node, counts, moves):
+    """Give ``node`` its legal moves: ``counts[r]`` move ids per role, concatenated in
+    ``moves``.  False when the slot pool is full (the node then stays a leaf)."""
+    R = counts.shape[0]
+    total = 0
+    for r in range(R):
+        total += counts[r]
+    s0 = tree.meta[M_SLOTS]
+    if s0 + total > tree.slot_move.shape[0]:
+        tree.meta[M_FULL_SLOTS] += 1
+        return False
+    k = 0
+    for r in range(R):
+        tree.slot_off[node, r] = s0 + k
+        tree.slot_count[node, r] = counts[r]
+        for j in range(counts[r]):
+            s = s0 + k
+            tree.slot_move[s] = moves[k]
+            tree.slot_n[s] = 0
+            tree.slot_q[s] = 0.0
+            tree.slot_child[s] = -1
+            k += 1
+    tree.meta[M_SLOTS] = s0 + total
+    tree.ready[node] = 1
+    return True
+
+
+@njit(cache=True)
+def mover_of(tree, node):
+    """The one role with more than one legal move; -1 if none has; MIXED if several have."""
+    m = -1
+    for r in range(tree.slot_count.shape[1]):
+        if tree.slot_count[node, r] > 1:
+            if m >= 0:
+                return MIXED
+            m = r
+    return m
+
+
+@njit(cache=True)
+def joint_key(tree, node, slots):
+    key = 0
+    mult = 1
+    for r in range(slots.shape[0]):
+        key += (slots[r] - tree.slot_off[node, r]) * mult
+        mult *= tree.slot_count[node, r]
+    return key
+
+
+@njit(cache=True)
+def get_child(tree, node, slots):
+    """Child of ``node`` for the joint move given as slot indices, or -1."""
+    m = mover_of(tree, node)
+    if m != MIXED:
+        return tree.slot_child[slots[max(m, 0)]]
+    key = joint_key(tree, node, slots)
+    c = tree.first_child[node]
+    while c >= 0:
+        if tree.child_key[c] == key:
+            return c
+        c = tree.next_sib[c]
+    return -1
+
+
+@njit(cache=True)
+def add_child(tree, node, slots, terminal, goals):
+    """A new child for the joint move ``slots``; -1 when the node pool is full."""
+    n = tree.meta[M_NODES]
+    if n >= tree.visits.shape[0]:
+        tree.meta[M_FULL_NODES] += 1
+        return -1
+    tree.meta[M_NODES] = n + 1
+    _init_node(tree, n, terminal, goals)
+    tree.child_key[n] = joint_key(tree, node, slots)
+    tree.next_sib[n] = tree.first_child[node]
+    tree.first_child[node] = n
+    m = mover_of(tree, node)
+    if m != MIXED:
+        tree.slot_child[slots[max(m, 0)]] = n
+    return n
+
+
+@njit(cache=True)
+def pool_full(tree):
+    return tree.meta[M_NODES] >= tree.visits.shape[0]
+
+
+# --------------------------------------------------------------------------- selection
+@njit(cache=True)
+def _proven_win(tree, slot, r):
+    c = tree.slot_child[slot]
+    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] >= WIN
+
+
+@njit(cache=True)
+def _proven_loss(tree, slot, r):
+    c = tree.slot_child[slot]
+    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] <= 0.0
+
+
+@njit(cache=True)
+def score(tree, node, r, slot, row, lnN, rave, C):
+    """Thesis score form (spec 2.3): beta*AMAF_ref + (1-beta)*UCT; unvisited: AMAF or +inf.
+    The one place to change for a different tree policy (spec 6.5)."""
+    n = tree.slot_n[slot]
+    m = 0
+    w = 0.0
+    if row >= 0:
+        mid = tree.slot_move[slot]
+        m = tree.amaf_n[row, r, mid]
+        w = tree.amaf_q[row, r, mid]
+    beta = np.sqrt(rave / (3.0 * n + rave)) if rave > 0 else 0.0
+    if n == 0:
+        return w if (beta > 0 and m > 0) else np.inf
+    u = tree.slot_q[slot] + C * np.sqrt(lnN / n)
+    return beta * w + (1.0 - beta) * u if m > 0 else u
+
+
+@njit(cache=True)
+def select(tree, node, ref, params, rng, out):
+    """Decoupled selection: each role picks a slot from its own statistics (into ``out``)."""
+    R = out.shape[0]
+    rave = params[P_RAVE]
+    C = params[P_C]
+    me = int(params[P_ME])
+    solver = params[P_SOLVER] > 0
+    N = tree.visits[node]
+    lnN = np.log(N) if N > 0 else 0.0
+    row = tree.amaf_row[ref]
+    mover = mover_of(tree, node)
+    for r in range(R):
+        off = tree.slot_off[node, r]
+        cnt = tree.slot_count[node, r]
+        if cnt == 1:
+            out[r] = off
+            continue
+        choice = -1
+        if node == 0 and r == me:
+            # root rule (spec 2.3): every root move once before any twice, so all get a Q
+            ties = 0
+            for k in range(cnt):
+                if tree.slot_n[off + k] == 0:
+                    ties += 1
+                    if randint(rng, TREE, ties) == 0:
+                        choice = off + k
+        skip_lost = False
+        if choice < 0 and solver and mover == r:
+            # MCTS-Solver: a proven win for the mover is played (only the root can still
+            # ask: elsewhere such a node is proven itself and never searched below); proven
+            # losses are skipped while anything else is left, else the thesis score form
+            # keeps feeding a lost move (its exploration term grows inside (1 - beta))
+            best_d = 1 << 30
+            lost = 0
+            for k in range(cnt):
+                s = off + k
+                if _proven_win(tree, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
+                    best_d = tree.pdepth[tree.slot_child[s]]
+                    choice = s
+                lost += _proven_loss(tree, s, r)
+            skip_lost = 0 < lost < cnt
+        if choice < 0:
+            best = -np.inf
+            ties = 0
+            for k in range(cnt):
+                s = off + k
+                if skip_lost and _proven_loss(tree, s, r):
+                    continue
+                v = score(tree, node, r, s, row, lnN, rave, C)
+                if v > best:
+                    best = v
+                    choice = s
+                    ties = 1
+                elif v == best:
+                    ties += 1
+                    if randint(rng, TREE, ties) == 0:
+                        choice = s
+        out[r] = choice
+
+
+# --------------------------------------------------------------------------- playout
+@njit(cache=True)
+def playout_move(tree, params, r, ids, n, rng):
+    """Index into ``ids[:n]`` of role r's playout move: a MAST Gibbs draw with probability
+    epsilon, else uniform (spec 2.4); unplayed moves count as 100."""
+    if n == 1:
+        return 0
+    eps = params[P_EPSILON]
+    if eps <= 0.0 or uniform(rng, PLAYOUT) >= eps:
+        return randint(rng, PLAYOUT, n)
+    tau = params[P_MAST_TAU]
+    top = -np.inf
+    for k in range(n):
+        m = ids[k]
+        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
+        if v > top:
+            top = v
+    total = 0.0
+    for k in range(n):
+        m = ids[k]
+        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
+        total += np.exp((v - top) / tau)
+    x = uniform(rng, PLAYOUT) * total
+    acc = 0.0
+    for k in range(n):
+        m = ids[k]
+        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
+        acc += np.exp((v - top) / tau)
+        if x < acc:
+            return k
+    return n - 1
+
+
+# --------------------------------------------------------------------------- values
+@njit(cache=True)
+def bias(v, aggr, defe, coin):
+    """Personality bias (spec 2.6): above 85 none; 60-85 aggressive; below 35 defensive;
+    in between the coin picks; the result stays on the 0..100 scale."""
+    if v >= 85.0:
+        return v
+    if v > 60.0:
+        f = aggr
+    elif v < 35.0:
+        f = defe
+    else:
+        f = aggr if coin < 0.5 else defe
+    return min(max(v * f, 0.0), 100.0)
+
+
+@njit(cache=True)
+def leaf_values(params, rp, goals, exact, charged, u_me, rng, out):
+    """Each role's backed-up value of a simulation's end: goal if ``exact`` (terminal or
+    proven) else the charge default, utility mix, charge discount once, then bias."""
+    for r in range(out.shape[0]):
+        g = goals[r] if exact else rp[RP_DEFAULT, r]
+        lam = rp[RP_LAMBDA, r]
+        v = g if lam == 0.0 else (1.0 - lam) * g + lam * u_me
+        if charged:
+            v *= params[P_CHARGE_DISCOUNT]
+        coin = uniform(rng, BIAS)  # drawn for every role and simulation: streams stay aligned
+        out[r] = bias(v, rp[RP_AGGR, r], rp[RP_DEF, r], coin)
+
+
+# --------------------------------------------------------------------------- backpropagation
+@njit(cache=True)
+def _add_move(tree, k, r, m):
+    if tree.seen[r, m] == 0:
+        tree.seen[r, m] = 1
+        tree.set_r[k] = r
+        tree.set_m[k] = m
+        return k + 1
+    return k
+
+
+@njit(cache=True)
+def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra):
+    """Credit one simulation (spec 2.8).  ``path[0..depth]`` are the nodes (root first),
+    ``jslots[i]`` the slots taken from ``path[i]``, ``pmoves[:n_pmoves]`` the playout's move
+    ids per role, ``extra`` plies beyond the leaf (a proven leaf's distance to its end)."""
+    R = values.shape[0]
+    td = params[P_TREE_DISCOUNT]
+    K = 0
+    for k in range(n_pmoves):
+        for r in range(R):
+            K = _add_move(tree, K, r, pmoves[k, r])
+    for i in range(depth, -1, -1):
+        nd = path[i]
+        if i < depth:
+            for r in range(R):
+                K = _add_move(tree, K, r, tree.slot_move[jslots[i, r]])
+        tree.visits[nd] += 1
+        f = td ** (depth - i + extra)
+        if i < depth:
+            for r in range(R):
+                s = jslots[i, r]
+                tree.slot_n[s] += 1
+                tree.slot_q[s] += (values[r] * f - tree.slot_q[s]) / tree.slot_n[s]
+        row = tree.amaf_row[nd]
+        if row >= 0:
+            # AMAF: every move a role made from here on, once (its first occurrence)
+            for k in range(K):
+                r = tree.set_r[k]
+                m = tree.set_m[k]
+                c = tree.amaf_n[row, r, m] + 1
+                tree.amaf_n[row, r, m] = c
+                tree.amaf_q[row, r, m] += (values[r] * f - tree.amaf_q[row, r, m]) / c
+    for k in range(K):
+        r = tree.set_r[k]
+        m = tree.set_m[k]
+        tree.mast_n[r, m] += 1
+        tree.mast_q[r, m] += (values[r] - tree.mast_q[r, m]) / tree.mast_n[r, m]
+        tree.seen[r, m] = 0
+    if params[P_SOLVER] > 0 and tree.proven[path[depth]] == 1:
+        for i in range(depth - 1, -1, -1):
+            if not try_prove(tree, path[i]):
+                break
+
+
+# --------------------------------------------------------------------------- solver
+@njit(cache=True)
+def try_prove(tree, node):
+    """Prove ``node`` from its children where one role moves (turn-taking, or all forced):
+    a child won for the mover proves it (nearest such win), so do all children proven (the
+    mover's best outcome; nearest if at least a draw, else the farthest).  Simultaneous
+    nodes are never proven."""
+    if tree.proven[node] == 1:
+        return True
+    if tree.ready[node] == 0:
+        return False
+    m = mover_of(tree, node)
+    if m == MIXED:
+        return False
+    r = max(m, 0)
+    off = tree.slot_off[node, r]
+    cnt = tree.slot_count[node, r]
+    win = -1
+    best = -1
+    all_proven = True
+    for k in range(cnt):
+        c = tree.slot_child[off + k]
+        if c < 0 or tree.proven[c] == 0:
+            all_proven = False
+            continue
+        v = tree.pval[c, r]
+        if v >= WIN and (win < 0 or tree.pdepth[c] < tree.pdepth[win]):
+            win = c
+        if best < 0:
+            best = c
+        else:
+            bv = tree.pval[best, r]
+            if v > bv or (v == bv and (tree.pdepth[c] < tree.pdepth[best] if v >= 50.0
+                                       else tree.pdepth[c] > tree.pdepth[best])):
+                best = c
+    if win < 0:
+        if not all_proven:
+            return False
+        win = best
+    tree.proven[node] = 1
+    tree.pdepth[node] = tree.pdepth[win] + 1
+    for q in range(tree.pval.shape[1]):
+        tree.pval[node, q] = tree.pval[win, q]
+    return True
+
+
+# --------------------------------------------------------------------------- root results
+@njit(cache=True)
+def root_stats(tree, me, default, q_out, n_out):
+    """Q and visits of the deciding role's root moves, in slot order; unvisited: default."""
+    off = tree.slot_off[0, me]
+    for k in range(tree.slot_count[0, me]):
+        n = tree.slot_n[off + k]
+        n_out[k] = n
+        q_out[k] = tree.slot_q[off + k] if n > 0 else default
+
+
+@njit(cache=True)
+def choose(tree, params, q, n, rng):
+    """Final choice (spec 2.7) over the deciding role's root moves (``q``, visits ``n``):
+    RandomError, else uniform among moves within NiceThreshold of the best Q.  Index into q.
+
+    Deviations, both because a Q from a handful of playouts is noise: only moves with at
+    least MIN_VISIT_SHARE of the most visited move's visits compete on Q (the thesis score
+    form rarely revisits a move whose AMAF looks poor, so one lucky playout gave a Q of 99
+    that beat 990 visits at 47); and with the solver on, a proven win is played and proven
+    losses are avoided while anything else is left."""
+    me = int(params[P_ME])
+    cnt = tree.slot_count[0, me]
+    if uniform(rng, CHOICE) < params[P_RANDOM_ERROR]:
+        return randint(rng, CHOICE, cnt)
+    off = tree.slot_off[0, me]
+    ok = np.ones(cnt, np.bool_)
+    if params[P_SOLVER] > 0 and mover_of(tree, 0) == me:
+        win = -1
+        for k in range(cnt):
+            if _proven_win(tree, off + k, me):
+                d = tree.pdepth[tree.slot_child[off + k]]
+                if win < 0 or d < tree.pdepth[tree.slot_child[off + win]] or (
+                        d == tree.pdepth[tree.slot_child[off + win]] and q[k] > q[win]):
+                    win = k
+        if win >= 0:
+            return win
+        lost = 0
+        for k in range(cnt):
+            if _proven_loss(tree, off + k, me):
+                ok[k] = False
+                lost += 1
+        if lost == cnt:
+            ok[:] = True
+    most = 0
+    for k in range(cnt):
+        if ok[k] and n[k] > most:
+            most = n[k]
+    for k in range(cnt):
+        if ok[k] and n[k] < MIN_VISIT_SHARE * most:
+            ok[k] = False
+    top = -np.inf
+    for k in range(cnt):
+        if ok[k] and q[k] > top:
+            top = q[k]
+    nt = params[P_NICE]
+    ties = 0
+    pick = 0
+    for k in range(cnt):
+        if ok[k] and top - q[k] <= nt:
+            ties += 1
+            if randint(rng, CHOICE, ties) == 0:
+                pick = k
+    return pick
+
+
+# --------------------------------------------------------------------------- reuse
+@njit(cache=True)
+def compact(src, dst, new_root, old_to_new):
+    """Copy the subtree under ``new_root`` of ``src`` into ``dst`` (which it resets), with
+    ``new_root`` as node 0; ``old_to_new[i]`` gets each kept node's new id (else -1).
+    Stops copying (drops deeper nodes) if ``dst`` runs out of room."""
+    R = src.pval.shape[1]
+    for k in range(dst.meta.shape[0]):
+        dst.meta[k] = 0
+    old_to_new[:] = -1
+    queue = np.empty(src.meta[M_NODES], np.int64)
+    queue[0] = new_root
+    head = 0
+    tail = 1
+    dummy = np.zeros(R)
+    # nodes in breadth-first order, so a parent is copied before its children
+    while head < tail:
+        o = queue[head]
+        head += 1
+        n = dst.meta[M_NODES]
+        if n >= dst.visits.shape[0]:
+            break
+        dst.meta[M_NODES] = n + 1
+        old_to_new[o] = n
+        _init_node(dst, n, src.terminal[o], dummy)
+        dst.visits[n] = src.visits[o]
+        dst.proven[n] = src.proven[o]
+        dst.pdepth[n] = src.pdepth[o]
+        dst.child_key[n] = src.child_key[o]
+        for r in range(R):
+            dst.pval[n, r] = src.pval[o, r]
+        for w in range(src.state.shape[1]):
+            dst.state[n, w] = src.state[o, w]
+        ro = src.amaf_row[o]
+        rn = dst.amaf_row[n]
+        if ro >= 0 and rn >= 0:
+            dst.amaf_n[rn, :, :] = src.amaf_n[ro, :, :]
+            dst.amaf_q[rn, :, :] = src.amaf_q[ro, :, :]
+        if src.ready[o] == 1:
+            total = 0
+            for r in range(R):
+                total += src.slot_count[o, r]
+            s0 = dst.meta[M_SLOTS]
+            if s0 + total <= dst.slot_move.shape[0]:
+                dst.meta[M_SLOTS] = s0 + total
+                dst.ready[n] = 1
+                k = 0
+                for r in range(R):
+                    so = src.slot_off[o, r]
+                    dst.slot_off[n, r] = s0 + k
+                    dst.slot_count[n, r] = src.slot_count[o, r]
+                    for j in range(src.slot_count[o, r]):
+                        dst.slot_move[s0 + k] = src.slot_move[so + j]
+                        dst.slot_n[s0 + k] = src.slot_n[so + j]
+                        dst.slot_q[s0 + k] = src.slot_q[so + j]
+                        dst.slot_child[s0 + k] = src.slot_child[so + j]  # old ids, fixed below
+                        k += 1
+                c = src.first_child[o]
+                while c >= 0:
+                    queue[tail] = c
+                    tail += 1
+                    c = src.next_sib[c]
+    # relink children with new ids; dropped children vanish from lists and slots
+    for o in range(src.meta[M_NODES]):
+        n = old_to_new[o]
+        if n < 0 or dst.ready[n] == 0:
+            continue
+        c = src.first_child[o]
+        prev = -1
+        while c >= 0:
+            nc = old_to_new[c]
+            if nc >= 0:
+                if prev < 0:
+                    dst.first_child[n] = nc
+                else:
+                    dst.next_sib[prev] = nc
+                prev = nc
+            c = src.next_sib[c]
+        for r in range(R):
+            off = dst.slot_off[n, r]
+            for j in range(dst.slot_count[n, r]):
+                oc = dst.slot_child[off + j]
+                dst.slot_child[off + j] = old_to_new[oc] if oc >= 0 else -1
+    return dst.meta[M_NODES]

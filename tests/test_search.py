@@ -1,0 +1,140 @@
+"""The persona search on the Prolog reasoner (driver A), on tiny inline games: results for
+every legal move, determinism, the solver, tree reuse, pool exhaustion, simultaneous
+moves, batches.  Parameter effects are in test_search_params.py, board games in
+test_search_games.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.search import advance, item_seed, search, search_batch
+from agent.search import tree as TR
+from test_search_support import (MATCHING, NEEDLE, T, counter_game, menu_game, neutral, nim_game,
+                                 persona, reasoner)
+
+MENU = menu_game({"a": 86, "b": 70, "c": 30, "d": 100, "e": 0})
+
+
+def test_q_and_visits_for_every_legal_move():
+    sm = reasoner(MENU)
+    s0 = sm.initial_state()
+    r = search(sm, s0, 0, neutral(), seed=1, limit=40)
+    assert r.moves == sm.legal_moves(s0, 0)
+    assert len(r.q) == len(r.visits) == len(r.moves) == 5
+    assert (r.visits >= 1).all() and r.visits.sum() == r.simulations == 40
+    q = dict(zip(r.moves, r.q))
+    assert q[T("(pick d)")] == 100 and q[T("(pick e)")] == 0 and q[T("(pick b)")] == 70
+    assert r.move == T("(pick d)") and r.elapsed > 0 and r.tree is not None
+
+
+def test_unvisited_moves_get_charge_default():
+    sm = reasoner(MENU)
+    r = search(sm, sm.initial_state(), 0, neutral(charge_defaults=[37.5, 44]), seed=1, limit=3)
+    assert sorted(r.visits) == [0, 0, 1, 1, 1]
+    assert all(q == 37.5 for q, n in zip(r.q, r.visits) if n == 0)
+
+
+def test_same_seed_same_result_and_seeds_matter():
+    sm = reasoner(counter_game(12))
+    s0 = sm.initial_state()
+    p = persona(limit=60)
+    a = search(sm, s0, 0, p, seed=7)
+    b = search(sm, s0, 0, p, seed=7)
+    assert a.move == b.move and np.array_equal(a.q, b.q) and np.array_equal(a.visits, b.visits)
+    others = [search(sm, s0, 0, p, seed=s).visits.tolist() for s in range(8, 12)]
+    assert any(v != a.visits.tolist() for v in others)
+
+
+def test_solver_proves_nim():
+    # 7 stones: taking 1 leaves 6 (a multiple of 3), a win; taking 2 leaves 5, a loss
+    sm = reasoner(nim_game(7))
+    s0 = sm.initial_state()
+    r = search(sm, s0, 0, persona(), seed=3, limit=400)
+    proven = dict(zip(r.moves, r.proven))
+    assert proven[T("(take 1)")] == 100
+    assert r.move == T("(take 1)")
+    assert r.tree.arrays.proven[0] == 1 and r.tree.arrays.pval[0, 0] == 100
+    # the loser's view: 6 stones, every move is a proven loss, the search still answers
+    s6 = sm.next_state(s0, [T("(take 1)"), "noop"])
+    r2 = search(sm, s6, 1, persona(), seed=3, limit=400)
+    assert (r2.proven == 0).all() and len(r2.q) == 2
+
+
+def test_solver_off_still_plays():
+    sm = reasoner(nim_game(4))
+    r = search(sm, sm.initial_state(), 0, persona(), seed=1, limit=300, solver=False)
+    assert np.isnan(r.proven).all() or r.tree.arrays.proven[0] == 0
+    assert r.move == T("(take 1)")   # 4 -> 3 wins; plain statistics find it too
+
+
+def test_node_pool_exhaustion_degrades_gracefully():
+    sm = reasoner(counter_game(20))
+    s0 = sm.initial_state()
+    r = search(sm, s0, 0, persona(), seed=1, limit=150, max_nodes=4)
+    assert r.simulations == 150 and r.nodes == 4 and r.pool_full > 0
+    assert r.visits.sum() == 150 and np.isfinite(r.q).all()
+
+
+def test_tree_reuse_keeps_the_subtree():
+    sm = reasoner(counter_game(10))
+    s0 = sm.initial_state()
+    p = persona()
+    r = search(sm, s0, 0, p, seed=1, limit=80)
+    child = advance(r.tree, [r.move])
+    assert child is not None and child.arrays.visits[0] > 0
+    kept = int(child.arrays.visits[0])
+    s1 = sm.next_state(s0, [r.move])
+    r2 = search(sm, s1, 0, p, seed=2, limit=50, tree=child)
+    assert r2.tree.arrays.visits[0] == kept + 50
+    assert r2.visits.sum() >= 50
+    assert advance(r2.tree, [T("nonsense")]) is None
+
+
+def test_simultaneous_moves_decoupled():
+    sm = reasoner(MATCHING)
+    s0 = sm.initial_state()
+    for role in (0, 1):
+        # plain decoupled UCT (no RAVE: the thesis score form keeps its exploration inside
+        # (1 - beta) and locks onto one move here) hovers around the mixed equilibrium
+        r = search(sm, s0, role, neutral(), seed=5, limit=200)
+        assert len(r.q) == 2 and r.visits.sum() == 200
+        assert all(25 < q < 75 for q in r.q) and r.visits.min() > 40, (r.q, r.visits)
+        r = search(sm, s0, role, persona(), seed=5, limit=50)
+        assert r.visits.sum() == 50 and len(r.moves) == 2
+
+
+def test_search_batch_matches_single_searches():
+    sm = reasoner(counter_game(8))
+    s0 = sm.initial_state()
+    s1 = sm.next_state(s0, [T("a")])
+    p = persona(limit=30)
+    res = search_batch(sm, [(s0, 0), (s1, 0), (s0, 0, 99)], p, seed=5)
+    assert len(res) == 3 and all(r.tree is None for r in res)
+    single = search(sm, s1, 0, p, seed=item_seed(5, 1))
+    assert np.array_equal(res[1].q, single.q) and res[1].move == single.move
+    assert np.array_equal(res[2].q, search(sm, s0, 0, p, seed=99).q)
+
+
+def test_time_budget():
+    sm = reasoner(counter_game(10))
+    r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=0.3)
+    assert r.simulations > 0 and 0.25 < r.elapsed < 2.0
+
+
+def test_terminal_state_is_refused():
+    sm = reasoner(MENU)
+    end = sm.next_state(sm.initial_state(), [T("(pick a)")])
+    with pytest.raises(ValueError):
+        search(sm, end, 0, persona(), seed=1, limit=5)
+
+
+def test_amaf_rows_exhausted_still_searches():
+    sm = reasoner(NEEDLE)
+    from agent.search import common
+    old = common.AMAF_BYTES
+    common.AMAF_BYTES = 1        # one AMAF row: the root's
+    try:
+        r = search(sm, sm.initial_state(), 0, persona(), seed=1, limit=60)
+    finally:
+        common.AMAF_BYTES = old
+    assert r.tree.arrays.meta[TR.M_AMAF] == 1 and r.visits.sum() == 60
