@@ -1,4 +1,4 @@
-"""The persona search on the Prolog reasoner (driver A), on tiny inline games: results for
+"""The persona search on both drivers (Prolog: A, compiled: B), on tiny inline games: results for
 every legal move, determinism, the solver, tree reuse, pool exhaustion, simultaneous
 moves, batches.  Parameter effects are in test_search_params.py, board games in
 test_search_games.py."""
@@ -9,14 +9,14 @@ import pytest
 
 from agent.search import advance, item_seed, search, search_batch
 from agent.search import tree as TR
-from test_search_support import (MATCHING, NEEDLE, T, counter_game, menu_game, neutral, nim_game,
-                                 persona, reasoner)
+from test_search_support import (MATCHING, T, counter_game, menu_game, make, needle, neutral, nim_game,
+                                 persona)
 
 MENU = menu_game({"a": 86, "b": 70, "c": 30, "d": 100, "e": 0})
 
 
-def test_q_and_visits_for_every_legal_move():
-    sm = reasoner(MENU)
+def test_q_and_visits_for_every_legal_move(make):
+    sm = make(MENU)
     s0 = sm.initial_state()
     r = search(sm, s0, 0, neutral(), seed=1, limit=40)
     assert r.moves == sm.legal_moves(s0, 0)
@@ -27,15 +27,15 @@ def test_q_and_visits_for_every_legal_move():
     assert r.move == T("(pick d)") and r.elapsed > 0 and r.tree is not None
 
 
-def test_unvisited_moves_get_charge_default():
-    sm = reasoner(MENU)
+def test_unvisited_moves_get_charge_default(make):
+    sm = make(MENU)
     r = search(sm, sm.initial_state(), 0, neutral(charge_defaults=[37.5, 44]), seed=1, limit=3)
     assert sorted(r.visits) == [0, 0, 1, 1, 1]
     assert all(q == 37.5 for q, n in zip(r.q, r.visits) if n == 0)
 
 
-def test_same_seed_same_result_and_seeds_matter():
-    sm = reasoner(counter_game(12))
+def test_same_seed_same_result_and_seeds_matter(make):
+    sm = make(counter_game(12))
     s0 = sm.initial_state()
     p = persona(limit=60)
     a = search(sm, s0, 0, p, seed=7)
@@ -45,9 +45,9 @@ def test_same_seed_same_result_and_seeds_matter():
     assert any(v != a.visits.tolist() for v in others)
 
 
-def test_solver_proves_nim():
+def test_solver_proves_nim(make):
     # 7 stones: taking 1 leaves 6 (a multiple of 3), a win; taking 2 leaves 5, a loss
-    sm = reasoner(nim_game(7))
+    sm = make(nim_game(7))
     s0 = sm.initial_state()
     r = search(sm, s0, 0, persona(), seed=3, limit=400)
     proven = dict(zip(r.moves, r.proven))
@@ -60,23 +60,23 @@ def test_solver_proves_nim():
     assert (r2.proven == 0).all() and len(r2.q) == 2
 
 
-def test_solver_off_still_plays():
-    sm = reasoner(nim_game(4))
+def test_solver_off_still_plays(make):
+    sm = make(nim_game(4))
     r = search(sm, sm.initial_state(), 0, persona(), seed=1, limit=300, solver=False)
     assert np.isnan(r.proven).all() or r.tree.arrays.proven[0] == 0
     assert r.move == T("(take 1)")   # 4 -> 3 wins; plain statistics find it too
 
 
-def test_node_pool_exhaustion_degrades_gracefully():
-    sm = reasoner(counter_game(20))
+def test_node_pool_exhaustion_degrades_gracefully(make):
+    sm = make(counter_game(20))
     s0 = sm.initial_state()
     r = search(sm, s0, 0, persona(), seed=1, limit=150, max_nodes=4)
     assert r.simulations == 150 and r.nodes == 4 and r.pool_full > 0
     assert r.visits.sum() == 150 and np.isfinite(r.q).all()
 
 
-def test_tree_reuse_keeps_the_subtree():
-    sm = reasoner(counter_game(10))
+def test_tree_reuse_keeps_the_subtree(make):
+    sm = make(counter_game(10))
     s0 = sm.initial_state()
     p = persona()
     r = search(sm, s0, 0, p, seed=1, limit=80)
@@ -90,8 +90,8 @@ def test_tree_reuse_keeps_the_subtree():
     assert advance(r2.tree, [T("nonsense")]) is None
 
 
-def test_simultaneous_moves_decoupled():
-    sm = reasoner(MATCHING)
+def test_simultaneous_moves_decoupled(make):
+    sm = make(MATCHING)
     s0 = sm.initial_state()
     for role in (0, 1):
         # plain decoupled UCT (no RAVE: the thesis score form keeps its exploration inside
@@ -103,8 +103,8 @@ def test_simultaneous_moves_decoupled():
         assert r.visits.sum() == 50 and len(r.moves) == 2
 
 
-def test_search_batch_matches_single_searches():
-    sm = reasoner(counter_game(8))
+def test_search_batch_matches_single_searches(make):
+    sm = make(counter_game(8))
     s0 = sm.initial_state()
     s1 = sm.next_state(s0, [T("a")])
     p = persona(limit=30)
@@ -115,21 +115,21 @@ def test_search_batch_matches_single_searches():
     assert np.array_equal(res[2].q, search(sm, s0, 0, p, seed=99).q)
 
 
-def test_time_budget():
-    sm = reasoner(counter_game(10))
+def test_time_budget(make):
+    sm = make(counter_game(10))
     r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=0.3)
     assert r.simulations > 0 and 0.25 < r.elapsed < 2.0
 
 
-def test_terminal_state_is_refused():
-    sm = reasoner(MENU)
+def test_terminal_state_is_refused(make):
+    sm = make(MENU)
     end = sm.next_state(sm.initial_state(), [T("(pick a)")])
     with pytest.raises(ValueError):
         search(sm, end, 0, persona(), seed=1, limit=5)
 
 
-def test_amaf_rows_exhausted_still_searches():
-    sm = reasoner(NEEDLE)
+def test_amaf_rows_exhausted_still_searches(make):
+    sm = needle(make)
     from agent.search import common
     old = common.AMAF_BYTES
     common.AMAF_BYTES = 1        # one AMAF row: the root's

@@ -10,8 +10,8 @@ from agent.search import search
 from agent.search import tree as TR
 from agent.search.params import build
 from agent.search.rng import make_rng
-from test_search_support import (NEEDLE, RACE, T, counter_game, menu_game, neutral, persona,
-                                 reasoner)
+from test_search_support import (RACE, T, counter_game, make, menu_game, needle,
+                                 neutral, persona)
 
 
 def choices(sm, p, n, limit, **kw):
@@ -35,8 +35,8 @@ def tree_depth(arrays) -> int:
 
 
 # ------------------------------------------------------------------ final choice
-def test_random_error_one_plays_uniformly():
-    sm = reasoner(menu_game({"a": 100, "b": 60, "c": 30, "d": 10, "e": 0}))
+def test_random_error_one_plays_uniformly(make):
+    sm = make(menu_game({"a": 100, "b": 60, "c": 30, "d": 10, "e": 0}))
     n = 500
     counts = choices(sm, neutral(random_error=1.0), n, limit=5)
     assert len(counts) == 5
@@ -46,16 +46,16 @@ def test_random_error_one_plays_uniformly():
     assert choices(sm, neutral(random_error=0.0), 50, limit=5) == Counter({T("(pick a)"): 50})
 
 
-def test_random_error_half_mixes():
-    sm = reasoner(menu_game({"a": 100, "b": 0}))
+def test_random_error_half_mixes(make):
+    sm = make(menu_game({"a": 100, "b": 0}))
     counts = choices(sm, neutral(random_error=0.5), 200, limit=4)
     # best with probability 0.5 + 0.5 / 2
     assert 120 < counts[T("(pick a)")] < 180, counts
 
 
-def test_nice_threshold_spreads_choices():
+def test_nice_threshold_spreads_choices(make):
     # (no 100: the solver would take a proven win whatever the persona)
-    sm = reasoner(menu_game({"a": 99, "b": 94, "c": 89, "d": 40, "e": 0}))
+    sm = make(menu_game({"a": 99, "b": 94, "c": 89, "d": 40, "e": 0}))
     strict = choices(sm, neutral(nice_threshold=0.0), 40, limit=60)
     assert strict == Counter({T("(pick a)"): 40})
     nice = choices(sm, neutral(nice_threshold=12.0), 90, limit=60)
@@ -66,9 +66,9 @@ def test_nice_threshold_spreads_choices():
 
 
 # ------------------------------------------------------------------ personality bias
-def test_aggressiveness_changes_move_choice():
+def test_aggressiveness_changes_move_choice(make):
     # 86 is "won" (no bias); 70 is good but not won: an aggressive persona inflates it
-    sm = reasoner(menu_game({"a": 86, "b": 70}))
+    sm = make(menu_game({"a": 86, "b": 70}))
     assert choices(sm, neutral(), 10, limit=20) == Counter({T("(pick a)"): 10})
     aggr = neutral(aggressiveness=[1.3, 1.0])
     assert choices(sm, aggr, 10, limit=20) == Counter({T("(pick b)"): 10})
@@ -78,16 +78,16 @@ def test_aggressiveness_changes_move_choice():
     assert choices(sm, neutral(aggressiveness=[1.0, 3.0]), 5, limit=20) == Counter({T("(pick a)"): 5})
 
 
-def test_defensiveness_scales_poor_results():
-    sm = reasoner(menu_game({"a": 86, "c": 30}))
+def test_defensiveness_scales_poor_results(make):
+    sm = make(menu_game({"a": 86, "c": 30}))
     assert choices(sm, neutral(), 5, limit=20) == Counter({T("(pick a)"): 5})
     assert choices(sm, neutral(defensiveness=[3.0, 1.0]), 5, limit=20) == Counter({T("(pick c)"): 5})
     r = search(sm, sm.initial_state(), 0, neutral(defensiveness=[0.5, 1.0]), seed=1, limit=20)
     assert sorted(r.q) == [15.0, 86.0]
 
 
-def test_middle_band_tosses_a_coin():
-    sm = reasoner(menu_game({"m": 50, "z": 0}))
+def test_middle_band_tosses_a_coin(make):
+    sm = make(menu_game({"m": 50, "z": 0}))
     p = neutral(aggressiveness=[2.0, 1.0], defensiveness=[0.0, 1.0])
     r = search(sm, sm.initial_state(), 0, p, seed=1, limit=300)
     q = dict(zip(r.moves, r.q))[T("(pick m)")]
@@ -95,8 +95,8 @@ def test_middle_band_tosses_a_coin():
 
 
 # ------------------------------------------------------------------ discounts
-def test_tree_discount_prefers_quicker_wins():
-    sm = reasoner(RACE)
+def test_tree_discount_prefers_quicker_wins(make):
+    sm = make(RACE)
     flat = choices(sm, neutral(), 30, limit=30, solver=False)
     assert len(flat) == 2           # both win: nothing to prefer
     quick = choices(sm, neutral(tree_discount=0.9), 30, limit=30, solver=False)
@@ -108,18 +108,18 @@ def test_tree_discount_prefers_quicker_wins():
     assert choices(sm, neutral(), 10, limit=30) == Counter({T("quick"): 10})
 
 
-def test_charge_discount_applies_once_to_charged_results():
-    sm = reasoner(counter_game(6))
+def test_charge_discount_applies_once_to_charged_results(make):
+    sm = make(counter_game(6))
     r = search(sm, sm.initial_state(), 0, neutral(charge_discount=0.9, horizon=1), seed=1, limit=10)
     assert np.allclose(r.q, 90.0)           # every result came from a playout: 100 * 0.9 once
-    menu = reasoner(menu_game({"a": 80, "b": 20}))
+    menu = make(menu_game({"a": 80, "b": 20}))
     r = search(menu, menu.initial_state(), 0, neutral(charge_discount=0.9), seed=1, limit=10)
     assert sorted(r.q) == [20.0, 80.0]      # terminal reached in the tree: not discounted
 
 
 # ------------------------------------------------------------------ depth limits
-def test_horizon_limits_tree_depth():
-    sm = reasoner(counter_game(30))
+def test_horizon_limits_tree_depth(make):
+    sm = make(counter_game(30))
     s0 = sm.initial_state()
     shallow = search(sm, s0, 0, persona(horizon=3), seed=1, limit=200)
     deep = search(sm, s0, 0, persona(horizon=20), seed=1, limit=200)
@@ -127,8 +127,8 @@ def test_horizon_limits_tree_depth():
     assert tree_depth(deep.tree.arrays) > 3
 
 
-def test_charge_depth_cuts_playouts_to_charge_defaults():
-    sm = reasoner(counter_game(30))
+def test_charge_depth_cuts_playouts_to_charge_defaults(make):
+    sm = make(counter_game(30))
     s0 = sm.initial_state()
     cut = neutral(horizon=1, charge_depth=5, charge_defaults=[40.0, 35.0])
     assert np.allclose(search(sm, s0, 0, cut, seed=1, limit=10).q, 40.0)
@@ -139,10 +139,10 @@ def test_charge_depth_cuts_playouts_to_charge_defaults():
 
 
 # ------------------------------------------------------------------ playout policy
-def test_epsilon_uses_mast():
+def test_epsilon_uses_mast(make):
     # after `a` one of ten moves wins (100), the rest lose; `b` gives 40 at once.  Random
     # playouts value `a` near 10; MAST playouts learn the winning move
-    sm = reasoner(NEEDLE)
+    sm = needle(make)
     s0 = sm.initial_state()
     base = dict(horizon=1, tree_discount=1.0, charge_discount=1.0, rave=0, grave=0)
     uniform = search(sm, s0, 0, persona(epsilon=0.0, **base), seed=1, limit=300)
@@ -180,8 +180,8 @@ def _select(t, p):
     return int(out[0])
 
 
-def test_exploration_factor_spreads_visits():
-    sm = reasoner(menu_game({"a": 99, "b": 90, "c": 80, "d": 70}))
+def test_exploration_factor_spreads_visits(make):
+    sm = make(menu_game({"a": 99, "b": 90, "c": 80, "d": 70}))
     s0 = sm.initial_state()
     greedy = search(sm, s0, 0, neutral(exploration_factor=1), seed=1, limit=200)
     wide = search(sm, s0, 0, neutral(exploration_factor=140), seed=1, limit=200)
@@ -206,10 +206,10 @@ def test_rave_score_form():
     assert TR.score(t2, 0, 0, 0, 0, np.log(10), 0.0, C) == np.inf
 
 
-def test_grave_threshold_picks_the_amaf_reference():
+def test_grave_threshold_picks_the_amaf_reference(make):
     # fewer root visits than grave: the root stays the reference, so any grave above the
     # simulation count gives the same search; grave = 0 uses each node's own AMAF at once
-    sm = reasoner(counter_game(12))
+    sm = make(counter_game(12))
     s0 = sm.initial_state()
     p = lambda g: persona(grave=g, rave=2000, epsilon=0.0, tree_discount=0.95)
     trees = {g: search(sm, s0, 0, p(g), seed=4, limit=80).tree.arrays for g in (100, 120, 0)}
@@ -218,7 +218,7 @@ def test_grave_threshold_picks_the_amaf_reference():
     assert not np.array_equal(trees[100].slot_n[:n], trees[0].slot_n[:n])
 
 
-def test_limit_sets_simulations():
-    sm = reasoner(counter_game(5))
+def test_limit_sets_simulations(make):
+    sm = make(counter_game(5))
     assert search(sm, sm.initial_state(), 0, persona(limit=37), seed=1).simulations == 37
     assert search(sm, sm.initial_state(), 0, persona(limit=37), seed=1, limit=12).simulations == 12

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import hashlib
 
+from . import features as _features
+from . import params as _params
+from . import rng as _rng
+from . import tree as _tree
 from .common import SearchResult, SearchTree, advance
+from .jitguard import guard as _guard
+
+_guard([_tree, _features, _rng], [_tree, _rng, _params, _features])
 
 __all__ = ["search", "search_batch", "advance", "SearchResult", "SearchTree", "item_seed"]
 

@@ -1,0 +1,457 @@
+"""Driver B: the persona search with its whole simulation loop in numba, on the compiled
+engine's kernels (contract in ``agent.engine``).  Same tree functions as driver A; node
+states are stored packed in the tree, move ids are the engine's move indices.
+
+A time budget runs the loop in chunks (numba cannot read the clock); chunking never changes
+the result of a fixed ``limit``.  ``search_batch`` runs many fresh-tree decisions in one call.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import weakref
+
+import numpy as np
+from numba import njit
+
+from gdl.terms import canonical_sorted
+
+from ..engine import kernels as K
+from . import features as F
+from . import params as P
+from . import rng as RNG
+from . import tree as T
+from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_proven
+from .jitguard import guard
+from .params import (P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT,
+                     RP_LAMBDA, build)
+from .rng import make_rng
+
+DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
+NO_LEGAL_MOVE = -2
+
+
+# --------------------------------------------------------------------------- numba side
+@njit(cache=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def _count(state, mask):
+    c = 0
+    for w in range(state.shape[0]):
+        c += _popcount(state[w] & mask[w])
+    return c
+
+
+@njit(cache=True)
+def _expand(g, tree, node, vals, counts, mbuf, lbuf):
+    """Legal moves of ``node`` into its slots: 1 done, 0 slot pool full, NO_LEGAL_MOVE."""
+    K.load_state(g, tree.state[node], vals)
+    k = 0
+    for r in range(g.n_roles):
+        n = K.legal_moves(g, vals, r, lbuf)
+        if n == 0:
+            return NO_LEGAL_MOVE
+        counts[r] = n
+        for j in range(n):
+            mbuf[k + j] = lbuf[j]
+        k += n
+    return 1 if T.init_slots(tree, node, counts, mbuf[:k]) else 0
+
+
+@njit(cache=True)
+def _raw_features(g, vals, state, terminal, goals, length, mobility, me, role_masks, rel_masks, lbuf, raw):
+    """Spec 6.4 features from a packed end state (``vals`` loaded with it).  Goal: the
+    engine's goal vector (largest provable value, 0 if none), not "50 unless exactly one"."""
+    R = g.n_roles
+    raw[:] = 0.0
+    if not terminal:
+        for r in range(R):
+            n = K.legal_moves(g, vals, r, lbuf)
+            if n >= 2:
+                mobility[r] = n
+    raw[F.F_GOAL] = goals[me]
+    if terminal:
+        best = -1.0
+        for q in range(R):
+            if q != me and goals[q] > best:
+                best = goals[q]
+        if R == 1:
+            win = goals[me] >= 100.0
+            loss = goals[me] <= 0.0
+        else:
+            win = goals[me] > best
+            loss = goals[me] < best
+        raw[F.F_WIN] = 1.0 if win else 0.0
+        raw[F.F_LOSS] = 1.0 if loss else 0.0
+        raw[F.F_DRAW] = 1.0 if (not win and not loss) else 0.0
+    raw[F.F_LENGTH] = length
+    raw[F.F_MOB] = mobility[me]
+    raw[F.F_OWN] = _count(state, role_masks[me])
+    if R > 1:
+        om = 0.0
+        of = 0.0
+        for q in range(R):
+            if q != me:
+                om += mobility[q]
+                of += _count(state, role_masks[q])
+        raw[F.F_OPP_MOB] = om / (R - 1)
+        raw[F.F_OPP] = of / (R - 1)
+    for k in range(rel_masks.shape[0]):
+        raw[F.N_FIXED + k] = _count(state, rel_masks[k])
+
+
+@njit(cache=True)
+def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks):
+    """Run ``n_sims`` simulations from node 0 (spec 2.8); NO_LEGAL_MOVE on broken rules."""
+    R = g.n_roles
+    horizon = int(params[P_HORIZON])
+    grave = params[P_GRAVE]
+    cd = int(params[P_CHARGE_DEPTH])
+    solver = params[P_SOLVER] > 0
+    me = int(params[P_ME])
+    use_util = rp[RP_LAMBDA, me] > 0.0
+    maxm = 1
+    total = 0
+    for r in range(R):
+        maxm = max(maxm, g.role_nmoves[r])
+        total += g.role_nmoves[r]
+    path = np.zeros(horizon + 2, np.int64)
+    jslots = np.zeros((horizon + 1, R), np.int32)
+    pmoves = np.zeros((max(cd, 1), R), np.int32)
+    sl = np.zeros(R, np.int32)
+    joint = np.zeros(R, np.int32)
+    lbuf = np.zeros(maxm + 1, np.int32)
+    counts = np.zeros(R, np.int32)
+    mbuf = np.zeros(total + 1, np.int32)
+    cur = np.zeros(g.n_words, np.uint64)
+    gi = np.zeros(R, np.int32)
+    goals = np.zeros(R)
+    values = np.zeros(R)
+    mobility = np.ones(R)
+    raw = np.zeros(w.shape[0])
+    for _ in range(n_sims):
+        node = 0
+        depth = 0
+        ref = 0
+        path[0] = 0
+        mobility[:] = 1.0
+        while True:
+            if (tree.terminal[node] == 1 or (solver and node != 0 and tree.proven[node] == 1)
+                    or depth >= horizon):
+                break
+            if tree.ready[node] == 0:
+                e = _expand(g, tree, node, vals, counts, mbuf, lbuf)
+                if e == NO_LEGAL_MOVE:
+                    return NO_LEGAL_MOVE
+                if e == 0:
+                    break
+            for r in range(R):
+                if tree.slot_count[node, r] >= 2:
+                    mobility[r] = tree.slot_count[node, r]
+            if tree.visits[node] > grave and tree.amaf_row[node] >= 0:
+                ref = node
+            T.select(tree, node, ref, params, rng, sl)
+            child = T.get_child(tree, node, sl)
+            new = child < 0
+            if new:
+                if T.pool_full(tree):
+                    tree.meta[T.M_FULL_NODES] += 1
+                    break
+                K.load_state(g, tree.state[node], vals)
+                for r in range(R):
+                    joint[r] = tree.slot_move[sl[r]]
+                K.next_state(g, vals, joint, cur)
+                K.load_state(g, cur, vals)
+                term = K.is_terminal(g, vals)
+                if term:
+                    K.goal_vector(g, vals, gi)
+                    for r in range(R):
+                        goals[r] = gi[r]
+                child = T.add_child(tree, node, sl, term, goals)
+                tree.state[child, :] = cur
+            path[depth + 1] = child
+            jslots[depth, :] = sl
+            depth += 1
+            node = child
+            if new:
+                break
+        extra = 0
+        npm = 0
+        cur[:] = tree.state[node]
+        if tree.terminal[node] == 1 or (solver and node != 0 and tree.proven[node] == 1):
+            exact = True
+            charged = False
+            end_terminal = tree.terminal[node] == 1
+            for r in range(R):
+                goals[r] = tree.pval[node, r]
+            extra = tree.pdepth[node]
+            if use_util:
+                K.load_state(g, cur, vals)
+        else:
+            charged = True
+            K.load_state(g, cur, vals)
+            while npm < cd:
+                if npm > 0 and K.is_terminal(g, vals):
+                    break
+                for r in range(R):
+                    n = K.legal_moves(g, vals, r, lbuf)
+                    if n == 0:
+                        return NO_LEGAL_MOVE
+                    if n >= 2:
+                        mobility[r] = n
+                    k = T.playout_move(tree, params, r, lbuf, n, rng)
+                    joint[r] = lbuf[k]
+                    pmoves[npm, r] = lbuf[k]
+                K.next_state(g, vals, joint, cur)
+                K.load_state(g, cur, vals)
+                npm += 1
+            exact = K.is_terminal(g, vals)
+            end_terminal = exact
+            if exact or use_util:
+                K.goal_vector(g, vals, gi)
+                for r in range(R):
+                    goals[r] = gi[r]
+        u = 0.0
+        if use_util:
+            _raw_features(g, vals, cur, end_terminal, goals, depth + npm + extra, mobility, me,
+                          role_masks, rel_masks, lbuf, raw)
+            u = F.utility(raw, lo, hi, w)
+        T.leaf_values(params, rp, goals, exact, charged, u, rng, values)
+        T.backprop(tree, params, path, depth, jslots, pmoves, npm, values, extra)
+    return n_sims
+
+
+@njit(cache=True)
+def init_root(g, tree, state, vals):
+    """Fresh tree with ``state`` as root (expanded): 1 ok, 0 terminal, NO_LEGAL_MOVE."""
+    R = g.n_roles
+    K.load_state(g, state, vals)
+    term = K.is_terminal(g, vals)
+    gi = np.zeros(R, np.int32)
+    goals = np.zeros(R)
+    if term:
+        K.goal_vector(g, vals, gi)
+        for r in range(R):
+            goals[r] = gi[r]
+    T.reset_root(tree, term, goals)
+    tree.state[0, :] = state
+    if term:
+        return 0
+    maxm = 1
+    total = 0
+    for r in range(R):
+        maxm = max(maxm, g.role_nmoves[r])
+        total += g.role_nmoves[r]
+    e = _expand(g, tree, 0, vals, np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
+                np.zeros(maxm + 1, np.int32))
+    return 1 if e == 1 else NO_LEGAL_MOVE
+
+
+@njit(cache=True)
+def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w, lo_by_role,
+              hi_by_role, role_masks, rel_masks, q_out, n_out, move_out, count_out, choice_out):
+    """One fresh search per item (state row, role, rng row): Q, visits, move ids, count and
+    the persona's choice per item.  count_out[i] = 0 for a terminal state, -1 on error."""
+    for i in range(states.shape[0]):
+        me = roles[i]
+        params = params_by_role[me]
+        rp = rp_by_role[me]
+        rng = rngs[i]
+        st = init_root(g, tree, states[i], vals)
+        if st != 1:
+            count_out[i] = 0 if st == 0 else -1
+            continue
+        if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
+                    hi_by_role[me], role_masks, rel_masks) < 0:
+            count_out[i] = -1
+            continue
+        cnt = tree.slot_count[0, me]
+        off = tree.slot_off[0, me]
+        T.root_stats(tree, me, rp[RP_DEFAULT, me], q_out[i], n_out[i])
+        for k in range(cnt):
+            move_out[i, k] = tree.slot_move[off + k]
+        count_out[i] = cnt
+        choice_out[i] = T.choose(tree, params, q_out[i, :cnt], n_out[i, :cnt], rng)
+
+
+guard([sys.modules[__name__]], [K, T, RNG, P, F, sys.modules[__name__]])
+
+
+# --------------------------------------------------------------------------- Python side
+class _EngineData:
+    """Per-engine constants: move lookup, canonical move order, utility masks (lazily)."""
+
+    def __init__(self, engine):
+        g = engine.game
+        self.move_terms = [list(ms) for ms in engine.move_terms]
+        self.move_index = [{m: k for k, m in enumerate(ms)} for ms in self.move_terms]
+        self.rank = []
+        for ms in self.move_terms:
+            order = {m: i for i, m in enumerate(canonical_sorted(ms))}
+            self.rank.append(np.array([order[m] for m in ms], np.int64))
+        self.n_move_ids = int(max(1, max(int(x) for x in g.role_nmoves)))
+        self.vals = K.new_vals(g)
+        self.util: dict = {}
+
+    def utility_arrays(self, engine, persona):
+        """(w, lo[R, K], hi[R, K], role_masks, rel_masks) for the persona's weights."""
+        R, W = len(engine.roles), int(engine.game.n_words)
+        if persona.utility_lambda <= 0:
+            z = np.zeros((R, 1))
+            return np.zeros(1), z, z, np.zeros((R, W), np.uint64), np.zeros((0, W), np.uint64)
+        if "cal" not in self.util:
+            cal = F.calibrate(engine)
+            facts = F.FactIndex(engine.roles)
+            role_masks = np.zeros((R, W), np.uint64)
+            rel_masks = np.zeros((len(cal.relations), W), np.uint64)
+            rel_pos = {p: i for i, p in enumerate(cal.relations)}
+            for i, f in enumerate(engine.base):
+                bit = np.uint64(1) << np.uint64(i & 63)
+                for q in facts.roles_in(f):
+                    role_masks[q, i >> 6] |= bit
+                k = rel_pos.get(F.relation_of(f))
+                if k is not None:
+                    rel_masks[k, i >> 6] |= bit
+            self.util = {"cal": cal, "role_masks": role_masks, "rel_masks": rel_masks}
+        cal = self.util["cal"]
+        return (F.weight_vector(persona.utility_weights, cal), cal.lo, cal.hi,
+                self.util["role_masks"], self.util["rel_masks"])
+
+
+_data: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def engine_data(engine) -> _EngineData:
+    d = _data.get(engine)
+    if d is None:
+        d = _data[engine] = _EngineData(engine)
+    return d
+
+
+def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int = 0) -> SearchTree:
+    g = engine.game
+    R = len(engine.roles)
+    per_node = max(8, root_slots + 8)
+    arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
+                        amaf_rows(max_nodes, R, data.n_move_ids), int(g.n_words))
+    return SearchTree("compiled", arrays, None, data.move_terms, data.move_index)
+
+
+def _root_slots(engine, state) -> int:
+    return sum(len(engine.legal_moves(state, r)) for r in range(len(engine.roles)))
+
+
+def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
+           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
+           max_nodes: int | None = None) -> SearchResult:
+    t0 = time.perf_counter()
+    g = engine.game
+    data = engine_data(engine)
+    R = len(engine.roles)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
+    packed = engine.pack(state)
+    want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
+    st = None
+    if (tree is not None and tree.kind == "compiled" and tree.arrays.ready[0]
+            and np.array_equal(tree.arrays.state[0], packed)):
+        st = tree
+        T.reset_mast(st.arrays)
+        if max_nodes is None and st.nodes + want > st.capacity:
+            st = compact_into(st, 0, st.nodes + want)
+    if st is None:
+        st = new_compiled_tree(engine, data, want, _root_slots(engine, state))
+        status = init_root(g, st.arrays, packed, data.vals)
+        if status == 0:
+            raise ValueError("cannot search from a terminal state")
+        if status < 0:
+            raise RuntimeError("a role has no legal move in a non-terminal state")
+    rng = make_rng(seed)
+    w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
+    sims = 0
+    deadline = None if seconds is None else t0 + seconds
+    chunk = 64
+    while n_limit is None or sims < n_limit:
+        n = chunk if n_limit is None else min(chunk, n_limit - sims)
+        if deadline is None:
+            n = n_limit - sims
+        c0 = time.perf_counter()
+        if simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
+                    rmask, relmask) < 0:
+            raise RuntimeError("a role has no legal move in a non-terminal state")
+        sims += n
+        if deadline is not None:
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            # chunks of about 20 ms, never past the deadline by much
+            rate = n / max(now - c0, 1e-6)
+            chunk = int(max(1, min(rate * 0.02, rate * (deadline - now))))
+    return _finish(st, data, params, rp, rng, role_index, sims, t0)
+
+
+def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
+    a = st.arrays
+    cnt = int(a.slot_count[0, me])
+    q = np.zeros(cnt)
+    n = np.zeros(cnt, np.int64)
+    T.root_stats(a, me, rp[RP_DEFAULT, me], q, n)
+    k = int(T.choose(a, params, q, n, rng))
+    off = int(a.slot_off[0, me])
+    ids = [int(a.slot_move[off + j]) for j in range(cnt)]
+    proven = root_proven(a, me)
+    order = sorted(range(cnt), key=lambda j: data.rank[me][ids[j]])   # canonical, as driver A
+    moves = [data.move_terms[me][ids[j]] for j in order]
+    return SearchResult(move=data.move_terms[me][ids[k]], moves=moves, q=q[order], visits=n[order],
+                        simulations=sims, elapsed=time.perf_counter() - t0, tree=st,
+                        proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
+
+
+def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True):
+    """items: (state, role, seed) triples.  One numba call, one tree reused (reset) per item."""
+    t0 = time.perf_counter()
+    g = engine.game
+    data = engine_data(engine)
+    R = len(engine.roles)
+    pr = [build(persona, R, r, solver=solver, limit=limit) for r in range(R)]
+    params_by_role = np.stack([p for p, _ in pr])
+    rp_by_role = np.stack([rp for _, rp in pr])
+    n_items = len(items)
+    states = np.zeros((n_items, int(g.n_words)), np.uint64)
+    for i, (s, _, _) in enumerate(items):
+        states[i] = engine.pack(s)
+    roles = np.array([r for _, r, _ in items], np.int64)
+    rngs = np.stack([make_rng(s) for _, _, s in items]) if n_items else np.zeros((0, 4), np.uint64)
+    n_limit = int(params_by_role[0, P_LIMIT])
+    maxm = data.n_move_ids
+    root_slots = max(_root_slots(engine, s) for s, _, _ in items) if n_items else 0
+    st = new_compiled_tree(engine, data, n_limit + 1, root_slots)
+    w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
+    q = np.zeros((n_items, maxm))
+    n = np.zeros((n_items, maxm), np.int64)
+    mv = np.zeros((n_items, maxm), np.int64)
+    cnt = np.zeros(n_items, np.int64)
+    choice = np.zeros(n_items, np.int64)
+    run_batch(g, st.arrays, params_by_role, rp_by_role, states, roles, rngs, data.vals, w, lo, hi,
+              rmask, relmask, q, n, mv, cnt, choice)
+    elapsed = (time.perf_counter() - t0) / max(1, n_items)
+    out = []
+    for i in range(n_items):
+        c = int(cnt[i])
+        if c == 0:
+            raise ValueError(f"batch item {i}: cannot search from a terminal state")
+        if c < 0:
+            raise RuntimeError(f"batch item {i}: a role has no legal move in a non-terminal state")
+        me = int(roles[i])
+        ids = [int(x) for x in mv[i, :c]]
+        order = sorted(range(c), key=lambda j: data.rank[me][ids[j]])
+        out.append(SearchResult(
+            move=data.move_terms[me][ids[int(choice[i])]], moves=[data.move_terms[me][ids[j]] for j in order],
+            q=q[i, :c][order], visits=n[i, :c][order], simulations=n_limit, elapsed=elapsed, tree=None))
+    return out
