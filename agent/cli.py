@@ -58,8 +58,32 @@ def cmd_check(args) -> int:
     return 1 if result == "invalid" else 0
 
 
+# ------------------------------------------------------------------------------- persona
+def add_persona(sub) -> None:
+    p = sub.add_parser("persona", help="list or show personas",
+                       description="Personas are TOML files of search and character parameters; "
+                                   "the presets live in personas/.")
+    actions = p.add_subparsers(dest="persona_action", metavar="ACTION")
+    ls = actions.add_parser("list", help="one line per preset persona")
+    ls.add_argument("--dir", help="list the persona files of this directory instead")
+    ls.set_defaults(func=cmd_persona_list)
+    show = actions.add_parser("show", help="a persona, validated, as TOML")
+    show.add_argument("persona", metavar="NAME|FILE", help="a preset name or a .toml file")
+    show.set_defaults(func=cmd_persona_show)
+
+
+def cmd_persona_list(args) -> int:
+    from agent.persona import persona_list
+    return persona_list(args)
+
+
+def cmd_persona_show(args) -> int:
+    from agent.persona import persona_show
+    return persona_show(args)
+
+
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check]
+SUBCOMMANDS = [add_check, add_persona]
 
 
 def build_parser() -> argparse.ArgumentParser:
