@@ -230,11 +230,12 @@ def persona_list(args) -> int:
 
 
 def persona_show(args) -> int:
-    """``ggp-persona persona show NAME|FILE``: the validated persona as TOML."""
+    """``ggp-persona persona show NAME|FILE``: the validated persona as TOML.  Exit 1 when
+    the file is invalid, 2 when there is no such persona (the CLI's usage-error status)."""
     try:
         pe = load_persona(args.persona)
     except PersonaError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2 if str(e).startswith("no persona") else 1
     sys.stdout.write(pe.to_toml())
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,21 +120,27 @@ def carry_mobility(mobility: list, counts) -> None:
 
 
 def rules_seed(sm) -> int:
-    """Calibration seed from the game itself (roles and initial state: the rules' visible
-    content through any state machine)."""
+    """Calibration seed from what every engine shows of the rules (roles, initial state),
+    so both drivers calibrate a game identically."""
     text = repr(sorted(map(repr, sm.roles))) + repr(sorted(map(repr, sm.initial_state())))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
-_CACHE: dict = {}
+# per engine object: two games may share roles and initial state, so the seed is no key
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def calibrate(sm, playouts: int = CALIBRATION_PLAYOUTS, cap: int = CALIBRATION_CAP) -> Calibration:
     """Bounds from uniform random playouts from the initial state (spec 6.4); cached."""
+    owner = getattr(sm, "sm", sm)           # a CachedStateMachine shares its engine's entry
+    key = (playouts, cap)
+    try:
+        hit = _CACHE.get(owner, {}).get(key)
+    except TypeError:                       # not weak-referenceable: no cache
+        owner, hit = None, None
+    if hit is not None:
+        return hit
     seed = rules_seed(sm)
-    key = (seed, playouts, cap)
-    if key in _CACHE:
-        return _CACHE[key]
     rnd = random.Random(seed)
     roles = list(sm.roles)
     n = len(roles)
@@ -173,7 +180,8 @@ def calibrate(sm, playouts: int = CALIBRATION_PLAYOUTS, cap: int = CALIBRATION_C
             lo[q, f], hi[q, f] = 0.0, 1.0
         lo[q, F_LENGTH], hi[q, F_LENGTH] = 0.0, l_ref
     cal = Calibration(rels, lo, hi, l_ref)
-    _CACHE[key] = cal
+    if owner is not None:
+        _CACHE.setdefault(owner, {})[key] = cal
     return cal
 
 
