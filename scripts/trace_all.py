@@ -46,8 +46,16 @@ def _one(args):
             sm = PrologReasoner(desc)
         else:
             from agent.engine import load_engine
-            sm = load_engine(desc)
+            sm = load_engine(desc, engine="compiled", budget_seconds=budget, use_cache=False)
         rep = check_trace(sm, trace)
+    except Exception as e:
+        if type(e).__name__ not in ("GroundingError", "CompileError"):
+            if isinstance(e, TimeoutError):
+                return {"game": trace["game"], "status": "timeout", "why": str(e),
+                        "seconds": round(time.time() - t0, 1)}
+            raise
+        return {"game": trace["game"], "status": "fallback", "why": str(e)[:300],
+                "seconds": round(time.time() - t0, 1)}
     except TimeoutError as e:
         return {"game": trace["game"], "status": "timeout", "why": str(e), "seconds": round(time.time() - t0, 1)}
     status = "exact" if rep.exact else ("error" if rep.error else "diverges")

@@ -24,3 +24,5 @@ Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
 Python side: ``CompiledEngine`` wraps a CompiledGame behind the StateMachine interface
 (frozensets of terms), with ``game`` (the namedtuple), ``move_terms`` and state packing.
 """
+
+from .loader import load_engine  # noqa: E402,F401  (the entry point most callers want)

@@ -197,7 +197,7 @@ def compile_program(gp: GroundProgram):
         return ids
 
     ent, blk_s, blk_e, blk_l, phase_blocks = [], [], [], [], []
-    for mask in (core, goalp, nextp):
+    for mask in (core, goalp, nextp, live & ~static):
         ids = phase_entries(mask)
         s, e, l = _blocks(ids, comp, recursive)
         b0 = len(blk_s)
@@ -226,6 +226,18 @@ def compile_program(gp: GroundProgram):
             next_atom[base_index[f]] = nid(i)
     const_true = np.array([new_id[i] for i in np.nonzero(static_true & live)[0]], dtype=np.int64)
 
+    # Forward propagation: which rules mention each atom, and the loop block of each atom.
+    n_r = len(r_heads)
+    lit_owner = np.repeat(np.arange(n_r), np.diff(ls))
+    occ_start, occ_rule, occ_order = _csr(new_lits >> 1, lit_owner, n_atoms) if len(new_lits) else (
+        np.zeros(n_atoms + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    occ_neg = (new_lits & 1)[occ_order] if len(new_lits) else np.zeros(0, dtype=np.int64)
+    atom_block = np.full(n_atoms, -1, dtype=np.int64)
+    b0, b1 = phase_blocks[3]
+    for b in range(b0, b1):
+        if blk_l[b]:
+            atom_block[np.asarray(ent[blk_s[b]:blk_e[b]], dtype=np.int64)] = b
+
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
     init_state = np.zeros(n_words, dtype=np.uint64)
@@ -237,12 +249,14 @@ def compile_program(gp: GroundProgram):
     g = CompiledGame(
         n_roles=len(roles), n_words=n_words, n_base=n_base, n_atoms=n_atoms,
         blk_start=i64(blk_s), blk_end=i64(blk_e), blk_loop=np.asarray(blk_l, dtype=np.uint8),
-        phase_blocks=i64(phase_blocks).reshape(3, 2),
+        phase_blocks=i64(phase_blocks).reshape(4, 2),
         ent_atom=i64(ent), rule_start=rs, lit_start=ls, lits=new_lits,
         legal_start=i64(legal_start), legal_atom=i64(legal_atom), does_atom=i64(does_atom),
         goal_start=i64(goal_start), goal_atom=i64(goal_atom), goal_value=i64(goal_value),
         terminal_atom=nid(terminal) if terminal >= 0 else -1, next_atom=next_atom,
         const_true=const_true, role_nmoves=i64([len(m) for m in move_terms]), init_state=init_state,
+        rule_head=r_heads.astype(np.int64), occ_start=occ_start, occ_rule=occ_rule.astype(np.int64),
+        occ_neg=occ_neg.astype(np.int64), atom_block=atom_block,
     )
     tables = {"roles": roles, "base": base, "move_terms": move_terms}
     return g, tables

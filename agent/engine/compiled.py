@@ -70,7 +70,6 @@ class CompiledEngine:
     def goal_values(self, state) -> list:
         vals = self._load(state)
         g = self.game
-        K.goal_vector(g, vals, np.zeros(g.n_roles, dtype=np.int32))  # evaluates the goal phase
         return [sorted({int(g.goal_value[k]) for k in range(g.goal_start[r], g.goal_start[r + 1])
                         if vals[g.goal_atom[k]]}) for r in range(g.n_roles)]
 
@@ -78,8 +77,8 @@ class CompiledEngine:
         if seed is not None:
             K.seed(seed)
         goals = np.zeros(self.game.n_roles, dtype=np.int32)
-        vals = K.new_vals(self.game)
-        d = K.random_playout(self.game, self.pack(state), vals, cap, goals)
+        d = K.random_playout(self.game, self.pack(state), self._vals, cap, goals)
+        self._loaded = None  # the work buffer now holds the playout's last state
         if d == -2:
             from ..reasoner.statemachine import ReasonerError
             raise ReasonerError("a role has no legal move in a non-terminal state")

@@ -1,0 +1,147 @@
+"""On-disk cache of compiled games, keyed by the rules' *structure*.
+
+Tiltyard replays the same games with fresh scrambled names each time, so the key is a
+hash of the rules with every non-keyword, non-integer symbol renamed by order of first
+occurrence (the scrambler is a consistent one-to-one renaming that keeps rule order).
+Entries are stored with those canonical names and renamed to the current game's names on
+load.  Integers are kept: scramblers leave them alone and goal values live in them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from gdl.terms import FOLDED_KEYWORDS, Term
+
+from .kernels import CompiledGame
+
+FORMAT = "compiled-game/1"
+_KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("GGP_PERSONA_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "ggp-persona" / "engines"
+
+
+def _is_int(s: str) -> bool:
+    try:
+        int(s)
+        return True
+    except ValueError:
+        return False
+
+
+class Canon:
+    """Renaming game symbols <-> canonical ones (``c0``, ``c1``, ...)."""
+
+    def __init__(self):
+        self.to_canon: dict = {}
+        self.from_canon: dict = {}
+
+    def sym(self, s: str) -> str:
+        if s.startswith("?") or s in _KEEP or _is_int(s):
+            return s
+        c = self.to_canon.get(s)
+        if c is None:
+            c = self.to_canon[s] = f"c{len(self.to_canon)}"
+            self.from_canon[c] = s
+        return c
+
+    def term(self, t: Term) -> Term:
+        if isinstance(t, str):
+            return self.sym(t)
+        return tuple(self.sym(t[0]) if i == 0 else self.term(a) for i, a in enumerate(t))
+
+    def back(self, t: Term) -> Term:
+        if isinstance(t, str):
+            return self.from_canon.get(t, t)
+        return tuple(self.back(a) for a in t)
+
+
+def structure_key(rules) -> tuple[str, Canon]:
+    canon = Canon()
+    h = hashlib.sha256(FORMAT.encode())
+    for r in rules:
+        var: dict = {}
+
+        def lit(l):
+            if isinstance(l, tuple) and l[0] in ("not", "or"):
+                return (l[0],) + tuple(lit(x) for x in l[1:])
+            if isinstance(l, tuple) and l[0] == "distinct":
+                return ("distinct",) + tuple(term(x) for x in l[1:])
+            return term(l)
+
+        def term(t):
+            if isinstance(t, str) and t.startswith("?"):
+                return var.setdefault(t, f"?v{len(var)}")
+            if isinstance(t, str):
+                return canon.sym(t)
+            return (canon.sym(t[0]),) + tuple(term(a) for a in t[1:])
+
+        h.update(repr((term(r.head), tuple(lit(l) for l in r.body))).encode())
+        h.update(b"\n")
+    return h.hexdigest(), canon
+
+
+def _to_json(t: Term):
+    return t if isinstance(t, str) else [_to_json(a) for a in t]
+
+
+def _from_json(t) -> Term:
+    return t if isinstance(t, str) else tuple(_from_json(a) for a in t)
+
+
+def save(path: Path, game: CompiledGame, tables: dict, canon: Canon, info: dict) -> None:
+    """Atomic write (temp file + rename): a crash never leaves a half-written entry.
+    npz without pickles + JSON, so a tampered cache file cannot run code."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {k: np.asarray(v) for k, v in game._asdict().items()}
+    meta = {"format": FORMAT, "info": info,
+            "roles": [_to_json(canon.term(r)) for r in tables["roles"]],
+            "base": [_to_json(canon.term(f)) for f in tables["base"]],
+            "move_terms": [[_to_json(canon.term(m)) for m in ms] for ms in tables["move_terms"]]}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, __meta__=np.array(json.dumps(meta)), **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path: Path, canon: Canon):
+    """(game, tables, info) or None when absent/unreadable (a bad entry is just a miss)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["__meta__"]))
+            if meta.get("format") != FORMAT:
+                return None
+            fields = {}
+            for k in CompiledGame._fields:
+                v = z[k]
+                fields[k] = int(v) if v.ndim == 0 else v
+        game = CompiledGame(**fields)
+        tables = {"roles": [canon.back(_from_json(r)) for r in meta["roles"]],
+                  "base": [canon.back(_from_json(f)) for f in meta["base"]],
+                  "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]]}
+        return game, tables, meta.get("info", {})
+    except (OSError, KeyError, TypeError, ValueError, json.JSONDecodeError):
+        return None
+
+
+def entry_path(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / f"{key}.npz"
+
+
+def describe(info: dict) -> str:
+    return json.dumps(info, sort_keys=True)
