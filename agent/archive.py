@@ -1,0 +1,358 @@
+"""Read match records (ggp-base Match JSON) and replay them on a state machine.
+
+Sources: single ``.json`` records (ggp-base, Tiltyard, our ``match_logs/``), bulk ``.jsonl``
+archives (one ``{"url": ..., "data": {match}}`` per line, the shape of ggp.org's bulk
+export), or folders holding either.
+
+Rules: ``x-rules`` when the record carries them (our logs), else the ``gameMetaURL``
+``http://games.ggp.org/<repo>/games/<key>/v<N>/`` looked up in local game repositories
+(``<root>/<repo>/games/<key>/v<N>/METADATA`` and the rulesheet it names; ggp-base's layout),
+else ``<dir>/<key>.kif`` in plain game folders such as our ``games/``.
+
+A replay checks, independently of any player: the recorded initial state is the initial
+state; at each step the state is not terminal, every recorded move is legal, the next
+recorded state is the one the rules give; a completed match ends terminal with goals equal
+to ``goalValues``.  States are compared as sets of terms (ggp-base writes them in hash-set
+order).  The first problem of each record is reported.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gdl.kif import GdlError, parse_term, read_first, read_rules_file, rules_from_nodes
+from gdl.terms import render_spaced
+
+URL_RE = re.compile(r"^https?://games\.ggp\.org/(?P<repo>[^/]+)/games/(?P<key>[^/]+)/(?:v(?P<v>\d+)/?)?$")
+
+
+@dataclass
+class Record:
+    source: str              # file, or file:line for bulk archives
+    data: dict
+    url: str | None = None
+
+
+@dataclass
+class ReplayResult:
+    source: str
+    match_id: str
+    ok: bool
+    moves: int = 0
+    problem: str | None = None
+    skipped: bool = False
+
+    def line(self) -> str:
+        if self.skipped:
+            return f"skip {self.source} ({self.match_id}): {self.problem}"
+        if self.ok:
+            return f"ok   {self.source} ({self.match_id}, {self.moves} moves)"
+        return f"FAIL {self.source} ({self.match_id}): {self.problem}"
+
+
+class ArchiveError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------------------ reading
+
+def record_files(paths) -> list[Path]:
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.suffix in (".json", ".jsonl") and q.is_file()
+                              and not q.name.startswith(".")))
+        else:
+            out.append(p)
+    return out
+
+
+def iter_records(paths):
+    """Every record in the given files and folders, in order."""
+    for path in record_files(paths):
+        if path.suffix == ".jsonl":
+            with open(path, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise ArchiveError(f"{path}:{n}: not JSON: {e}") from None
+                    if isinstance(obj, dict) and isinstance(obj.get("data"), dict):
+                        yield Record(f"{path}:{n}", obj["data"], obj.get("url"))
+                    elif isinstance(obj, dict) and "matchId" in obj:
+                        yield Record(f"{path}:{n}", obj)
+                    else:
+                        raise ArchiveError(f"{path}:{n}: neither {{url, data}} nor a match record")
+        else:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    obj = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ArchiveError(f"{path}: not JSON: {e}") from None
+            if not isinstance(obj, dict):
+                raise ArchiveError(f"{path}: not a match record (a JSON object)")
+            yield Record(str(path), obj.get("data") if isinstance(obj.get("data"), dict) else obj, obj.get("url"))
+
+
+# ------------------------------------------------------------------------------ rules
+
+class GameLibrary:
+    """Finds and caches the rules of records.  ``repositories``: folders laid out like
+    games.ggp.org (``<repo>/games/<key>/v<N>/``); ``game_dirs``: folders of ``<key>.kif``."""
+
+    def __init__(self, repositories=(), game_dirs=()):
+        self.repositories = [Path(p) for p in repositories]
+        self.game_dirs = [Path(p) for p in game_dirs]
+        self._cache: dict = {}
+
+    def key_for(self, data: dict) -> str:
+        if isinstance(data.get("x-rules"), str):
+            return "x-rules:" + data["x-rules"]
+        return "url:" + str(data.get("gameMetaURL", ""))
+
+    def description(self, data: dict):
+        key = self.key_for(data)
+        if key not in self._cache:
+            self._cache[key] = self._load(data)
+        return self._cache[key]
+
+    def _load(self, data: dict):
+        if isinstance(data.get("x-rules"), str):
+            node = read_first(data["x-rules"])
+            if node is None or node.is_atom:
+                raise ArchiveError("x-rules is not a list of rules")
+            return rules_from_nodes(node.items, "x-rules")
+        url = str(data.get("gameMetaURL", ""))
+        m = URL_RE.match(url)
+        if not m:
+            raise ArchiveError(f"no x-rules, and gameMetaURL {url!r} is not a games.ggp.org game URL")
+        repo, game, version = m.group("repo"), m.group("key"), m.group("v")
+        for root in self.repositories:
+            folder = root / repo / "games" / game
+            folder = folder / f"v{version}" if version is not None else folder
+            meta = folder / "METADATA"
+            if meta.is_file():
+                try:
+                    sheet = json.loads(meta.read_text(encoding="utf-8")).get("rulesheet")
+                except (OSError, json.JSONDecodeError) as e:
+                    raise ArchiveError(f"{meta}: unreadable METADATA: {e}") from None
+                if version is None:  # unversioned: METADATA names the version that holds the files
+                    v = json.loads(meta.read_text(encoding="utf-8")).get("version")
+                    if v is not None and (folder / f"v{v}" / str(sheet)).is_file():
+                        folder = folder / f"v{v}"
+                if sheet and (folder / sheet).is_file():
+                    return read_rules_file(folder / sheet)
+        for d in self.game_dirs:
+            f = d / f"{game}.kif"
+            if f.is_file():
+                return read_rules_file(f)
+        raise ArchiveError(f"rules for {url} not found in {', '.join(map(str, self.repositories + self.game_dirs)) or 'any folder'}")
+
+
+# ------------------------------------------------------------------------------ replay
+
+class _Terms:
+    """Parsed states and moves, cached by text (records repeat them a lot)."""
+
+    def __init__(self):
+        self.states: dict = {}
+        self.moves: dict = {}
+
+    def state(self, text: str) -> frozenset:
+        s = self.states.get(text)
+        if s is None:
+            node = read_first(text)
+            if node is None or node.is_atom:
+                raise ArchiveError(f"a state must be a list: {text[:80]!r}")
+            s = frozenset(parse_term(repr(n)) for n in node.items)
+            self.states[text] = s
+        return s
+
+    def move(self, text: str):
+        t = self.moves.get(text)
+        if t is None:
+            t = self.moves[text] = parse_term(text)
+        return t
+
+
+def _diff(expected: frozenset, ours: frozenset) -> str:
+    missing = sorted(render_spaced(f) for f in expected - ours)[:4]
+    extra = sorted(render_spaced(f) for f in ours - expected)[:4]
+    return f"recorded but not derived: {missing}; derived but not recorded: {extra}"
+
+
+def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
+    """Check one record against ``sm`` (the state-machine interface)."""
+    data = record.data
+    mid = str(data.get("matchId", "?"))
+    terms = terms or _Terms()
+    res = ReplayResult(record.source, mid, False)
+    if data.get("x-refused"):
+        res.skipped, res.problem = True, f"START was refused: {data['x-refused']}"
+        return res
+    states, moves = data.get("states"), data.get("moves")
+    if not isinstance(states, list) or not isinstance(moves, list) or not states:
+        res.problem = "no states or moves"
+        return res
+    if len(states) != len(moves) + 1:
+        res.problem = f"{len(states)} states for {len(moves)} joint moves (expected one more state)"
+        return res
+    n_roles = len(sm.roles)
+    try:
+        state = sm.initial_state()
+        recorded = terms.state(states[0])
+        if recorded != state:
+            res.problem = "the initial state differs: " + _diff(recorded, state)
+            return res
+        for i, jm in enumerate(moves):
+            if sm.is_terminal(state):
+                res.problem = f"state {i} is terminal, yet the match goes on"
+                return res
+            if len(jm) != n_roles:
+                res.problem = f"joint move {i} has {len(jm)} moves for {n_roles} roles"
+                return res
+            joint = tuple(terms.move(m) for m in jm)
+            for r, m in enumerate(joint):
+                if m not in sm.legal_moves(state, r):
+                    res.problem = (f"joint move {i}: {render_spaced(m)} is not a legal move of "
+                                   f"{render_spaced(sm.roles[r])}")
+                    return res
+            state = sm.next_state(state, joint)
+            recorded = terms.state(states[i + 1])
+            if recorded != state:
+                res.problem = f"state {i + 1} differs: " + _diff(recorded, state)
+                return res
+            res.moves = i + 1
+        if data.get("isCompleted"):
+            if not sm.is_terminal(state):
+                res.problem = "the match is completed but its last state is not terminal"
+                return res
+            if "goalValues" in data:
+                values = sm.goal_values(state)
+                expected = [[int(v)] for v in data["goalValues"]]
+                if [list(v) for v in values] != expected:
+                    res.problem = f"goals {values} in the final state, recorded {data['goalValues']}"
+                    return res
+    except (GdlError, ArchiveError) as e:
+        res.problem = f"unreadable term: {e}"
+        return res
+    except Exception as e:  # a reasoner failure is a finding about this record
+        res.problem = f"{type(e).__name__}: {e}"
+        return res
+    res.ok = True
+    return res
+
+
+class Replayer:
+    """One Prolog reasoner (with a query cache) per game, shared by all its records."""
+
+    def __init__(self, library: GameLibrary, reasoner=None):
+        self.library = library
+        self.reasoner = reasoner
+        self._machines: dict = {}
+        self.terms = _Terms()
+
+    def machine(self, data: dict):
+        from agent.reasoner.statemachine import CachedStateMachine
+        key = self.library.key_for(data)
+        sm = self._machines.get(key)
+        if sm is None:
+            desc = self.library.description(data)
+            if self.reasoner is None:
+                from agent.reasoner.prolog import PrologReasoner
+                base = PrologReasoner(desc)
+            else:
+                base = self.reasoner(desc)
+            sm = self._machines[key] = CachedStateMachine(base, maxsize=400_000)
+        return sm
+
+    def replay(self, record: Record) -> ReplayResult:
+        try:
+            sm = self.machine(record.data)
+        except (ArchiveError, GdlError, OSError) as e:
+            return ReplayResult(record.source, str(record.data.get("matchId", "?")), False,
+                                problem=f"rules: {e}")
+        return replay(record, sm, self.terms)
+
+
+def _replay_files(args) -> list:
+    """Worker: [(file index, [results])] for the given (index, file) pairs."""
+    indexed, repositories, game_dirs = args
+    rp = Replayer(GameLibrary(repositories, game_dirs))
+    out = []
+    for i, f in indexed:
+        rs = []
+        try:
+            for rec in iter_records([f]):
+                rs.append(rp.replay(rec))
+        except (ArchiveError, OSError) as e:
+            rs.append(ReplayResult(str(f), "?", False, problem=str(e)))
+        out.append((i, rs))
+    return out
+
+
+def replay_paths(paths, repositories=(), game_dirs=(), processes: int = 1) -> list[ReplayResult]:
+    """Replay every record under ``paths``; ``processes`` > 1 splits the files over that many
+    worker processes (each with its own Prolog).  Results come in file order."""
+    indexed = list(enumerate(str(f) for f in record_files(paths)))
+    repositories, game_dirs = [str(p) for p in repositories], [str(p) for p in game_dirs]
+    if processes <= 1 or len(indexed) < 2:
+        parts = [_replay_files((indexed, repositories, game_dirs))]
+    else:
+        chunks = [indexed[k::processes] for k in range(processes)]
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            parts = pool.map(_replay_files, [(c, repositories, game_dirs) for c in chunks])
+    by_file = sorted((i, rs) for part in parts for i, rs in part)
+    return [r for _, rs in by_file for r in rs]
+
+
+# ------------------------------------------------------------------------------ CLI
+
+REPLAY_HELP = "replay match records (ggp-base Match JSON, .jsonl archives, match_logs/) on the rules"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="FILE", help="record files (.json, .jsonl) or folders of them")
+    p.add_argument("--games", action="append", default=[], metavar="DIR",
+                   help="a game repository laid out like games.ggp.org (DIR/<repo>/games/<key>/v<N>/); repeatable")
+    p.add_argument("--game-dir", action="append", default=[], metavar="DIR",
+                   help="a folder of <key>.kif rule sheets (default: games/ when it exists); repeatable")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
+
+
+def cmd_replay(args) -> int:
+    for p in args.paths:
+        if not os.path.exists(p):
+            print(f"replay: no such file: {p}", file=sys.stderr)
+            return 2
+    game_dirs = args.game_dir or ([Path("games")] if Path("games").is_dir() else [])
+    results = replay_paths(args.paths, args.games, game_dirs, max(1, args.jobs))
+    bad = 0
+    for r in results:
+        if not r.ok and not r.skipped:
+            bad += 1
+        if not args.quiet or (not r.ok and not r.skipped):
+            print(r.line())
+    ok = sum(r.ok for r in results)
+    skipped = sum(r.skipped for r in results)
+    print(f"{ok} ok, {bad} failed, {skipped} skipped, of {len(results)} records")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="ggp-persona replay", description=REPLAY_HELP)
+    add_arguments(parser)
+    return cmd_replay(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

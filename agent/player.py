@@ -1,0 +1,412 @@
+"""The player of one match: rules in, moves out.
+
+Runs inside a match worker process (``agent.server.worker``), which owns its reasoner:
+Prolog is not thread-safe, and a process can be killed to free everything on ABORT.
+
+Order of work, so that a legal answer always exists before anything slow starts:
+  1. parse the rules, build the Prolog reasoner, compute our legal moves (the fallback);
+  2. build the fast engine (``agent.engine.load_engine``; the Prolog reasoner if absent);
+  3. search (``agent.search.search``; a small flat Monte Carlo if absent).
+
+Moves from the manager arrive as text in its spelling (possibly scrambled, possibly upper
+case); we parse them, apply them, and answer with a term of our legal move list, rendered
+ggp-base style, so the reply is spelled exactly like the rules we received.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+
+from gdl.kif import GdlError, parse_term, read_first, rules_from_nodes
+from gdl.terms import render_spaced
+
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+
+log = logging.getLogger("ggp.player")
+
+
+class RulesRefused(Exception):
+    """Rules we cannot play (unreadable, our role missing, invalid): the START gets ``busy``."""
+
+
+# ------------------------------------------------------------------ rules and joint moves
+
+def parse_rules_text(rules_text: str, source: str = "<START>"):
+    """Description from the rules list of a START message (one s-expression)."""
+    try:
+        node = read_first(rules_text)
+        if node is None or node.is_atom:
+            raise RulesRefused("the rules are not a list")
+        return rules_from_nodes(node.items, source)
+    except GdlError as e:
+        raise RulesRefused("unreadable rules: " + "; ".join(p.message for p in e.problems[:5])) from None
+    except RecursionError:
+        raise RulesRefused("unreadable rules: nested too deeply") from None
+
+
+def validate_rules(description) -> list:
+    """Validator problems (empty when the validator is not available in this build)."""
+    try:
+        from gdl.validate import validate
+    except ImportError:
+        return []
+    return validate(description)
+
+
+def role_index_of(description, role_text: str) -> int:
+    try:
+        role = parse_term(role_text)
+    except GdlError:
+        raise RulesRefused(f"role {role_text!r} is not a term") from None
+    roles = description.roles
+    if not roles:
+        raise RulesRefused("the rules define no roles")
+    if role in roles:
+        return roles.index(role)
+    # Dresden upper-cases roles but not always the rules' own copy: match by case as a last resort
+    lowered = [render_spaced(r).lower() for r in roles]
+    if lowered.count(role_text.lower()) == 1:
+        return lowered.index(role_text.lower())
+    raise RulesRefused(f"role {role_text} is not among the roles "
+                       f"{' '.join(render_spaced(r) for r in roles)}")
+
+
+def resolve_joint(sm, state, move_texts, n_roles: int):
+    """The joint move to apply from what the manager sent, and notes on anything wrong.
+
+    Like ggp-base's own players we apply the moves as received even when our reasoner finds
+    one illegal (the manager is the referee; it already replaced bad replies).  A move that
+    is missing or does not parse cannot be applied: we take the role's only legal move when
+    it has one, else its first legal move, and say the state may now be wrong.
+    """
+    notes = []
+    texts = list(move_texts or [])
+    if len(texts) != n_roles:
+        notes.append(f"the joint move has {len(texts)} moves for {n_roles} roles")
+    joint = []
+    for i in range(n_roles):
+        text = texts[i] if i < len(texts) else None
+        term = None
+        if text is not None:
+            try:
+                term = parse_term(text)
+            except GdlError:
+                notes.append(f"move {i + 1} ({text[:80]}) does not parse")
+        legal = sm.legal_moves(state, i)
+        if term is None:
+            if not legal:
+                raise ReasonerError(f"role {i + 1} has no legal move to stand in for a missing move")
+            term = legal[0]
+            if len(legal) > 1:
+                notes.append(f"role {i + 1}: guessed {render_spaced(term)} for the missing move; "
+                             f"the tracked state may differ from the manager's")
+        elif term not in legal:
+            notes.append(f"role {i + 1}: {render_spaced(term)} is not legal here by our rules; applied anyway")
+        joint.append(term)
+    return tuple(joint), notes
+
+
+def state_text(state) -> str:
+    """ggp-base's rendering of a state: ``( ( cell 1 1 b ) ( control red ) )``."""
+    return "( " + "".join(render_spaced(f) + " " for f in sorted(state, key=render_spaced)) + ")"
+
+
+# ------------------------------------------------------------------ personas
+
+DEFAULT_PERSONA = "champion"  # the strong baseline preset, when the server names none
+
+
+def load_persona_spec(spec):
+    """The persona object for a name or file (the default preset for None), or None when
+    personas are not available in this build."""
+    try:
+        from agent.persona import load_persona
+    except ImportError:
+        if spec is None:
+            return None
+        raise
+    return load_persona(spec if spec is not None else DEFAULT_PERSONA)
+
+
+def persona_dict(persona) -> dict:
+    """Name and every parameter, JSON-ready, for the match log."""
+    if persona is None:
+        return {}
+    if hasattr(persona, "to_dict"):
+        data = persona.to_dict()
+    elif dataclasses.is_dataclass(persona):
+        data = dataclasses.asdict(persona)
+    elif hasattr(persona, "_asdict"):
+        data = persona._asdict()
+    else:
+        data = dict(vars(persona))
+    return _jsonable(data)
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    if hasattr(x, "tolist"):  # numpy
+        return x.tolist()
+    return str(x)
+
+
+# ------------------------------------------------------------------ search
+
+def flat_monte_carlo(sm, state, role_index: int, deadline: float, rng: random.Random,
+                     max_depth: int = 500):
+    """Stand-in search until ``agent.search`` is available: random playouts after each of our
+    moves (others random), best mean goal wins.  Checks the clock every ply."""
+    legal = sm.legal_moves(state, role_index)
+    stats = {m: [0, 0.0] for m in legal}
+    n = len(sm.roles)
+    sims = 0
+    while len(legal) > 1 and time.monotonic() < deadline:
+        for m in legal:
+            joint = [m if i == role_index else rng.choice(sm.legal_moves(state, i)) for i in range(n)]
+            s = sm.next_state(state, joint)
+            for _ in range(max_depth):
+                if sm.is_terminal(s) or time.monotonic() >= deadline:
+                    break
+                s = sm.next_state(s, [rng.choice(sm.legal_moves(s, i)) for i in range(n)])
+            else:
+                continue
+            if not sm.is_terminal(s):
+                break  # out of time mid-playout: no evidence
+            stats[m][0] += 1
+            stats[m][1] += goal_vector(sm.goal_values(s))[role_index]
+            sims += 1
+    best = max(legal, key=lambda m: (stats[m][1] / stats[m][0]) if stats[m][0] else -1.0)
+    return {"move": best, "moves": legal,
+            "q": [stats[m][1] / stats[m][0] if stats[m][0] else None for m in legal],
+            "visits": [stats[m][0] for m in legal], "simulations": sims}
+
+
+def result_fields(result) -> dict:
+    """Move, per-move Q-values and visits, and simulations from a search result of any shape."""
+    if isinstance(result, dict):
+        get = result.get
+    else:
+        def get(k, default=None):
+            return getattr(result, k, default)
+    out = {"move": get("move")}
+    moves, q, visits = get("moves"), get("q"), get("visits")
+    if moves is not None:
+        out["moves"] = list(moves)
+        if q is not None and len(list(q)) == len(out["moves"]):
+            out["q"] = [None if v is None else float(v) for v in q]
+        if visits is not None and len(list(visits)) == len(out["moves"]):
+            out["visits"] = [int(v) for v in visits]
+    sims = get("simulations", None)
+    if sims is None:
+        sims = get("playouts", None)
+    if sims is None and "visits" in out:
+        sims = sum(out["visits"])
+    out["simulations"] = None if sims is None else int(sims)
+    return out
+
+
+class _StateMachineView:
+    """Only the StateMachine interface of an engine (hides engine-specific attributes)."""
+
+    def __init__(self, engine):
+        self.roles = engine.roles
+        self.initial_state = engine.initial_state
+        self.legal_moves = engine.legal_moves
+        self.next_state = engine.next_state
+        self.is_terminal = engine.is_terminal
+        self.goal_values = engine.goal_values
+
+
+class Player:
+    """One role of one match; every method runs in the process that owns the reasoner."""
+
+    def __init__(self, rules_text: str, role_text: str, play_clock: float, persona_spec=None,
+                 seed: int | None = None, use_engine: bool = True, use_search: bool = True):
+        self.rules_text = rules_text
+        self.role_text = role_text
+        self.play_clock = play_clock
+        self.persona_spec = persona_spec
+        self.rng = random.Random(seed)
+        self.seed = seed if seed is not None else random.randrange(2 ** 31)
+        self.use_engine = use_engine
+        self.use_search = use_search
+        self.description = None
+        self.role_index = None
+        self.prolog = None
+        self.engine = None          # what the search runs on
+        self.sm = None              # the state machine we track the match with
+        self.engine_kind = "prolog"
+        self.search_kind = None
+        self.persona = None
+        self.state = None
+        self.ply = 0
+        self.tree = None            # search tree kept between decisions (agent.search)
+
+    # -------------------------------------------------------------- set-up
+    def prepare(self) -> list:
+        """Rules, role, Prolog reasoner, initial state: our legal moves there (the fallback)."""
+        from agent.reasoner.prolog import PrologReasoner
+        self.description = parse_rules_text(self.rules_text)
+        self.role_index = role_index_of(self.description, self.role_text)
+        try:
+            self.prolog = PrologReasoner(self.description)
+        except ReasonerError as e:
+            raise RulesRefused(f"the Prolog reasoner cannot load the rules: {e}") from None
+        self.sm = CachedStateMachine(self.prolog)
+        self.state = self.sm.initial_state()
+        return self.sm.legal_moves(self.state, self.role_index)
+
+    def load(self, budget_seconds: float = 30.0) -> dict:
+        """The fast engine (if ``use_engine``), the search and the persona; falls back piece by
+        piece.  ``budget_seconds`` bounds grounding and compiling (then Prolog plays).  The
+        server builds the engine in another process instead and calls ``upgrade`` later."""
+        notes = []
+        if self.use_engine:
+            notes += self.upgrade(budget_seconds)
+        if self.engine is None:
+            self.engine = self.prolog
+        try:
+            self.persona = load_persona_spec(self.persona_spec)
+        except Exception as e:
+            notes.append(f"persona {self.persona_spec!r} failed to load ({e}); searching without it")
+            self.persona = None
+        self._search = None
+        if self.use_search:
+            try:
+                from agent.search import search as search_fn
+                self._search = search_fn
+            except ImportError:
+                self._search = None
+        if self._search is None or self.persona is None:
+            self.search_kind = "flat-mc"
+        else:
+            self.search_kind = "agent.search"
+        return {"engine": self.engine_kind, "search": self.search_kind,
+                "persona": persona_dict(self.persona), "notes": notes}
+
+    def upgrade(self, budget_seconds: float = 30.0) -> list:
+        """Switch to the compiled engine (a cache hit when another process just built it);
+        returns notes when it is unavailable.  The state tracked so far carries over."""
+        try:
+            from agent.engine import load_engine
+        except ImportError:
+            return []
+        try:
+            engine = load_engine(self.description, budget_seconds=budget_seconds)
+        except Exception as e:  # a grounding failure is not fatal: Prolog still plays
+            return [f"engine unavailable ({type(e).__name__}: {e}); using Prolog"]
+        if type(engine).__name__ == "PrologReasoner":  # the loader's own fallback: keep ours
+            info = getattr(engine, "info", {}) or {}
+            engine.close()
+            return [f"no compiled engine ({info.get('reason', 'unknown reason')}); using Prolog"]
+        try:
+            if engine.initial_state() != self.prolog.initial_state():
+                return ["the compiled engine's initial state differs from Prolog's; using Prolog"]
+            sm = CachedStateMachine(engine)
+            sm.legal_moves(self.state, self.role_index)
+        except Exception as e:
+            return [f"compiled engine failed ({type(e).__name__}: {e}); using Prolog"]
+        self.engine, self.sm, self.engine_kind = engine, sm, type(engine).__name__
+        self.tree = None  # a tree belongs to the engine kind that grew it
+        return []
+
+    # -------------------------------------------------------------- play
+    def observe(self, move_texts) -> list:
+        """Apply the joint move the manager reports; returns notes about anything odd."""
+        joint, notes = resolve_joint(self.sm, self.state, move_texts, len(self.description.roles))
+        self.state = self.sm.next_state(self.state, joint)
+        self.ply += 1
+        if self.tree is not None:
+            try:
+                from agent.search import advance
+                self.tree = advance(self.tree, joint)
+            except Exception:
+                self.tree = None
+        return notes
+
+    def legal(self) -> list:
+        return self.sm.legal_moves(self.state, self.role_index)
+
+    def is_terminal(self) -> bool:
+        return self.sm.is_terminal(self.state)
+
+    def decide(self, deadline: float, ponder: bool = False) -> dict:
+        """Search the current state until ``deadline`` (monotonic); a decision record."""
+        t0 = time.monotonic()
+        legal = self.legal()
+        seed = (self.seed * 1_000_003 + self.ply) % (2 ** 63)
+        fields = None
+        error = None
+        if len(legal) == 1 and not ponder:
+            fields = {"move": legal[0], "moves": legal, "simulations": 0}
+            kind = "forced"
+        else:
+            kind = self.search_kind
+            try:
+                fields = self._run_search(legal, deadline, seed)
+            except Exception as e:  # search bugs must not cost the move
+                error = f"{type(e).__name__}: {e}"
+                log.warning("search failed at ply %d: %s", self.ply, error)
+                kind = "flat-mc"
+                try:
+                    fields = flat_monte_carlo(self.sm, self.state, self.role_index, deadline,
+                                              random.Random(seed))
+                except Exception as e2:
+                    error += f"; flat-mc: {type(e2).__name__}: {e2}"
+                    fields = {"move": self.rng.choice(legal), "moves": legal}
+                    kind = "random"
+        move = fields.get("move")
+        if move not in legal:  # never reply with something our own rules call illegal
+            error = (error + "; " if error else "") + f"search chose a non-legal move {move!r}"
+            move = self.rng.choice(legal)
+        decision = {
+            "ply": self.ply,
+            "legal": [render_spaced(m) for m in legal],
+            "move": render_spaced(move),
+            "search": kind,
+            "simulations": fields.get("simulations"),
+            "elapsed": round(time.monotonic() - t0, 4),
+            "fallback": False,
+        }
+        if fields.get("moves") is not None and fields.get("q") is not None:
+            decision["q"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["q"])}
+        if fields.get("moves") is not None and fields.get("visits") is not None:
+            decision["visits"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["visits"])}
+        if error:
+            decision["error"] = error
+        return decision
+
+    def _run_search(self, legal, deadline, seed) -> dict:
+        seconds = max(0.0, deadline - time.monotonic())
+        if self.search_kind == "agent.search":
+            # Time decides, not the persona's simulation limit: the clock is what we are given.
+            try:
+                result = self._search(self.engine, self.state, self.role_index, self.persona,
+                                      seed=seed, seconds=seconds, tree=self.tree)
+            except ImportError:
+                # No search driver for this engine kind in this build: drive it as a state machine.
+                result = self._search(_StateMachineView(self.engine), self.state, self.role_index,
+                                      self.persona, seed=seed, seconds=max(0.0, deadline - time.monotonic()),
+                                      tree=self.tree)
+            self.tree = getattr(result, "tree", None)
+            return result_fields(result)
+        return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))
+
+    def goals(self) -> list:
+        return goal_vector(self.sm.goal_values(self.state))
+
+    def close(self) -> None:
+        for thing in (self.engine, self.prolog):
+            close = getattr(thing, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
