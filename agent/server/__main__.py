@@ -1,0 +1,6 @@
+"""``python -m agent.server [options]``: the same as ``ggp-persona serve``."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

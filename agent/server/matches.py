@@ -1,0 +1,545 @@
+"""Matches in the server process: deadlines, fallbacks, worker processes, records.
+
+Each match has two processes (see ``worker``): a *referee* (Prolog only: validation, state
+tracking, our legal moves, states and goals for the record) and a *player* (engine and
+search).  This process only waits on them with deadlines, so it answers INFO, STOP and ABORT
+at once and always has a legal move to send:
+
+  PLAY received at t, play clock c:  reply by  t + c - margin(c)
+    * the player's decision, if it came in time and the referee agrees it is legal;
+    * else a uniformly random move from the legal moves already known for that state
+      (the referee's, else the player's);
+    * if the referee has exactly one legal move, it is sent at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import zlib
+
+from agent.player import DEFAULT_PERSONA, load_persona_spec, persona_dict
+from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
+
+from .config import ServerConfig
+from .procs import Pool, Proc
+from .protocol import Message, info_reply
+
+log = logging.getLogger("ggp.server")
+
+ACTIVE = ("starting", "playing")
+
+
+def ipc_slack(clock: float) -> float:
+    """How much earlier than our own deadline the player must answer: pipe, pickling, and
+    this process waking up (a few ms idle; more on a loaded machine)."""
+    return min(0.5, 0.05 + 0.03 * max(clock, 0.0))
+
+
+class Match:
+    def __init__(self, manager: "MatchManager", msg: Message, received: float, persona_spec):
+        cfg = manager.config
+        self.manager = manager
+        self.id = msg.match_id
+        self.role = msg.role
+        self.start_clock = msg.start_clock
+        self.play_clock = msg.play_clock
+        self.received = received
+        self.persona_spec = persona_spec
+        self.status = "starting"
+        self.referee: Proc | None = None
+        self.player: Proc | None = None
+        self.grounder: Proc | None = None
+        self.ref_status = None        # ready | failed | dead
+        self.ref_reason = None
+        self.player_status = None     # legal | loaded | ready | failed | dead
+        self.player_reason = None
+        self.roles: list | None = None
+        self.role_index = None
+        self.ref_legal: dict = {}     # ply -> legal move texts (our role), from the referee
+        self.ref_terminal: dict = {}  # ply -> goals when the referee found the state terminal
+        self.player_legal: dict = {}  # ply -> legal move texts, from the player
+        self.decisions: dict = {}     # req -> decision dict, or None when the player gave up on it
+        self.req = 0                  # PLAY messages so far
+        self.ply = 0                  # joint moves received so far
+        self.ref_ply = 0              # states the referee has computed
+        self.last_activity = time.monotonic()
+        self.rng = random.Random(zlib.crc32(self.id.encode("utf-8", "replace")) ^ (cfg.seed or 0))
+        self.seed = self.rng.randrange(2 ** 31)
+        name = persona_spec if persona_spec is not None else DEFAULT_PERSONA
+        self.record = MatchRecord(self.id, self.role, msg.rules_text or "", self.start_clock,
+                                  self.play_clock, {"name": name, "parameters": manager.persona_params(persona_spec)},
+                                  player_name=cfg.name, start_time=now_ms())
+        self.path = None
+        self._changed: asyncio.Future | None = None
+        self._writing = False
+        self._dirty = False
+
+    # ---------------------------------------------------------------- waiting
+    def _notify(self) -> None:
+        f = self._changed
+        if f is not None and not f.done():
+            f.set_result(None)
+        self._changed = None
+
+    async def wait_until(self, predicate, deadline: float) -> bool:
+        """Wait until ``predicate()`` holds or ``deadline`` (monotonic) passes."""
+        loop = asyncio.get_running_loop()
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if self._changed is None or self._changed.done():
+                self._changed = loop.create_future()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._changed), remaining)
+            except asyncio.TimeoutError:
+                return predicate()
+        return True
+
+    # ---------------------------------------------------------------- worker messages
+    def on_referee(self, msg) -> None:
+        kind = msg[0]
+        rec = self.record
+        if kind == "ref_ready":
+            info = msg[1]
+            self.ref_status = "ready"
+            self.roles = info["roles"]
+            self.role_index = info["role_index"]
+            rec.set_roles(self.roles, self.role_index)
+            rec.set_state(0, info["state"])
+            if info["terminal"]:
+                self.ref_terminal[0] = None
+            else:
+                self.ref_legal[0] = info["legal"]
+            for w in info.get("warnings", [])[:20]:
+                rec.note("validator: " + w)
+            log.info("%s: referee ready in %.2fs (%d roles, we are %s)", self.id, info["seconds"],
+                     len(self.roles), self.roles[self.role_index])
+        elif kind == "ref_failed":
+            self.ref_status = "failed"
+            self.ref_reason = msg[1]
+        elif kind == "ref_state":
+            info = msg[1]
+            ply = info["ply"]
+            self.ref_ply = ply
+            rec.set_moves(ply, info["joint"])
+            rec.set_state(ply, info["state"])
+            if info["terminal"]:
+                self.ref_terminal[ply] = info.get("goals")
+            else:
+                self.ref_legal[ply] = info["legal"]
+            for n in info.get("notes", []):
+                rec.note(f"ply {ply}: {n}")
+                log.warning("%s: ply %d: %s", self.id, ply, n)
+            self.save()
+        elif kind == "ref_error":
+            rec.note(f"referee failed at ply {msg[1]}: {msg[2]}")
+            log.error("%s: referee failed at ply %s: %s", self.id, msg[1], msg[2])
+        elif kind in ("exit", "crashed"):
+            if self.status in ACTIVE and self.ref_status != "failed":
+                self.ref_status = "dead"
+                rec.note(f"referee process ended ({msg[1]})")
+                log.error("%s: referee process ended (%s)", self.id, msg[1])
+        self._notify()
+
+    def on_player(self, msg) -> None:
+        kind = msg[0]
+        rec = self.record
+        if kind == "legal":
+            self.player_legal[msg[1]] = msg[2]
+            if self.player_status is None:
+                self.player_status = "legal"
+        elif kind == "failed":
+            self.player_status = "failed"
+            self.player_reason = msg[1]
+        elif kind == "loaded":
+            info = msg[1]
+            self.player_status = "loaded"
+            if info.get("persona"):
+                rec.persona = {"name": rec.persona.get("name"), "parameters": info["persona"]}
+            rec.extra["x-engine"] = info.get("engine")
+            rec.extra["x-search"] = info.get("search")
+            for n in info.get("notes", []):
+                rec.note("player: " + n)
+                log.warning("%s: %s", self.id, n)
+            log.info("%s: player loaded (engine %s, search %s)", self.id, info.get("engine"), info.get("search"))
+        elif kind == "ready":
+            self.player_status = "ready"
+        elif kind == "upgraded":
+            info = msg[1]
+            rec.extra["x-engine"] = info.get("engine")
+            rec.note(f"player switched to {info.get('engine')} at ply {self.ply}")
+            for n in info.get("notes", []):
+                rec.note("player: " + n)
+            log.info("%s: player now on %s at ply %d %s", self.id, info.get("engine"), self.ply,
+                     "; ".join(info.get("notes", [])))
+        elif kind == "move":
+            self.decisions[msg[1]] = msg[2]
+        elif kind == "skipped":
+            self.decisions.setdefault(msg[1], None)
+        elif kind == "error":
+            self.decisions.setdefault(msg[1], None)
+            rec.note(f"player failed on request {msg[1]}: {msg[2]}")
+            log.error("%s: player failed: %s", self.id, msg[2])
+        elif kind == "note":
+            for n in msg[2]:
+                rec.note(f"player: {n}")
+        elif kind in ("exit", "crashed"):
+            if self.status in ACTIVE and self.player_status != "failed":
+                self.player_status = "dead"
+                rec.note(f"player process ended ({msg[1]}); playing fallback moves")
+                log.error("%s: player process ended (%s); playing fallback moves", self.id, msg[1])
+        self._notify()
+
+    def on_grounder(self, msg) -> None:
+        if msg[0] == "engine":
+            info = msg[1]
+            if info.get("ok"):
+                log.info("%s: compiled engine built in %ss", self.id, info.get("seconds"))
+                if self.player is not None:
+                    self.player.send(("engine",))
+            else:
+                self.record.note(f"no compiled engine: {info.get('reason')}")
+                log.warning("%s: no compiled engine: %s", self.id, info.get("reason"))
+            self.stop_grounder()
+        elif msg[0] in ("exit", "crashed") and self.grounder is not None and self.status in ACTIVE:
+            self.record.note(f"grounder process ended ({msg[1]})")
+            self.grounder = None
+
+    def stop_grounder(self, why: str | None = None) -> None:
+        if self.grounder is not None:
+            if why:
+                self.record.note(why)
+                log.warning("%s: %s", self.id, why)
+            g, self.grounder = self.grounder, None
+            g.kill()
+
+    # ---------------------------------------------------------------- moves
+    def joint_texts(self, msg: Message):
+        """The joint move of a PLAY/STOP as texts in role order (None entries: unknown)."""
+        if msg.moves is not None:
+            return [m.text for m in msg.moves]
+        if msg.did is not None and self.roles:
+            by_role = {r.lower(): mv.text for r, mv in msg.did}
+            return [by_role.get(r.lower()) for r in self.roles]
+        if msg.last_move is not None and self.roles:
+            joint = [None] * len(self.roles)
+            joint[self.role_index] = msg.last_move.text
+            return joint
+        return None
+
+    def known_legal(self, ply: int):
+        legal = self.ref_legal.get(ply)
+        return legal if legal is not None else self.player_legal.get(ply)
+
+    def choose(self, req: int, ply: int, received: float) -> tuple[str, dict]:
+        ref = self.ref_legal.get(ply)
+        legal = self.known_legal(ply)
+        d = self.decisions.get(req)
+        entry = {"ply": ply, "req": req}
+        if d is not None:
+            entry.update(d)
+        if ref is not None and len(ref) == 1 and (d is None or d.get("move") != ref[0]):
+            move, entry["search"], reason = ref[0], "forced", None
+        elif d is not None and (ref is None or d["move"] in ref):
+            move, reason = d["move"], None
+        else:
+            if d is None:
+                reason = "player late" if self.player_status not in ("failed", "dead") else "player unavailable"
+            else:
+                reason = f"player's move {d['move']} is not legal by the referee"
+                entry["player_move"] = d["move"]
+            if legal:
+                move = self.rng.choice(legal)
+            else:
+                older = [self.known_legal(p) for p in range(ply - 1, -1, -1) if self.known_legal(p)]
+                if older:
+                    move = self.rng.choice(older[0])
+                    reason += "; no legal moves known for this state, guessed from an earlier one"
+                else:
+                    move = "nil"
+                    reason += "; no legal moves known at all"
+        if legal is not None:
+            entry["legal"] = legal
+        entry["move"] = move
+        entry["fallback"] = reason is not None
+        if reason:
+            entry["fallback_reason"] = reason
+        entry["reply_after"] = round(time.monotonic() - received, 4)
+        return move, entry
+
+    # ---------------------------------------------------------------- record
+    def save(self) -> None:
+        """Write the record in a thread; coalesce writes that pile up."""
+        if self.path is None:
+            return
+        if self._writing:
+            self._dirty = True
+            return
+        self._writing = True
+        asyncio.get_running_loop().create_task(self._save_loop())
+
+    async def _save_loop(self) -> None:
+        try:
+            while True:
+                self._dirty = False
+                data = self.record.to_json()
+                try:
+                    await asyncio.to_thread(atomic_write_json, self.path, data)
+                except Exception as e:
+                    log.error("%s: cannot write %s: %s", self.id, self.path, e)
+                if not self._dirty:
+                    break
+        finally:
+            self._writing = False
+
+    def kill(self) -> None:
+        self.stop_grounder()
+        for p in (self.referee, self.player):
+            if p is not None:
+                p.kill()
+
+
+class MatchManager:
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.matches: dict[str, Match] = {}
+        level = logging.getLogger().level or logging.INFO
+        self.players = Pool(config.spare_players, config.worker_nice, level, full_warm=True)
+        # Referees are light and their answers are the fallback: more spares, normal priority.
+        self.referees = Pool(config.spare_referees, config.referee_nice, level, full_warm=False)
+        self._reaper = None
+        self._lag = None
+        self._finishing: set = set()
+        self._personas: dict = {}
+
+    def persona_params(self, spec) -> dict:
+        """The persona's full parameters for the record, known before any worker runs."""
+        if spec not in self._personas:
+            try:
+                self._personas[spec] = persona_dict(load_persona_spec(spec))
+            except Exception as e:
+                log.error("persona %r cannot be loaded: %s", spec, e)
+                self._personas[spec] = {}
+        return self._personas[spec]
+
+    async def startup(self) -> None:
+        self.referees.start(asyncio.get_running_loop())
+        self.players.start(asyncio.get_running_loop())
+        if self.config.warm_timeout > 0:
+            t0 = time.monotonic()
+            log.info("warming up a player process (the first run after an install or upgrade "
+                     "compiles the engine and search code; that can take a minute)")
+            ok = await self.players.wait_warm(self.config.warm_timeout)
+            log.info("player process %s after %.1fs", "warm" if ok else "still warming", time.monotonic() - t0)
+        self._reaper = asyncio.get_running_loop().create_task(self._reap())
+        self._lag = asyncio.get_running_loop().create_task(self._watch_lag())
+
+    async def shutdown(self) -> None:
+        if self._reaper:
+            self._reaper.cancel()
+            self._lag.cancel()
+        for m in list(self.matches.values()):
+            m.record.note("server shut down during the match")
+            m.status = "shutdown"
+            m.kill()
+            m._notify()
+            if m.path is not None:
+                try:
+                    atomic_write_json(m.path, m.record.to_json())
+                except Exception as e:
+                    log.error("%s: cannot write record: %s", m.id, e)
+        self.matches.clear()
+        self.players.close()
+        self.referees.close()
+
+    def active(self) -> list:
+        return [m for m in self.matches.values() if m.status in ACTIVE]
+
+    # ---------------------------------------------------------------- messages
+    def info(self) -> str:
+        # Several matches at once are fine: busy only when really full (ggp-base and
+        # Tiltyard schedule a player only while it says available).
+        status = "busy" if len(self.active()) >= self.config.max_matches else "available"
+        return info_reply(self.config.name, status)
+
+    async def start(self, msg: Message, received: float) -> str:
+        cfg = self.config
+        if msg.match_id in self.matches:
+            log.warning("START for match %s, which is already running: busy", msg.match_id)
+            return "busy"
+        if len(self.active()) >= cfg.max_matches:
+            log.warning("START for match %s refused: already %d matches", msg.match_id, len(self.active()))
+            return "busy"
+        persona_spec = cfg.persona_for(msg.match_id)
+        m = Match(self, msg, received, persona_spec)
+        self.matches[m.id] = m
+        try:
+            m.path = await asyncio.to_thread(create_record_file, cfg.log_dir, m.id, m.record.to_json())
+        except OSError as e:
+            log.error("%s: cannot create a match record in %s: %s", m.id, cfg.log_dir, e)
+        ready_at = received + msg.start_clock - cfg.margin(msg.start_clock)
+        m.referee = await self.referees.take()
+        m.referee.attach(m.on_referee)
+        m.referee.send(("referee", msg.rules_text, msg.role))
+        m.player = await self.players.take()
+        m.player.attach(m.on_player)
+        m.player.send(("player", {
+            "rules_text": msg.rules_text, "role": msg.role, "play_clock": msg.play_clock,
+            "persona": persona_spec, "seed": m.seed,
+            "ready_by": ready_at - ipc_slack(msg.play_clock),
+            "use_search": cfg.use_search}))
+        # The compiled engine is built beside the player: grounding can take long in one
+        # uninterruptible call, and the player must stay responsive meanwhile.
+        if cfg.use_engine:
+            m.grounder = await self.referees.take()
+            m.grounder.attach(m.on_grounder)
+            m.grounder.send(("grounder", msg.rules_text, max(5.0, msg.start_clock), cfg.worker_nice))
+            grace = max(msg.start_clock, 10.0) + 3 * msg.play_clock
+            asyncio.get_running_loop().call_later(
+                grace, lambda: m.stop_grounder(f"grounding abandoned after {grace:.0f}s; Prolog plays"))
+        log.info("START %s as %s (clocks %s/%s, persona %s); referee %s, player %s", m.id, m.role,
+                 msg.start_clock, msg.play_clock, persona_spec or "default", m.referee.pid, m.player.pid)
+
+        def settled():
+            if m.ref_status in ("failed", "dead") or m.player_status == "failed":
+                return True
+            return m.ref_status == "ready" and m.player_status in ("ready", "dead")
+
+        await m.wait_until(settled, ready_at)
+        if m.ref_status == "failed" or m.player_status == "failed":
+            reason = m.ref_reason or m.player_reason
+            log.error("START %s refused (busy): %s", m.id, reason)
+            m.record.refused = reason
+            m.record.abort()
+            m.status = "refused"
+            m.kill()
+            m.save()
+            self.matches.pop(m.id, None)
+            return "busy"
+        if m.ref_status != "ready":
+            m.record.note("the referee was not ready at the start deadline")
+            log.warning("%s: referee not ready at the start deadline; replying ready anyway", m.id)
+        if m.player_status != "ready":
+            log.warning("%s: player not ready at the start deadline (%s); it keeps loading", m.id, m.player_status)
+        m.status = "playing"
+        m.save()
+        return "ready"
+
+    async def play(self, msg: Message, received: float) -> str:
+        m = self.matches.get(msg.match_id)
+        if m is None or m.status not in ACTIVE:
+            log.warning("PLAY for unknown match %s: busy", msg.match_id)
+            return "busy"
+        cfg = self.config
+        m.last_activity = time.monotonic()
+        deadline = received + m.play_clock - cfg.margin(m.play_clock)
+        texts = m.joint_texts(msg)
+        if texts is not None:
+            self._apply(m, texts)
+        m.req += 1
+        req, ply = m.req, m.ply
+        if m.player is not None:
+            m.player.send(("play", req, texts, deadline - ipc_slack(m.play_clock)))
+
+        def answerable():
+            if m.status not in ACTIVE:  # aborted meanwhile: answer now with what we know
+                return True
+            if req in m.decisions:
+                return True
+            ref = m.ref_legal.get(ply)
+            if ref is not None and len(ref) == 1:
+                return True
+            return m.player_status in ("failed", "dead") and m.known_legal(ply) is not None
+
+        await m.wait_until(answerable, deadline)
+        if req not in m.decisions and m.known_legal(ply) is None and m.status in ACTIVE:
+            # Nothing at all yet: the referee may be a moment away, use the last of the margin.
+            await m.wait_until(lambda: m.known_legal(ply) is not None,
+                               received + m.play_clock - cfg.margin_min / 2)
+        move, entry = m.choose(req, ply, received)
+        m.record.add_decision(entry)
+        if entry["fallback"]:
+            log.warning("%s: PLAY %d: fallback %s (%s)", m.id, req, move, entry["fallback_reason"])
+        m.save()
+        return move
+
+    def _apply(self, m: Match, texts) -> None:
+        m.ply += 1
+        m.record.add_moves([t if t is not None else "" for t in texts])
+        if m.referee is not None:
+            m.referee.send(("step", m.ply, texts))
+
+    async def stop(self, msg: Message, received: float) -> str:
+        m = self.matches.get(msg.match_id)
+        if m is None:
+            log.warning("STOP for unknown match %s: busy", msg.match_id)
+            return "busy"
+        if m.status in ACTIVE:
+            m.status = "stopping"
+            texts = m.joint_texts(msg)
+            if texts is not None:
+                self._apply(m, texts)
+            task = asyncio.get_running_loop().create_task(self._finish(m))
+            self._finishing.add(task)
+            task.add_done_callback(self._finishing.discard)
+        return "done"
+
+    async def _finish(self, m: Match) -> None:
+        ply = m.ply
+        await m.wait_until(lambda: m.ref_ply >= ply or m.ref_status in ("failed", "dead"),
+                           time.monotonic() + max(10.0, m.play_clock))
+        m.kill()
+        if ply in m.ref_terminal:
+            m.record.complete(m.ref_terminal[ply])
+        else:
+            m.record.complete(None)
+            m.record.note(f"STOP received, but the state after ply {ply} is not terminal by our rules "
+                          f"(or unknown); no goal values recorded")
+        m.status = "stopped"
+        log.info("STOP %s after %d plies; goals %s", m.id, ply, m.record.goal_values)
+        m.save()
+        if self.matches.get(m.id) is m:
+            del self.matches[m.id]
+
+    async def abort(self, msg: Message) -> str:
+        m = self.matches.get(msg.match_id)
+        if m is None:
+            log.warning("ABORT for unknown match %s: busy", msg.match_id)
+            return "busy"
+        self._drop(m, "aborted by the game manager")
+        return "aborted"
+
+    def _drop(self, m: Match, why: str) -> None:
+        m.status = "aborted"
+        m.kill()
+        m.record.abort()
+        m.record.note(why)
+        log.info("%s: %s after %d plies", m.id, why, m.ply)
+        m._notify()  # a PLAY still waiting on this match answers now
+        m.save()
+        if self.matches.get(m.id) is m:
+            del self.matches[m.id]
+
+    async def _watch_lag(self) -> None:
+        """Deadlines are only as good as the event loop's promptness: report when it lags
+        (an overloaded machine, or something blocking the loop)."""
+        while True:
+            t0 = time.monotonic()
+            await asyncio.sleep(0.25)
+            lag = time.monotonic() - t0 - 0.25
+            if lag > 0.2:
+                log.warning("event loop lagged %.0f ms (machine overloaded?)", lag * 1000)
+
+    async def _reap(self) -> None:
+        """Managers can die without STOP or ABORT (ggp-base GameServer does on rule errors):
+        free matches silent for longer than Tiltyard's own wedge rule."""
+        while True:
+            await asyncio.sleep(30)
+            now = time.monotonic()
+            for m in list(self.matches.values()):
+                idle = now - m.last_activity
+                if m.status in ACTIVE and idle > m.start_clock + 10 * m.play_clock + 60:
+                    self._drop(m, f"abandoned: no message for {idle:.0f}s")

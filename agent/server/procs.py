@@ -1,0 +1,195 @@
+"""Worker processes seen from the server's event loop.
+
+Each process has a pipe; a reader thread turns incoming messages into calls on the event
+loop, a sender thread writes outgoing ones, so the loop never blocks on a pipe (a START can
+carry megabytes of rules while the worker is still busy).  A small pool of pre-started
+processes makes a START cost a pipe message instead of an interpreter start.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from . import worker
+
+log = logging.getLogger("ggp.server")
+
+_CTX = multiprocessing.get_context("spawn")  # fork would copy the server's threads and loop
+# Starting a process blocks for tens of milliseconds (more on a loaded machine): done on one
+# helper thread, never on the event loop, one at a time.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawn")
+
+
+class Proc:
+    """One worker process; ``on_message(msg)`` is called on the event loop for each message,
+    and with ``("exit", exitcode)`` when the process is gone."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, nice: int = 0, log_level: int = logging.INFO,
+                 full_warm: bool = True):
+        self.loop = loop
+        parent, child = _CTX.Pipe(duplex=True)
+        self.process = _CTX.Process(target=worker.proc_main, args=(child, nice, log_level, full_warm),
+                                    daemon=True)
+        self.process.start()
+        child.close()
+        self.conn = parent
+        self.on_message = None
+        self.warm = asyncio.Event()
+        self._backlog: list = []
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.alive = True
+        threading.Thread(target=self._read, daemon=True, name=f"read-{self.process.pid}").start()
+        threading.Thread(target=self._write, daemon=True, name=f"write-{self.process.pid}").start()
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def _read(self) -> None:
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                break
+            except Exception as e:  # an unpicklable message: report, keep reading
+                msg = ("crashed", f"bad message from worker: {e}")
+            try:
+                self.loop.call_soon_threadsafe(self._deliver, msg)
+            except RuntimeError:  # loop closed
+                return
+        try:
+            self.process.join(timeout=5)
+        except Exception:
+            pass
+        try:
+            self.loop.call_soon_threadsafe(self._deliver, ("exit", self.process.exitcode))
+        except RuntimeError:
+            pass
+
+    def _write(self) -> None:
+        while True:
+            msg = self._outbox.get()
+            if msg is None:
+                return
+            try:
+                self.conn.send(msg)
+            except (OSError, EOFError, ValueError):
+                return
+
+    def _deliver(self, msg) -> None:
+        if msg[0] == "warm":
+            self.warm.set()
+            return
+        if msg[0] == "exit":
+            self.alive = False
+        if self.on_message is None:
+            self._backlog.append(msg)
+        else:
+            self.on_message(msg)
+
+    def attach(self, handler) -> None:
+        self.on_message = handler
+        backlog, self._backlog = self._backlog, []
+        for msg in backlog:
+            handler(msg)
+
+    def send(self, msg) -> None:
+        if self.alive:
+            self._outbox.put(msg)
+
+    def kill(self) -> None:
+        """Stop at once and free everything (SIGKILL: a search need not be interrupted politely)."""
+        self.alive = False
+        self._outbox.put(None)
+        try:
+            if self.process.is_alive():
+                self.process.kill()
+        except Exception:
+            pass
+
+
+class Pool:
+    """Keeps ``size`` idle, warmed processes ready.  ``full_warm``: run the engine and the
+    search once (players); referees only need Prolog."""
+
+    def __init__(self, size: int, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True):
+        self.size = size
+        self.full_warm = full_warm
+        self.nice = nice
+        self.log_level = log_level
+        self.spares: list[Proc] = []
+        self.loop = None
+        self.closed = False
+
+    def start(self, loop) -> None:
+        self.loop = loop
+        self._filling = False
+        self._fill()
+
+    def _fill(self) -> None:
+        if not self._filling and not self.closed and len(self.spares) < self.size:
+            self._filling = True
+            self.loop.create_task(self._fill_async())
+
+    async def _fill_async(self) -> None:
+        try:
+            while not self.closed and len(self.spares) < self.size:
+                p = await self._spawn(self.full_warm)
+                if self.closed:
+                    p.kill()
+                    return
+                p.attach(lambda msg, p=p: self._spare_message(p, msg))
+                self.spares.append(p)
+        except Exception as e:
+            log.error("cannot start a worker process: %s", e)
+        finally:
+            self._filling = False
+
+    async def _spawn(self, full_warm: bool) -> Proc:
+        return await self.loop.run_in_executor(
+            _SPAWNER, lambda: Proc(self.loop, self.nice, self.log_level, full_warm))
+
+    def _spare_message(self, p: Proc, msg) -> None:
+        if msg[0] == "exit" and p in self.spares:
+            log.warning("a spare worker process %s exited (code %s)", p.pid, msg[1])
+            self.spares.remove(p)
+            if not self.closed:
+                self.loop.call_later(1.0, self._fill)
+
+    async def take(self) -> Proc:
+        """A process for a match: a warm spare if there is one, else a new one.  A spare
+        still in its warm-up run is left to finish it: a fresh process starts on the match's
+        own work (legal moves first) at once, and loads the engine and search code during
+        the start clock instead."""
+        self.spares = [p for p in self.spares if p.alive and p.process.is_alive()]
+        for p in self.spares:
+            if p.warm.is_set():
+                self.spares.remove(p)
+                p.on_message = None
+                self._fill()
+                return p
+        p = await self._spawn(False)
+        self._fill()
+        return p
+
+    async def wait_warm(self, timeout: float) -> bool:
+        """Wait until the first spare has warmed up (numba code loaded or compiled)."""
+        async def first_warm():
+            while not self.spares:
+                await asyncio.sleep(0.05)
+            await self.spares[0].warm.wait()
+        try:
+            await asyncio.wait_for(first_warm(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.closed = True
+        for p in self.spares:
+            p.kill()
+        self.spares.clear()

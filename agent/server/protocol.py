@@ -1,0 +1,233 @@
+"""GGP protocol messages: parse what game managers send, format what they expect back.
+
+Accepted dialects (see docs/server.md):
+  * ggp-base / Tiltyard: ``( START id role (( role x ) ...) 60 15)``, ``( PLAY id NIL )``,
+    ``( PLAY id (m1 m2 ) )``, ``( STOP ... )``, ``( ABORT id )``, ``( INFO )``, ``( PREVIEW rules clock )``;
+  * Dresden: everything upper case, and the 5-element ``(PLAY id turn lastmove percepts)``.
+Keywords are case-insensitive; the moves slot is ``NIL`` (or any atom) or a list; only the
+first s-expression counts and ``;`` is an ordinary character (managers never send comments).
+
+Nothing here touches a reasoner: this is pure text handling, safe on hostile input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gdl.kif import GdlError, Node, parse_term, read_first
+from gdl.terms import Term, render_spaced
+
+KINDS = ("info", "preview", "start", "play", "stop", "abort")
+
+
+class ProtocolError(ValueError):
+    """A message that cannot be understood; the text says what is wrong."""
+
+
+@dataclass
+class Move:
+    """One move of a joint move as received: ``text`` is ggp-base's spaced rendering (the
+    record form), ``term`` the parsed term, or None when the move does not parse."""
+    text: str
+    term: Term | None
+
+
+@dataclass
+class Message:
+    kind: str
+    match_id: str | None = None
+    role: str | None = None
+    rules_text: str | None = None          # the rules list exactly as received, parentheses included
+    rules_nodes: list | None = field(default=None, repr=False)
+    start_clock: float | None = None
+    play_clock: float | None = None
+    preview_clock: float | None = None
+    moves: list | None = None              # list[Move]; None for NIL (first PLAY, STOP at start)
+    did: list | None = None                # Dresden 5-element form: [(role text, Move)] from DID percepts
+    turn: int | None = None                # Dresden 5-element PLAY/STOP
+    last_move: Move | None = None          # Dresden: our move as executed
+    percepts: list | None = None           # Dresden: percept texts (GDL-II)
+
+
+def decode_body(data: bytes) -> str:
+    """Bodies are ASCII in practice; UTF-8 is tried first, latin-1 never fails."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _line_offsets(text: str) -> list[int]:
+    """Start offset of every line, numbered as the KIF tokenizer numbers them (CR, LF, CRLF)."""
+    starts = [0]
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            starts.append(i + 1)
+        elif c == "\r":
+            if i + 1 < n and text[i + 1] == "\n":
+                i += 1
+            starts.append(i + 1)
+        i += 1
+    return starts
+
+
+def _offset(starts: list[int], node: Node) -> int:
+    return starts[node.line - 1] + node.col - 1
+
+
+def _atom(node: Node, what: str) -> str:
+    if not node.is_atom:
+        raise ProtocolError(f"{what} must be an atom, found a list")
+    return node.text
+
+
+def _clock(node: Node, what: str) -> float:
+    if not node.is_atom:
+        raise ProtocolError(f"{what} must be a number of seconds, found a list")
+    try:
+        value = float(node.text)
+    except ValueError:
+        raise ProtocolError(f"{what} must be a number of seconds, found {node.text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ProtocolError(f"{what} must be a finite number, found {node.text!r}")
+    return value
+
+
+MAX_MOVE_DEPTH = 100  # deeper terms are refused before any recursive code sees them
+
+
+def depth(node: Node) -> int:
+    """Nesting depth, computed without recursion (hostile input can nest arbitrarily)."""
+    best, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        if not n.is_atom:
+            best = max(best, d)
+            todo.extend((c, d + 1) for c in n.items)
+    return best
+
+
+def node_text(node: Node) -> str:
+    if depth(node) > MAX_MOVE_DEPTH:
+        return "<too deeply nested>"
+    return _node_text(node)
+
+
+def _node_text(node: Node) -> str:
+    return node.text if node.is_atom else "( " + " ".join(_node_text(n) for n in node.items) + " )"
+
+
+def to_move(node: Node) -> Move:
+    if depth(node) > MAX_MOVE_DEPTH:
+        return Move("<too deeply nested>", None)
+    try:
+        term = parse_term(repr(node))
+    except GdlError:
+        return Move(node_text(node), None)
+    if not _ground(term):
+        return Move(render_spaced(term), None)
+    return Move(render_spaced(term), term)
+
+
+def _ground(t) -> bool:
+    if isinstance(t, str):
+        return not t.startswith("?")
+    return all(_ground(a) for a in t[1:])
+
+
+def _moves(node: Node) -> list | None:
+    if node.is_atom:  # NIL, nil, or any atom: "no moves" (as ggp-base reads it)
+        return None
+    return [to_move(n) for n in node.items]
+
+
+def parse_message(text: str) -> Message:
+    """Parse one protocol message; raises ProtocolError (never anything else) when malformed."""
+    try:
+        node = read_first(text)
+    except GdlError as e:
+        raise ProtocolError(f"not an s-expression: {e.problems[0].message}") from None
+    except RecursionError:
+        raise ProtocolError("nested too deeply") from None
+    if node is None:
+        raise ProtocolError("empty message")
+    if node.is_atom:
+        # A bare word: accept the argument-less messages (some tools send "info" or "ping").
+        word = node.text.lower()
+        if word == "info":
+            return Message("info")
+        raise ProtocolError(f"a message is a list, found the atom {node.text[:80]!r}")
+    items = node.items
+    if not items or not items[0].is_atom:
+        raise ProtocolError("a message starts with its keyword (INFO, START, PLAY, STOP, ABORT, PREVIEW)")
+    kind = items[0].text.lower()
+    args = items[1:]
+    if kind == "info":
+        return Message("info")
+    if kind == "preview":
+        if len(args) < 2:
+            raise ProtocolError("PREVIEW needs rules and a clock")
+        if args[0].is_atom:
+            raise ProtocolError("PREVIEW rules must be a list")
+        return Message("preview", rules_nodes=args[0].items, preview_clock=_clock(args[1], "preview clock"))
+    if kind == "abort":
+        if not args:
+            raise ProtocolError("ABORT needs a match id")
+        return Message("abort", match_id=_atom(args[0], "the match id"))
+    if kind == "start":
+        if len(args) < 5:
+            raise ProtocolError(f"START needs id, role, rules, start clock and play clock; found {len(args)} arguments")
+        match_id = _atom(args[0], "the match id")
+        role = _atom(args[1], "the role")
+        rules = args[2]
+        if rules.is_atom:
+            raise ProtocolError("START rules must be a list")
+        starts = _line_offsets(text)
+        begin = _offset(starts, rules)
+        end = _offset(starts, args[3])
+        rules_text = text[begin:end].rstrip()
+        return Message("start", match_id=match_id, role=role, rules_text=rules_text, rules_nodes=rules.items,
+                       start_clock=_clock(args[3], "start clock"), play_clock=_clock(args[4], "play clock"))
+    if kind in ("play", "stop"):
+        if len(args) < 2:
+            raise ProtocolError(f"{kind.upper()} needs a match id and the last moves")
+        match_id = _atom(args[0], "the match id")
+        if len(args) >= 4:
+            # Dresden's later form: (PLAY id turn lastmove percepts)
+            turn = None
+            if args[1].is_atom:
+                try:
+                    turn = int(args[1].text)
+                except ValueError:
+                    turn = None
+            last = None if args[2].is_atom and args[2].text.lower() == "nil" else to_move(args[2])
+            percepts = None if args[3].is_atom else [node_text(n) for n in args[3].items]
+            return Message(kind, match_id=match_id, turn=turn, last_move=last, percepts=percepts,
+                           did=_did_moves(args[3]))
+        return Message(kind, match_id=match_id, moves=_moves(args[1]))
+    raise ProtocolError(f"unknown message {items[0].text[:40]!r}")
+
+
+def _did_moves(node: Node) -> list | None:
+    """Dresden sends GDL-I games to GDL-II players with ``(DID role move)`` percepts: those
+    give the full joint move (role order is fixed by the caller, who maps roles)."""
+    if node.is_atom:
+        return None
+    out = []
+    for n in node.items:
+        if (not n.is_atom and len(n.items) == 3 and n.items[0].is_atom and n.items[0].text.lower() == "did"):
+            out.append((node_text(n.items[1]), to_move(n.items[2])))
+        else:
+            return None
+    return out or None
+
+
+# ------------------------------------------------------------------------------ replies
+
+def info_reply(name: str, status: str = "available") -> str:
+    return f"( ( name {name} ) ( status {status} ) )"
+
+
+def move_reply(term: Term) -> str:
+    return render_spaced(term)

@@ -1,0 +1,232 @@
+"""Code that runs inside a match's worker processes (started with multiprocessing spawn).
+
+A process starts idle (imports done, Prolog engine created, so a START costs no start-up),
+then becomes one of:
+
+* **referee**: Prolog only.  Validates the rules, tracks the state from the joint moves
+  received, answers our legal moves for each new state at once, and gives the states and
+  goals for the match record.  Cheap and quick, so a legal move is known even while the
+  player is still grounding or compiling a huge game.
+* **player**: ``agent.player.Player``: legal moves first (Prolog), then the fast engine and
+  the search; answers each PLAY with a decision before the deadline it is given.
+
+Messages are tuples over a ``multiprocessing`` pipe.  Times are ``time.monotonic()``, which
+is one clock for every process of the machine (CLOCK_MONOTONIC).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import traceback
+
+# A tiny two-role game that still takes every code path of a match: Prolog, the engine, a
+# search, a second search on the same tree, a move, a search on the advanced tree.
+WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3)
+ (<= (legal a (go ?x)) (true (s ?x))) (legal a stay) (legal b wait)
+ (<= (next (s ?y)) (does a (go ?x)) (succ ?x ?y)) (<= (next (s ?x)) (does a stay) (true (s ?x)))
+ (<= terminal (true (s 3))) (<= (goal a 100) (true (s 3))) (<= (goal a 0) (not (true (s 3))))
+ (goal b 0) )"""
+
+
+def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True) -> None:
+    """Entry point of every worker process."""
+    logging.basicConfig(level=log_level, stream=sys.stderr,
+                        format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
+    if nice:
+        try:
+            os.nice(nice)  # the HTTP process must win the CPU when a deadline is near
+        except OSError:
+            pass
+    try:
+        _warm(full_warm)
+        conn.send(("warm", os.getpid()))
+        cmd = conn.recv()
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+    try:
+        if cmd[0] == "referee":
+            run_referee(conn, *cmd[1:])
+        elif cmd[0] == "player":
+            run_player(conn, cmd[1])
+        elif cmd[0] == "grounder":
+            run_grounder(conn, *cmd[1:])
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        pass  # the server went away or killed the match
+    except Exception as e:
+        logging.getLogger("ggp.worker").error("worker crashed: %s\n%s", e, traceback.format_exc())
+        try:
+            conn.send(("crashed", f"{type(e).__name__}: {e}"))
+        except Exception:
+            pass
+
+
+def _warm(full: bool) -> None:
+    """Import and run everything a match needs while no clock is running: numba loads (or,
+    the first time ever, compiles) the engine and search code here, not during a PLAY."""
+    from agent.player import Player
+    p = Player(WARM_RULES, "a", 1.0, None, seed=1, use_engine=False, use_search=full)
+    try:
+        p.prepare()
+        if not full:
+            return
+        p.load()                                   # searching on Prolog, as a match begins
+        p.decide(time.monotonic() + 0.05, ponder=True)
+        p.decide(time.monotonic() + 0.05)
+        p.upgrade(30.0)                            # then on the compiled engine
+        p.decide(time.monotonic() + 0.05)
+        p.observe(["( go 0 )", "wait"])
+        p.decide(time.monotonic() + 0.05)
+    except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
+        logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
+    finally:
+        p.close()
+
+
+# ------------------------------------------------------------------------- referee
+
+def run_referee(conn, rules_text: str, role_text: str) -> None:
+    from gdl.terms import render_spaced
+    from agent.player import (RulesRefused, parse_rules_text, resolve_joint, role_index_of,
+                              state_text, validate_rules)
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+
+    log = logging.getLogger("ggp.referee")
+    t0 = time.monotonic()
+    try:
+        desc = parse_rules_text(rules_text)
+        try:
+            problems = validate_rules(desc)
+        except RecursionError:
+            raise RulesRefused("the rules are nested too deeply to validate") from None
+        errors = [p for p in problems if p.level == "error"]
+        if errors:
+            raise RulesRefused(f"the rules fail validation ({len(errors)} error"
+                               f"{'s' * (len(errors) != 1)}): " + "; ".join(p.message for p in errors[:3]))
+        role_index = role_index_of(desc, role_text)
+        try:
+            sm = CachedStateMachine(PrologReasoner(desc))
+            state = sm.initial_state()
+            terminal = sm.is_terminal(state)
+            legal = [] if terminal else sm.legal_moves(state, role_index)
+        except ReasonerError as e:
+            raise RulesRefused(f"the Prolog reasoner cannot play the rules: {e}") from None
+    except RulesRefused as e:
+        conn.send(("ref_failed", str(e)))
+        return
+    roles = [render_spaced(r) for r in desc.roles]
+    n = len(roles)
+    conn.send(("ref_ready", {
+        "roles": roles, "role_index": role_index, "state": state_text(state),
+        "terminal": terminal, "legal": [render_spaced(m) for m in legal],
+        "warnings": [str(p) for p in problems], "seconds": round(time.monotonic() - t0, 3)}))
+    ply = 0
+    while True:
+        msg = conn.recv()
+        if msg[0] != "step":
+            continue
+        _, move_texts = msg[1], msg[2]
+        try:
+            joint, notes = resolve_joint(sm, state, move_texts, n)
+            state = sm.next_state(state, joint)
+            ply += 1
+            terminal = sm.is_terminal(state)
+            info = {"ply": ply, "joint": [render_spaced(m) for m in joint], "state": state_text(state),
+                    "terminal": terminal, "notes": notes}
+            if terminal:
+                values = sm.goal_values(state)
+                info["goals"] = goal_vector(values)
+                if any(len(v) != 1 for v in values):
+                    info["notes"].append(f"goal values in the terminal state are not one per role: {values}")
+            else:
+                info["legal"] = [render_spaced(m) for m in sm.legal_moves(state, role_index)]
+            conn.send(("ref_state", info))
+        except ReasonerError as e:
+            log.warning("referee: %s", e)
+            conn.send(("ref_error", ply + 1, str(e)))
+
+
+# ------------------------------------------------------------------------- grounder
+
+def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
+    """Build the compiled engine (it lands in the engine cache, where the player picks it
+    up); say whether it worked.  The server kills this process when its time is up."""
+    from agent.player import parse_rules_text, RulesRefused
+    if nice:
+        try:
+            os.nice(nice)  # no more urgent than the search it is building for
+        except OSError:
+            pass
+    t0 = time.monotonic()
+    try:
+        desc = parse_rules_text(rules_text)
+        from agent.engine import load_engine
+        engine = load_engine(desc, budget_seconds=budget)
+    except (RulesRefused, ImportError) as e:
+        conn.send(("engine", {"ok": False, "reason": str(e)}))
+        return
+    except Exception as e:
+        conn.send(("engine", {"ok": False, "reason": f"{type(e).__name__}: {e}"}))
+        return
+    info = dict(getattr(engine, "info", {}) or {})
+    ok = type(engine).__name__ != "PrologReasoner"
+    conn.send(("engine", {"ok": ok, "kind": type(engine).__name__, "reason": info.get("reason"),
+                          "seconds": round(time.monotonic() - t0, 2)}))
+
+
+# ------------------------------------------------------------------------- player
+
+def run_player(conn, cfg: dict) -> None:
+    from gdl.terms import render_spaced
+    from agent.player import Player, RulesRefused
+    from agent.reasoner.statemachine import ReasonerError
+
+    log = logging.getLogger("ggp.player")
+    player = Player(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
+                    seed=cfg.get("seed"), use_engine=False,
+                    use_search=cfg.get("use_search", True))
+    try:
+        legal = player.prepare()
+    except RulesRefused as e:
+        conn.send(("failed", str(e)))
+        return
+    conn.send(("legal", 0, [render_spaced(m) for m in legal]))
+    ready_by = cfg.get("ready_by")
+    # The compiled engine is built by a grounder process (it can take minutes in one
+    # uninterruptible Prolog call); we search on Prolog until we are told it is ready.
+    info = player.load()
+    conn.send(("loaded", info))
+    if ready_by is not None and cfg.get("ponder", True):
+        until = min(ready_by, time.monotonic() + player.play_clock)
+        if until - time.monotonic() > 0.2 and not player.is_terminal():
+            try:
+                player.decide(until, ponder=True)
+            except Exception as e:
+                log.warning("pondering failed: %s", e)
+    conn.send(("ready",))
+    while True:
+        batch = [conn.recv()]
+        while conn.poll():  # catch up: only the newest PLAY deserves a search
+            batch.append(conn.recv())
+        if any(m[0] == "engine" for m in batch):
+            notes = player.upgrade(5.0)
+            conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes}))
+        plays = [m for m in batch if m[0] == "play"]
+        for i, (_, req, move_texts, deadline) in enumerate(plays):
+            try:
+                if move_texts is not None:
+                    notes = player.observe(move_texts)
+                    if notes:
+                        conn.send(("note", req, notes))
+                conn.send(("legal", player.ply, [render_spaced(m) for m in player.legal()]))
+                if i < len(plays) - 1 or time.monotonic() >= deadline:
+                    conn.send(("skipped", req))
+                    continue
+                decision = player.decide(deadline)
+                decision["req"] = req
+                conn.send(("move", req, decision))
+            except ReasonerError as e:
+                log.warning("player: %s", e)
+                conn.send(("error", req, str(e)))

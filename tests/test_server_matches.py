@@ -1,0 +1,173 @@
+"""End to end: full matches through the HTTP server against a random player, as ggp-base's
+GameServer would run them (tests/gamemanager.py), then the records it wrote.
+
+Slow-ish (a minute or two on two cores): every test plays real matches with real clocks.
+"""
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from gamemanager import ServerProcess, parse_term, play_message, rules_list, start_message
+
+from conftest import ROOT, SHARED, needs_shared
+
+GAMES = ROOT / "games"
+BASE = SHARED / "corpus" / "games" / "base" / "games"
+
+
+
+# Latencies seen by the tests, printed at the end of the module (pytest -s) for the report.
+MEASURED: dict = {}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("serverlogs") / "match_logs"
+    with ServerProcess(logs, "--seed", "7", "--name", "TestPersona") as s:
+        yield s
+    if MEASURED:
+        print("\nmeasured:", {k: v for k, v in MEASURED.items()})
+
+
+def kif(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def check_match(res, play_clock, server):
+    assert res.start_reply == "ready", server.log_text()
+    assert res.errors == [], (res.errors, server.log_text())
+    assert res.stop_reply == "done"
+    assert max(res.latencies) < play_clock, res.latencies
+    assert res.goals is not None
+
+
+def test_tictactoe_scrambled_raw_http10(server):
+    gm = server.manager("raw", seed=1)
+    res = asyncio.run(gm.play_match("Base.ticTacToe.1", kif(GAMES / "ticTacToe.kif"), our_role=1,
+                                    start_clock=4, play_clock=1, scramble=11))
+    check_match(res, 1, server)
+    # the replies use the scrambled names: none of the original words appear
+    assert not any("place" in r or "noop" in r for r in res.replies)
+
+
+def test_connect_four_httpx(server):
+    gm = server.manager("httpx", seed=2)
+    res = asyncio.run(gm.play_match("Base.connectFour.2", kif(GAMES / "connectFour.kif"), our_role=0,
+                                    start_clock=4, play_clock=1))
+    check_match(res, 1, server)
+    MEASURED["play_1s_latency_max"] = round(max(res.latencies), 3)
+
+
+@needs_shared
+@pytest.mark.parametrize("game,role,scramble", [("nineBoardTicTacToe", 1, 5), ("connectFour", 1, 3)])
+def test_corpus_games_scrambled(server, game, role, scramble):
+    gm = server.manager("raw", seed=3)
+    res = asyncio.run(gm.play_match(f"tiltyard.{game}v0.1400000000000", kif(BASE / game / "v0" / f"{game}.kif"),
+                                    our_role=role, start_clock=4, play_clock=1, scramble=scramble))
+    check_match(res, 1, server)
+
+
+@needs_shared
+def test_chess_short_play_clock_never_late(server):
+    """Chess with a 2 s play clock: whatever the engine is doing (grounding may still run),
+    every reply is legal and comes before the clock."""
+    gm = server.manager("raw", seed=4)
+    res = asyncio.run(gm.play_match("Base.chess.3", kif(BASE / "chess" / "v0" / "chess.kif"), our_role=0,
+                                    start_clock=5, play_clock=2, abort_after=16))
+    assert res.start_reply == "ready"
+    assert res.stop_reply == "aborted"
+    assert res.errors == [], (res.errors, server.log_text())
+    assert len(res.latencies) == 16
+    assert max(res.latencies) < 2.0, res.latencies
+    MEASURED["chess_2s_latency_max"] = round(max(res.latencies), 3)
+    MEASURED["chess_2s_margin_min"] = round(2.0 - max(res.latencies), 3)
+
+
+def test_four_matches_at_once_with_info_and_abort(server):
+    """Four matches in parallel; INFO pings all along, and one match is aborted while the
+    player thinks: every answer prompt, every move legal and in time."""
+    info_latencies: list = []
+    abort_latency: list = []
+
+    async def pinger(stop):
+        gm = server.manager("raw")
+        while not stop.is_set():
+            t0 = time.monotonic()
+            reply = await gm.info()
+            info_latencies.append(time.monotonic() - t0)
+            assert "status available" in reply
+            await asyncio.sleep(0.1)
+
+    async def aborter(gm):
+        # wait for the match to be under way, send a PLAY, abort while it is being thought about
+        match_id = "Base.connectFour.abort"
+        rules = rules_list(kif(GAMES / "connectFour.kif"))
+        assert (await gm.transport.send(start_message(match_id, "red", rules, 3, 3), 10))[0] == "ready"
+        play = asyncio.ensure_future(gm.transport.send(play_message(match_id, None), 10))
+        await asyncio.sleep(0.8)
+        t0 = time.monotonic()
+        reply, _ = await gm.transport.send(f"( ABORT {match_id} )", 5)
+        abort_latency.append(time.monotonic() - t0)
+        assert reply == "aborted"
+        move, secs = await play  # the pending PLAY still gets a legal answer in time
+        assert parse_term(move) and secs < 3
+        assert (await gm.transport.send(play_message(match_id, None), 5))[0] == "busy"  # gone
+
+    async def main():
+        stop = asyncio.Event()
+        ping = asyncio.ensure_future(pinger(stop))
+        games = [
+            server.manager("raw", seed=10).play_match("Base.ticTacToe.c1", kif(GAMES / "ticTacToe.kif"),
+                                                      our_role=0, start_clock=3, play_clock=2),
+            server.manager("httpx", seed=11).play_match("Base.connectFour.c2", kif(GAMES / "connectFour.kif"),
+                                                        our_role=1, start_clock=3, play_clock=2, abort_after=10),
+            server.manager("raw", seed=12).play_match("Base.ticTacToe.c3", kif(GAMES / "ticTacToe.kif"),
+                                                      our_role=1, start_clock=3, play_clock=2, scramble=9),
+            aborter(server.manager("raw", seed=13)),
+        ]
+        results = await asyncio.gather(*games)
+        stop.set()
+        await ping
+        return results
+
+    r1, r2, r3, _ = asyncio.run(main())
+    for res in (r1, r3):
+        check_match(res, 2, server)
+    assert r2.errors == [] and r2.stop_reply == "aborted" and max(r2.latencies) < 2
+    assert max(info_latencies) < 0.5, sorted(info_latencies)[-5:]
+    assert abort_latency[0] < 0.5
+    MEASURED["info_during_4_matches_median"] = round(statistics.median(info_latencies), 4)
+    MEASURED["info_during_4_matches_max"] = round(max(info_latencies), 4)
+    MEASURED["abort_while_thinking"] = round(abort_latency[0], 4)
+    MEASURED["play_2s_latency_max"] = round(max(r1.latencies + r2.latencies + r3.latencies), 3)
+
+
+def test_logs_load_and_replay_exactly(server):
+    """Every record the server wrote so far loads with our archive reader and replays."""
+    from agent.archive import iter_records, replay_paths
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # STOP is answered at once; the record follows
+        records = list(iter_records([server.log_dir]))
+        done = [r for r in records if r.data["isCompleted"] or r.data["isAborted"]]
+        if len(done) == len(records):
+            break
+        time.sleep(0.3)
+    records = list(iter_records([server.log_dir]))
+    assert len(records) >= 4
+    results = replay_paths([server.log_dir])
+    assert all(r.ok for r in results), [r.line() for r in results if not r.ok]
+    completed = [r.data for r in records if r.data["isCompleted"]]
+    assert completed and all("goalValues" in d for d in completed)
+    for d in records:
+        d = d.data
+        assert d["x-persona"]["name"] == "champion"
+        assert d["playerNamesFromHost"][[r.lower() for r in d["x-roles"]].index(d["x-role"].lower())] == "TestPersona"
+        for dec in d["x-decisions"]:
+            assert dec["move"] in dec["legal"]
+            assert {"ply", "legal", "move", "fallback", "reply_after"} <= set(dec)
