@@ -57,6 +57,12 @@ def _lit_text(codec: Codec, rel: dict, lit, var: dict) -> str | None:
     return _atom_call(codec, rel, lit, var)
 
 
+# _NO_ZERO_ARITY: SWI-Prolog 9.0's incremental tabling does not invalidate a table when a
+# clause is asserted to a *zero-arity* incremental dynamic predicate it has called (a table
+# over ``u7, ...`` stays stale after ``assertz(u7)``), so the fixpoint stopped early and moves
+# legal only after a propositional fluent were never grounded.  State predicates of
+# propositional fluents therefore take a dummy argument: ``u7(0)``.
+
 def _fluent_pred(codec: Codec, fluent: Term) -> str | None:
     """One dynamic predicate per fluent functor (``u<id>``): a new ``(step 57)`` then only
     invalidates the tables that read ``step``, not every table that reads the state."""
@@ -87,7 +93,7 @@ def _atom_call(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
         if u is None:
             return f"t({codec.term_text(f, var)})"
         if isinstance(f, str) or len(f) == 1:
-            return u
+            return u + "(0)"  # see _NO_ZERO_ARITY
         return u + "(" + ",".join(codec.term_text(a, var) for a in f[1:]) + ")"
     if sig == DOES_SIG:
         return f"d({codec.term_text(sentence[1], var)},{codec.term_text(sentence[2], var)})"
@@ -136,19 +142,21 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
                 k = -1 if isinstance(arg, str) else len(arg) - 1
                 vs = [f"A{j}" for j in range(max(k, 0))]
                 data = codec.atom(arg if isinstance(arg, str) else arg[0], k) + (f"({','.join(vs)})" if vs else "")
-                fluents[u] = (data, u + (f"({','.join(vs)})" if vs else ""), max(k, 0))
-    dyn = [f"{u}/{k}" for u, (_, _, k) in fluents.items()] + ["u_other/1", "d/2"]
+                # (state predicate call, next predicate call, arity of the state predicate)
+                fluents[u] = (data, u + (f"({','.join(vs)})" if vs else "(0)"),
+                              "n" + u[1:] + (f"({','.join(vs)})" if vs else ""), max(k, 1))
+    dyn = [f"{u}/{k}" for u, (_, _, _, k) in fluents.items()] + ["u_other/1", "d/2"]
     out = [f":- module({module}, []).", ":- style_check(-singleton).",
            f":- dynamic([{', '.join(dyn)}], [incremental(true)])."]
-    for u, (data, call, _) in fluents.items():
+    for u, (data, call, _, _) in fluents.items():
         out.append(f"t({data}) :- {call}.")
     out.append("t(X) :- u_other(X).")
-    for u, (data, call, _) in fluents.items():
+    for u, (data, call, _, _) in fluents.items():
         out.append(f"ins({data}, C0, C) :- !, ( {call} -> C = C0 ; assertz({call}), C is C0 + 1 ).")
     out.append("ins(X, C0, C) :- ( u_other(X) -> C = C0 ; assertz(u_other(X)), C is C0 + 1 ).")
     preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
-    for u, (_, _, k) in fluents.items():
-        preds["n" + u[1:]] = k
+    for u, (_, _, ncall, _) in fluents.items():
+        preds[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
     for p, n in sorted(preds.items()):
         # Incremental tabling: a new fact re-evaluates only the tables that depend on it,
         # so long counters (step 1..200) do not recompute the whole board each iteration.
@@ -157,8 +165,8 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
     init, nxt, legal = rel[("init", 1)], rel[("next", 1)], rel[("legal", 2)]
     for p in clauses:
         out.extend(clauses[p])
-    for u, (data, call, _) in fluents.items():
-        out.append(f"nx({data}) :- {'n' + call[1:]}.")
+    for u, (data, _, ncall, _) in fluents.items():
+        out.append(f"nx({data}) :- {ncall}.")
     out.append(f"nx(X) :- {nxt}(X).")
     out.append(f"""
 add_t([], C, C).
