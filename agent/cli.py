@@ -58,6 +58,147 @@ def cmd_check(args) -> int:
     return 1 if result == "invalid" else 0
 
 
+# ------------------------------------------------------------------------------- engines
+ENGINES = ("prolog", "compiled")
+
+
+def _read_description(path: str):
+    from gdl.kif import GdlError, read_rules_file
+    try:
+        return read_rules_file(_readable_file(path))
+    except GdlError as e:
+        raise UsageError(f"{path} does not parse:\n" + "\n".join(str(p) for p in e.problems)) from None
+    except (OSError, UnicodeError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+
+
+def _engine(desc, name: str, budget: float, use_cache: bool = True):
+    """The named engine for ``desc``; a compiled engine that cannot be built is a failure
+    of the command (exit 1) with the reason, never a silent fallback."""
+    from agent.engine import load_engine
+    from agent.engine.ground import GroundingError
+    try:
+        return load_engine(desc, engine=name, budget_seconds=budget, use_cache=use_cache)
+    except GroundingError as e:
+        raise CommandFailed(f"no compiled engine: {e}") from None
+
+
+class CommandFailed(Exception):
+    """The command ran and could not do its job: printed as one line, exit status 1."""
+
+
+# ------------------------------------------------------------------------------- trace
+def add_trace(sub) -> None:
+    p = sub.add_parser("trace", help="replay a reference trace against one of our engines",
+                       description="Re-derive every step of a ggp-trace/1 file (states, terminal, "
+                                   "legal moves, goals) with our engine; print agreement per field "
+                                   "and the first divergence. Exit 0 only on exact agreement.")
+    p.add_argument("rules", metavar="RULES", help="the game's .kif rule sheet")
+    p.add_argument("trace", metavar="TRACE", help="a ggp-trace/1 JSON file")
+    p.add_argument("--engine", choices=ENGINES, default="prolog", help="default: prolog")
+    p.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                   help="grounding budget of the compiled engine (default 60)")
+    p.add_argument("--max-steps", type=int, default=None, help="check at most this many steps")
+    p.set_defaults(func=cmd_trace)
+
+
+def cmd_trace(args) -> int:
+    import hashlib
+
+    from agent.tracecheck import check_trace, load_trace
+
+    desc = _read_description(args.rules)
+    try:
+        trace = load_trace(_readable_file(args.trace))
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"{args.trace}: {e}") from None
+    want = trace.get("rules_sha256")
+    with open(args.rules, "rb") as f:
+        if want and hashlib.sha256(f.read()).hexdigest() != want:
+            print(f"warning: {args.rules} is not the rule file the trace was made from "
+                  f"(sha256 differs)", file=sys.stderr)
+    sm = _engine(desc, args.engine, args.budget)
+    try:
+        report = check_trace(sm, trace, max_steps=args.max_steps)
+    finally:
+        sm.close()
+    print(f"[{args.engine}] " + report.summary())
+    return 0 if report.exact else 1
+
+
+# ------------------------------------------------------------------------------- bench
+def add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="random playouts per second (gdl-perf method)",
+                       description="Random playouts from the initial state, uniformly random joint "
+                                   "moves until terminal, then goals; a warm-up, then counted for "
+                                   "--seconds. One JSON line per engine; with --engine both, a last "
+                                   "line with the compiled/prolog ratio.")
+    p.add_argument("rules", metavar="RULES", help="the game's .kif rule sheet")
+    p.add_argument("--engine", choices=ENGINES + ("both",), default="compiled", help="default: compiled")
+    p.add_argument("--seconds", type=float, default=20.0, help="counted time per engine (default 20)")
+    p.add_argument("--warmup", type=float, default=5.0, help="warm-up time per engine (default 5)")
+    p.add_argument("--runs", type=int, default=1, help="repeat and report the median run (default 1)")
+    p.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                   help="grounding budget of the compiled engine (default 60)")
+    p.add_argument("--no-cache", action="store_true", help="build the compiled engine afresh")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    import json
+    import time
+
+    from agent.bench import median_runs
+
+    if args.seconds <= 0 or args.warmup < 0 or args.runs < 1:
+        raise UsageError("--seconds must be > 0, --warmup >= 0 and --runs >= 1")
+    desc = _read_description(args.rules)
+    names = ENGINES if args.engine == "both" else (args.engine,)
+    rates = {}
+    for name in names:
+        t0 = time.perf_counter()
+        sm = _engine(desc, name, args.budget, use_cache=not args.no_cache)
+        load = time.perf_counter() - t0
+        try:
+            fig = median_runs(sm, args.runs, seconds=args.seconds, warmup=args.warmup, seed=args.seed)
+        finally:
+            sm.close()
+        info = getattr(sm, "info", {}) or {}
+        line = {"rules": args.rules, "engine": name, **fig, "load_seconds": round(load, 3)}
+        line.update({k: info[k] for k in ("source", "ground_seconds", "compile_seconds") if k in info})
+        print(json.dumps(line), flush=True)
+        rates[name] = fig["playouts_per_sec"]
+    if len(rates) == 2:
+        ratio = rates["compiled"] / rates["prolog"] if rates["prolog"] else None
+        print(json.dumps({"rules": args.rules, "compiled_over_prolog": round(ratio, 1) if ratio else None}))
+    return 0
+
+
+# ------------------------------------------------------------------------------- serve, replay
+def add_serve(sub) -> None:
+    from agent.server import cli as server_cli
+    p = sub.add_parser("serve", help=server_cli.HELP, description=server_cli.HELP)
+    server_cli.add_arguments(p)
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from agent.server.cli import cmd_serve as serve
+    from agent.server.config import ConfigError
+    try:
+        return serve(args)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def add_replay(sub) -> None:
+    from agent import archive
+    p = sub.add_parser("replay", help=archive.REPLAY_HELP, description=archive.REPLAY_HELP)
+    archive.add_arguments(p)
+    p.set_defaults(func=lambda args: archive.cmd_replay(args))
+
+
 # ------------------------------------------------------------------------------- persona
 def add_persona(sub) -> None:
     p = sub.add_parser("persona", help="list or show personas",
@@ -83,7 +224,7 @@ def cmd_persona_show(args) -> int:
 
 
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_persona]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_persona]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except CommandFailed as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
