@@ -11,8 +11,8 @@
 # python3 >= 3.10; apt-get is used as root, or through sudo.
 set -euo pipefail
 
-# What `run` starts.  TODO: becomes `serve --host 127.0.0.1` once the serve command exists.
-RUN_ARGS=(check games/ticTacToe.kif)
+# What `run` starts: the player server on this machine only (see README for other hosts).
+RUN_ARGS=(serve --host 127.0.0.1)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

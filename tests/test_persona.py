@@ -27,7 +27,7 @@ def test_presets():
 
 def test_champion_matches_spec():
     c = load_persona("champion")
-    assert (c.kind, c.exploration_factor, c.rave, c.grave, c.horizon, c.charge_depth) == ("champion", 40, 500, 50, 20, 100)
+    assert (c.kind, c.exploration_factor, c.rave, c.grave, c.horizon, c.charge_depth) == ("champion", 40, 0, 0, 20, 100)
     assert c.charge_defaults == (45.0, 45.0) and c.epsilon == 1.0 and c.mast_tau == 10.0
     assert (c.tree_discount, c.charge_discount, c.random_error, c.nice_threshold) == (0.99, 1.0, 0.0, 0.0)
     assert c.aggressiveness == c.defensiveness == (1.0, 1.0) and c.utility_lambda == 0
