@@ -203,7 +203,7 @@ def add_replay(sub) -> None:
 def add_persona(sub) -> None:
     p = sub.add_parser("persona", help="list or show personas",
                        description="Personas are TOML files of search and character parameters; "
-                                   "the presets live in personas/.")
+                                   "the presets live in agent/personas/.")
     actions = p.add_subparsers(dest="persona_action", metavar="ACTION")
     ls = actions.add_parser("list", help="one line per preset persona")
     ls.add_argument("--dir", help="list the persona files of this directory instead")

@@ -6,7 +6,7 @@ A persona file holds the 17 parameters of spec 2.2 (per-role ones as ``[self, ot
 (spec 2.2); ``limit`` is not evolved (fixed 1000 there) and may be raised for play.
 Unknown fields are errors, so a typo never silently falls back to a default.
 
-Presets live in ``personas/`` beside the package.
+Presets live in ``agent/personas/`` (package data, so every kind of install has them).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-PERSONA_DIR = Path(__file__).resolve().parents[1] / "personas"
+PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
 KINDS = ("fitted", "procedural", "champion")
 MAX_LIMIT = 10_000_000       # play may use far more than the thesis's 1000 simulations
 

@@ -3,15 +3,15 @@
 Personas config (TOML), first matching rule wins, else ``default``, else the server's
 ``--persona``::
 
-    default = "balanced"            # optional
+    default = "champion"            # optional
 
     [[match]]
     prefix = "tiltyard."            # match ids starting with this (case-sensitive)
-    persona = "aggressive"
+    persona = "phlegmatic"
 
     [[match]]
     regex = "^Base\\\\.chess\\\\."      # Python regular expression, searched in the match id
-    persona = "personas/cautious.toml"
+    persona = "my_personas/cautious.toml"
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """GGP protocol messages: parse what game managers send, format what they expect back.
 
-Accepted dialects (see docs/server.md):
+Accepted dialects (ggp-facts sections 1-2):
   * ggp-base / Tiltyard: ``( START id role (( role x ) ...) 60 15)``, ``( PLAY id NIL )``,
     ``( PLAY id (m1 m2 ) )``, ``( STOP ... )``, ``( ABORT id )``, ``( INFO )``, ``( PREVIEW rules clock )``;
   * Dresden: everything upper case, and the 5-element ``(PLAY id turn lastmove percepts)``.
