@@ -195,17 +195,20 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         out.append(f"q_inst({i}, T) :- findall(Ids, (({goal}), maplist(lid, [{head}|[{','.join(report)}]], Ids)), L), "
                    f"emit(L, T).")
     load_program("\n".join(out) + "\n")
+
+    def left() -> float:  # every Prolog call gets the rest of the budget as a wall-clock limit
+        return seconds - (time.monotonic() - t0)
     try:
-        iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)"))
+        iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)", left()))
         t_fix = time.monotonic() - t0
         _check_time(t0, seconds, "the relaxed fixpoint")
-        facts = codec.decode(run_goal(module, "q_facts(T)", inferences, "grounding facts"))
+        facts = codec.decode(run_goal(module, "q_facts(T)", inferences, "grounding facts", left()))
         true_atoms = [f for f in facts[0]]
         does_atoms = [(d[0], d[1]) for d in facts[1]]
         run_goal(module, "trie_new(Tr), assertz(atom_trie(Tr)), T = x", inferences, "grounding setup")
         chunks, n_rules = [], 0
         for i in range(len(instance_queries)):
-            text = run_goal(module, f"q_inst({i},T)", inferences, f"grounding rule {i + 1}")
+            text = run_goal(module, f"q_inst({i},T)", inferences, f"grounding rule {i + 1}", left())
             count_text, _, body_text = text.partition(";")
             n_rules += int(count_text)
             if n_rules > max_instances:
@@ -214,7 +217,7 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
                 chunks.append(np.array(body_text.split(","), dtype=np.int64))
             _check_time(t0, seconds, f"rule {i + 1} of {len(instance_queries)}")
         inv_rel = {p: sig for sig, p in rel.items()}
-        atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms"))
+        atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms", left()))
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
     except ReasonerError as e:
         raise GroundingError(str(e)) from None

@@ -36,13 +36,16 @@ PROBE_INFERENCES = 20_000_000
 STACK_LIMIT_BYTES = 2 * 1024 ** 3
 
 _API = r"""
-:- module(gdl_api, [gdl_run/4]).
-% gdl_run(+Module, +Goal, +Limit, -Outcome): Outcome is ok, failed, limit or error(E).
-gdl_run(M, G, Limit, Out) :-
-    catch(( call_with_inference_limit(M:G, Limit, R)
+:- module(gdl_api, [gdl_run/5]).
+:- use_module(library(time)).
+% gdl_run(+Module, +Goal, +Limit, +Seconds, -Outcome): Outcome is ok, failed, limit (inferences),
+% time (wall clock; Seconds =< 0: no time limit) or error(E).
+gdl_run(M, G, Limit, Secs, Out) :-
+    catch(( ( Secs > 0 -> call_with_time_limit(Secs, gdl_inf(M:G, Limit, R)) ; gdl_inf(M:G, Limit, R) )
             -> ( R == inference_limit_exceeded -> Out = limit ; Out = ok )
             ;  Out = failed ),
-          E, Out = error(E)).
+          E, ( E == time_limit_exceeded -> Out = time ; Out = error(E) )).
+gdl_inf(G, Limit, R) :- call_with_inference_limit(G, Limit, R).
 """
 
 _owner_lock = threading.Lock()
@@ -97,11 +100,14 @@ def reset_tables() -> None:
         pass
 
 
-def run_goal(module: str, goal: str, limit: int, what: str) -> str:
-    """Run ``goal`` (which binds ``T`` to an atom) in ``module`` under an inference limit.
+def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | None = None) -> str:
+    """Run ``goal`` (which binds ``T`` to an atom) in ``module`` under an inference limit and,
+    when ``seconds`` is given, a wall-clock limit.
 
-    Returns T's text; raises ReasonerError naming ``what`` on failure, limit or error."""
-    q = f"gdl_api:gdl_run({module}, ({goal}), {limit}, O)"
+    Returns T's text; raises ReasonerError naming ``what`` on failure, a limit or an error."""
+    if seconds is not None and seconds <= 0:
+        raise ReasonerError(f"no time left for {what}")
+    q = f"gdl_api:gdl_run({module}, ({goal}), {limit}, {0 if seconds is None else round(seconds, 3)}, O)"
     try:
         res = list(_engine().query(q, maxresult=1))
     except ReasonerError:
@@ -117,6 +123,8 @@ def run_goal(module: str, goal: str, limit: int, what: str) -> str:
     reset_tables()
     if out == "limit":
         raise ReasonerError(f"{what} exceeded {limit:,} inferences (runaway rules?)")
+    if out == "time":
+        raise ReasonerError(f"{what} took longer than {seconds:g} s (runaway rules?)")
     if out == "failed":
         raise ReasonerError(f"{what} failed in Prolog")
     raise ReasonerError(f"{what} raised a Prolog error: {_explain(out)}")
