@@ -167,7 +167,7 @@ def report(args) -> str:
     rates = {r["game"]: r for r in recs if r["kind"] == "rate"}
     games = [r for r in recs if r["kind"] == "game"]
     lines = ["# Search strength benchmark", "",
-             "`champion` (personas/champion.toml: UCT + GRAVE + MAST, solver) against flat Monte "
+             "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
              "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
              "alternating, fresh tree every move. Score = (wins + draws / 2) / games, with a 95 % "
              "confidence interval (normal approximation over per-game scores).", "",

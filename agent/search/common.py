@@ -54,6 +54,18 @@ def amaf_rows(max_nodes: int, n_roles: int, n_moves: int) -> int:
     return max(1, min(max_nodes, AMAF_BYTES // max(1, n_roles * n_moves * 8)))
 
 
+def root_choice(arrays: T.Tree, params, default: float, rng, me: int):
+    """The root's statistics for role ``me`` and the persona's choice among its slots:
+    (slot ids of the moves, q, visits, index chosen), in slot order."""
+    cnt = int(arrays.slot_count[0, me])
+    q = np.zeros(cnt)
+    n = np.zeros(cnt, np.int64)
+    T.root_stats(arrays, me, default, q, n)
+    k = int(T.choose(arrays, params, q, n, rng))
+    off = int(arrays.slot_off[0, me])
+    return [int(arrays.slot_move[off + j]) for j in range(cnt)], q, n, k
+
+
 def root_proven(arrays: T.Tree, me: int) -> np.ndarray:
     off = int(arrays.slot_off[0, me])
     cnt = int(arrays.slot_count[0, me])

@@ -21,7 +21,7 @@ from . import features as F
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_proven
+from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
 from .jitguard import guard
 from .params import (P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT,
                      RP_LAMBDA, build)
@@ -398,15 +398,9 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
 
 def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
     a = st.arrays
-    cnt = int(a.slot_count[0, me])
-    q = np.zeros(cnt)
-    n = np.zeros(cnt, np.int64)
-    T.root_stats(a, me, rp[RP_DEFAULT, me], q, n)
-    k = int(T.choose(a, params, q, n, rng))
-    off = int(a.slot_off[0, me])
-    ids = [int(a.slot_move[off + j]) for j in range(cnt)]
+    ids, q, n, k = root_choice(a, params, rp[RP_DEFAULT, me], rng, me)
     proven = root_proven(a, me)
-    order = sorted(range(cnt), key=lambda j: data.rank[me][ids[j]])   # canonical, as driver A
+    order = sorted(range(len(ids)), key=lambda j: data.rank[me][ids[j]])   # canonical, as driver A
     moves = [data.move_terms[me][ids[j]] for j in order]
     return SearchResult(move=data.move_terms[me][ids[k]], moves=moves, q=q[order], visits=n[order],
                         simulations=sims, elapsed=time.perf_counter() - t0, tree=st,

@@ -15,7 +15,7 @@ import numpy as np
 from ..reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
 from . import features as F
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_proven
+from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -237,13 +237,8 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
 
 def finish(st: SearchTree, params, rp, rng, me: int, sims: int, t0: float) -> SearchResult:
     a = st.arrays
-    cnt = int(a.slot_count[0, me])
-    q = np.zeros(cnt)
-    n = np.zeros(cnt, np.int64)
-    T.root_stats(a, me, rp[RP_DEFAULT, me], q, n)
-    k = int(T.choose(a, params, q, n, rng))
-    off = int(a.slot_off[0, me])
-    moves = [st.move_terms[me][a.slot_move[off + j]] for j in range(cnt)]
+    ids, q, n, k = root_choice(a, params, rp[RP_DEFAULT, me], rng, me)
+    moves = [st.move_terms[me][i] for i in ids]
     return SearchResult(move=moves[k], moves=moves, q=q, visits=n, simulations=sims,
                         elapsed=time.perf_counter() - t0, tree=st, proven=root_proven(a, me),
                         nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
