@@ -277,9 +277,34 @@ class _Builder:
         return None if t is None else Rule(t, (), node.line, node.col)
 
 
+def _depth(node: Node) -> int:
+    """Nesting depth of parentheses, without recursion."""
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        if n.items is not None:
+            deepest = max(deepest, d)
+            todo.extend((c, d + 1) for c in n.items)
+    return deepest
+
+
+def _too_deep(b: _Builder, node: Node) -> None:
+    # The builder recurses once per level; without this a deeply nested expression escaped as a
+    # bare RecursionError with no position (found by tests/test_kif.py).
+    b.err(node, f"expression nested {_depth(node):,} parentheses deep: too deep to read")
+
+
 def rules_from_nodes(nodes: list[Node], source: str = "<rules>") -> Description:
     b = _Builder(source)
-    rules = [r for r in (b.rule(n) for n in nodes) if r is not None]
+    rules = []
+    for n in nodes:
+        try:
+            r = b.rule(n)
+        except RecursionError:
+            _too_deep(b, n)
+            r = None
+        if r is not None:
+            rules.append(r)
     if b.problems:
         raise GdlError(b.problems)
     return Description(rules, source, b.warnings)
@@ -302,7 +327,11 @@ def parse_term(text: str) -> Term:
     if node is None:
         raise GdlError([Problem("error", "empty text where a term was expected", "<term>")])
     b = _Builder("<term>")
-    t = b.term(node)
+    try:
+        t = b.term(node)
+    except RecursionError:
+        _too_deep(b, node)
+        t = None
     if t is None:
         raise GdlError(b.problems)
     return t

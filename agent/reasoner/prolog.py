@@ -11,7 +11,8 @@ recursive relations are tabled (so left recursion and cycles terminate), and the
 the joint move are passed as data (lists) to the relations that depend on them, so nothing
 is asserted or retracted per state.
 
-Limits: every query runs under an inference limit and Prolog's stack limit; a runaway query
+Limits: every query runs under an inference limit, a wall-clock limit and Prolog's stack
+limit, and a tabled answer may not grow past ``MAX_TABLE_ANSWER_SIZE`` cells; a runaway query
 raises ``ReasonerError`` with the query named instead of hanging or killing the process.
 
 pyswip is not thread-safe: Prolog is owned by the first thread that creates a reasoner in
@@ -34,6 +35,15 @@ from .statemachine import ReasonerError
 DEFAULT_INFERENCE_LIMIT = 200_000_000
 PROBE_INFERENCES = 20_000_000
 STACK_LIMIT_BYTES = 2 * 1024 ** 3
+# Why both of these exist: SWI-Prolog's tabling does the work of storing and completing answers
+# in C without counting inferences, so a recursive relation whose answers grow without bound
+# ((<= (nat (s ?x)) (nat ?x))) ran on for over ten minutes, far under the inference limit
+# (found by tests/test_prolog.py).  A tabled answer larger than this many cells raises a
+# resource error instead, within about a second (no GDL game comes near the size: the
+# recursion restriction keeps terms bounded) ...
+MAX_TABLE_ANSWER_SIZE = 10_000
+# ... and every query of a PrologReasoner also has a wall-clock limit, as a last safety net.
+DEFAULT_TIME_LIMIT = 120.0
 
 _API = r"""
 :- module(gdl_api, [gdl_run/5]).
@@ -64,6 +74,8 @@ def _engine():
             _prolog = Prolog()
             _consult_text(_prolog, _API)
             list(_prolog.query(f"set_prolog_flag(stack_limit, {STACK_LIMIT_BYTES})"))
+            list(_prolog.query(f"set_prolog_flag(max_table_answer_size, {MAX_TABLE_ANSWER_SIZE}), "
+                               f"set_prolog_flag(max_table_answer_size_action, error)"))
             _owner_thread = me
         elif _owner_thread != me:
             raise ReasonerError("the Prolog engine belongs to another thread of this process; pyswip "
@@ -248,15 +260,17 @@ class PrologReasoner:
     """State machine on SWI-Prolog (see ``statemachine.StateMachine``)."""
 
     def __init__(self, description: Description, inference_limit: int = DEFAULT_INFERENCE_LIMIT,
-                 table: str = "auto"):
+                 table: str = "auto", time_limit: float | None = DEFAULT_TIME_LIMIT):
         """``table``: which relations to table.  ``recursive`` (needed for termination) is the
         fastest for most games; ``all`` also memoises every state-dependent sub-query within one
         query, as ggp-base's prover does, which games like alexChess need (their goal rules
         re-derive full legal-move generation many times).  ``auto`` probes the initial state
-        with a fixed inference budget and picks ``all`` only when ``recursive`` runs away."""
+        with a fixed inference budget and picks ``all`` only when ``recursive`` runs away.
+        ``time_limit``: wall-clock seconds allowed to each query (None: no limit)."""
         if table == "auto":
             try:
-                probe = PrologReasoner(description, PROBE_INFERENCES, table="recursive")
+                probe = PrologReasoner(description, PROBE_INFERENCES, table="recursive",
+                                       time_limit=time_limit)
             except ReasonerError:
                 raise
             try:
@@ -269,6 +283,7 @@ class PrologReasoner:
         self.table_policy = table
         self.prolog = _engine()
         self.inference_limit = inference_limit
+        self.time_limit = time_limit
         self.module = new_module_name()
         self.roles: list = description.roles
         self.codec = Codec()
@@ -383,7 +398,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
         if self.closed:
             raise ReasonerError("the reasoner was closed")
         try:
-            return run_goal(self.module, goal, self.inference_limit, what)
+            return run_goal(self.module, goal, self.inference_limit, what, self.time_limit)
         finally:
             if self._dynamic_tabled:
                 reset_tables()
@@ -451,6 +466,9 @@ def _goal_int(v):
 
 
 def _explain(out: str) -> str:
+    if "max_table_answer_size" in out:
+        return (f"a recursive relation derived an answer of over {MAX_TABLE_ANSWER_SIZE:,} cells "
+                f"(a term that grows without bound through recursion?)")
     if "resource_error" in out:
         return "out of Prolog stack (deep recursion or a huge answer set)"
     if "playout_cap" in out:
