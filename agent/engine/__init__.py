@@ -11,7 +11,8 @@ Contract for numba callers (the search runs its whole loop in nopython mode on t
     ... program arrays (private to agent.engine.kernels)
 
 Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
-    new_vals(g) -> uint8[n_atoms]                    a work buffer (one per thread/search)
+    new_vals(g) -> uint8[...]                        a work buffer (one per thread/search); its
+                                                     first n_atoms bytes are the atom values
     load_state(g, state, vals)                       set the state and derive legal/terminal/goals
     is_terminal(g, vals) -> bool
     legal_moves(g, vals, role, out) -> n             int32 move indices of ``role`` into out[:n]

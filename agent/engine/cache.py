@@ -20,7 +20,7 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/1"
+FORMAT = "compiled-game/2"
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 
 
@@ -135,7 +135,7 @@ def load(path: Path, canon: Canon):
                   "base": [canon.back(_from_json(f)) for f in meta["base"]],
                   "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]]}
         return game, tables, meta.get("info", {})
-    except (OSError, KeyError, TypeError, ValueError, json.JSONDecodeError):
+    except Exception:  # noqa: BLE001 - any unreadable entry is a miss (BadZipFile, EOFError, bad JSON, ...)
         return None
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from gdl.terms import render, signature
 
 from .ground import GroundingError, GroundProgram
-from .kernels import CompiledGame, eval_blocks, rule_offsets, tarjan
+from .kernels import CompiledGame, eval_blocks, rule_offsets, tarjan, topo_order
 
 
 class CompileError(GroundingError):
@@ -164,10 +164,29 @@ def compile_program(gp: GroundProgram):
             ([terminal] if terminal >= 0 else []) + list(next_of.values()):
         live[o] = True
     live &= kind == 0
+    # Legal atoms (role-major, in move order) and then one next slot per fluent get
+    # contiguous ids, so the kernels read moves and next values as runs of bytes; a fluent
+    # without a next atom gets a slot no rule sets (always false).
+    for rl in legal_by_role:
+        rl.sort(key=lambda x: x[0])
+    legal_ids = [i for rl in legal_by_role for _, _, i in rl]
+    new_id[legal_ids] = nxt_free + np.arange(len(legal_ids))
+    next_base = nxt_free + len(legal_ids)
+    for f, i in next_of.items():
+        if f in base_index:
+            new_id[i] = next_base + base_index[f]
+    rest_from = next_base + n_base
     live_ids = order[live[order]]
-    new_id[live_ids] = nxt_free + np.arange(len(live_ids))
-    n_atoms = nxt_free + len(live_ids) + 1
+    rest = live_ids[new_id[live_ids] < 0]
+    new_id[rest] = rest_from + np.arange(len(rest))
+    n_atoms = rest_from + len(rest) + 1
     false_atom = n_atoms - 1  # an atom that is never set: stands for folded-false outputs
+    # Every move gets a does input, even one no rule reads: then exactly one does input per
+    # role is on while next values are computed, which _build_net relies on.
+    missing = [(r, m) for r, rl in enumerate(legal_by_role) for _, m, _ in rl
+               if not ((r, m) in does_of and new_id[does_of[(r, m)]] >= 0)]
+    extra_does = {key: n_atoms + j for j, key in enumerate(missing)}
+    n_atoms += len(missing)
 
     def nid(i):
         return int(new_id[i]) if new_id[i] >= 0 else false_atom
@@ -210,33 +229,28 @@ def compile_program(gp: GroundProgram):
 
     move_terms, legal_atom, does_atom, legal_start = [], [], [], [0]
     for r, rl in enumerate(legal_by_role):
-        rl.sort(key=lambda x: x[0])
         move_terms.append([m for _, m, _ in rl])
         legal_atom.extend(nid(i) for _, _, i in rl)
-        does_atom.extend(int(new_id[does_of[(r, m)]]) if (r, m) in does_of else -1 for _, m, _ in rl)
+        does_atom.extend(int(new_id[does_of[(r, m)]]) if (r, m) not in extra_does else extra_does[(r, m)]
+                         for _, m, _ in rl)
         legal_start.append(len(legal_atom))
     goal_atom, goal_value, goal_start = [], [], [0]
     for gl in goal_by_role:
         goal_atom.extend(nid(i) for _, i in gl)
         goal_value.extend(v for v, _ in gl)
         goal_start.append(len(goal_atom))
-    next_atom = np.full(n_base, -1, dtype=np.int64)
-    for f, i in next_of.items():
-        if f in base_index:
-            next_atom[base_index[f]] = nid(i)
+    next_atom = next_base + np.arange(n_base, dtype=np.int64)
     const_true = np.array([new_id[i] for i in np.nonzero(static_true & live)[0]], dtype=np.int64)
 
-    # Forward propagation: which rules mention each atom, and the loop block of each atom.
-    n_r = len(r_heads)
-    lit_owner = np.repeat(np.arange(n_r), np.diff(ls))
-    occ_start, occ_rule, occ_order = _csr(new_lits >> 1, lit_owner, n_atoms) if len(new_lits) else (
-        np.zeros(n_atoms + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    occ_neg = (new_lits & 1)[occ_order] if len(new_lits) else np.zeros(0, dtype=np.int64)
     atom_block = np.full(n_atoms, -1, dtype=np.int64)
     b0, b1 = phase_blocks[3]
     for b in range(b0, b1):
         if blk_l[b]:
             atom_block[np.asarray(ent[blk_s[b]:blk_e[b]], dtype=np.int64)] = b
+    if len(legal_atom) and not (np.diff(legal_atom) == 1).all():
+        raise CompileError("internal: legal atoms are not contiguous")
+    role_does = [does_atom[legal_start[r]:legal_start[r + 1]] for r in range(len(roles))]
+    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does)
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -255,11 +269,221 @@ def compile_program(gp: GroundProgram):
         goal_start=i64(goal_start), goal_atom=i64(goal_atom), goal_value=i64(goal_value),
         terminal_atom=nid(terminal) if terminal >= 0 else -1, next_atom=next_atom,
         const_true=const_true, role_nmoves=i64([len(m) for m in move_terms]), init_state=init_state,
-        rule_head=r_heads.astype(np.int64), occ_start=occ_start, occ_rule=occ_rule.astype(np.int64),
-        occ_neg=occ_neg.astype(np.int64), atom_block=atom_block,
+        atom_block=atom_block, **net,
     )
     tables = {"roles": roles, "base": base, "move_terms": move_terms}
     return g, tables
+
+
+def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does):
+    """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
+    derived atom with one rule is that rule's AND node, one with several rules an OR node
+    over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
+    A node is true iff its counter (true inputs minus threshold) is >= 0; inputs arrive
+    through edges ``target * 4 + loop * 2 + negated``.  Atoms of recursive components only
+    receive LOOP edges: they are recomputed whole (a positive cycle must not keep itself
+    true).  ``rb_order`` is a topological order for rebuilding a work buffer.
+
+    Frame axioms ground to one rule per (fluent, move): ``next(f) <= true(f), does(r, m)``
+    for every move m that leaves f alone, so one fluent change touched hundreds of rules
+    and one move hundreds more.  So: rules of an atom that differ only in one positive
+    ``does`` literal are merged into one rule reading a shared helper "the joint move has a
+    move in S" (``move_in``), literals shared by several rules of an atom are factored out
+    (``factor``).  As exactly one move per role is on whenever next values are read, the
+    helper may count the moves outside S instead (fewer edges); its value while no move is
+    on is meaningless and never read: legal, terminal and goals cannot depend on does."""
+    role_of = {}
+    all_moves = []
+    for r, ds in enumerate(role_does):
+        all_moves.append(frozenset(int(d) for d in ds))
+        for d in ds:
+            role_of[int(d)] = r
+    src, dst, thr_extra = [], [], []
+    thr = np.zeros(n_atoms, dtype=np.int64)
+    thr[n_inputs:] = 1  # an atom without rules is false
+    memo = {}
+
+    shared = {}
+
+    def node(t, inputs):
+        """A helper node; identical ones are shared (same threshold and inputs)."""
+        key = (t, tuple(sorted(inputs)))
+        nid = shared.get(key)
+        if nid is not None:
+            return nid
+        nid = shared[key] = n_atoms + len(thr_extra)
+        thr_extra.append(t)
+        for a, neg in key[1]:
+            src.append(a)
+            dst.append(nid * 4 + neg)
+        return nid
+
+    def move_in(moves):
+        """A node true iff the current joint move has a move of ``moves`` (does ids)."""
+        key = frozenset(moves)
+        if key in memo:
+            return memo[key]
+        per_role = {}
+        for d in moves:
+            per_role.setdefault(role_of[d], set()).add(d)
+        # One counter: roles in P count their moves in S, roles in Q count the moves outside
+        # S negated (|C_r| - [move of r in C_r]); "some role's move is in S" is then
+        # "true inputs >= sum_Q |C_r| - |Q| + 1".  A role's switch between two moves on
+        # the same side leaves the node alone.
+        inputs, t = [], 1
+        for r, sr in sorted(per_role.items()):
+            cr = all_moves[r] - sr
+            if not cr:
+                inputs, t = [], 0  # every move of r: always true
+                break
+            if len(cr) < len(sr):
+                inputs.extend((d, 1) for d in cr)
+                t += len(cr) - 1
+            else:
+                inputs.extend((d, 0) for d in sr)
+        out = node(t, inputs)
+        memo[key] = out
+        return out
+
+    def factor(rules):
+        """The alternatives of an OR of rules (literal lists) as inputs, or None if one
+        rule is empty (true).  A literal shared by several rules is factored out,
+        (l & x) | (l & y) | z -> (l & (x | y)) | z, most shared first: a fluent read by a
+        few hundred frame rules of one next atom then feeds one node."""
+        if any(not r for r in rules):
+            return None
+        # Shared literals by how many rules read them, counted once (any factoring is exact;
+        # recounting after each step made this quadratic on big frame-axiom ORs).
+        where = {}
+        for i, r in enumerate(rules):
+            for x in r:
+                where.setdefault(x, []).append(i)
+        left = [True] * len(rules)
+        alts = []
+        for lit in sorted((x for x in where if len(where[x]) >= 2), key=lambda x: (-len(where[x]), x)):
+            idx = [i for i in where[lit] if left[i]]
+            if len(idx) < 2:
+                continue
+            for i in idx:
+                left[i] = False
+            inner = factor([[x for x in rules[i] if x != lit] for i in idx])
+            if inner is None:
+                alts.append(lit)
+                continue
+            inner_in = inner[0] if len(inner) == 1 else (node(1, sorted(set(inner))), 0)
+            both = sorted({lit, inner_in})
+            alts.append((node(len(both), both), 0))
+        alts.extend(r[0] if len(r) == 1 else (node(len(r), r), 0)
+                    for i, r in enumerate(rules) if left[i])
+        return sorted(set(alts))
+
+    def is_does(a):
+        return a in role_of
+
+    # Atoms with one rule (most of them) in bulk: that rule's AND node.
+    nrules = np.diff(rule_start)
+    single = np.zeros(n_atoms, dtype=bool)
+    single[n_inputs:] = (nrules[n_inputs:] == 1) & (atom_block[n_inputs:] < 0)
+    sa = np.nonzero(single)[0]
+    sr = rule_start[sa]
+    sl = lit_start[sr + 1] - lit_start[sr]
+    thr[sa] = sl
+    if sl.sum():
+        pos = np.repeat(lit_start[sr] - np.cumsum(sl) + sl, sl) + np.arange(sl.sum())
+        bulk_src = (lits[pos] >> 1).tolist()
+        bulk_dst = (np.repeat(sa, sl) * 4 + (lits[pos] & 1)).tolist()
+    else:
+        bulk_src, bulk_dst = [], []
+    others = np.nonzero(~single)[0]
+    l_atom, l_neg, l_start = (lits >> 1).tolist(), (lits & 1).tolist(), lit_start.tolist()
+    for a in others[others >= n_inputs].tolist():
+        r0, r1 = rule_start[a], rule_start[a + 1]
+        rules = [list(zip(l_atom[l_start[r]:l_start[r + 1]], l_neg[l_start[r]:l_start[r + 1]]))
+                 for r in range(r0, r1)]
+        if atom_block[a] >= 0:
+            for body in rules:
+                for b, neg in body:
+                    src.append(b)
+                    dst.append(a * 4 + 2 + neg)
+            continue
+        if len(rules) >= 2:
+            groups, kept = {}, []
+            for body in rules:
+                dl = [(b, neg) for b, neg in body if is_does(b)]
+                if len(dl) == 1 and dl[0][1] == 0:
+                    key = tuple(sorted(set(x for x in body if x != dl[0])))
+                    groups.setdefault(key, []).append(dl[0][0])
+                else:
+                    kept.append(body)
+            for key, moves in groups.items():
+                if len(moves) == 1:
+                    kept.append(list(key) + [(moves[0], 0)])
+                else:
+                    kept.append(list(key) + [(move_in(moves), 0)])
+            rules = [sorted(set(body)) for body in kept]
+            # Literals common to every rule are factored out: (c & x) | (c & y) becomes
+            # c & (x | y), so c (often the turn fluent) feeds one node instead of each rule.
+            common = set(rules[0]).intersection(*rules[1:]) if len(rules) >= 2 else set()
+            if common:
+                rests = [[x for x in body if x not in common] for body in rules]
+                head = sorted(common)
+                if all(rests):
+                    alts = [r[0] if len(r) == 1 else (node(len(r), r), 0) for r in rests]
+                    head.append((node(1, sorted(set(alts))), 0))
+                rules = [head]
+        if len(rules) >= 2:
+            alts = factor(rules)
+            if alts is None:  # a rule without literals: always true
+                thr[a] = 0
+                continue
+            if len(alts) >= 2:
+                for b, neg in alts:
+                    src.append(b)
+                    dst.append(a * 4 + neg)
+                continue
+            rules = [[alts[0]]]
+        if len(rules) == 1:
+            thr[a] = len(rules[0])
+            for b, neg in rules[0]:
+                src.append(b)
+                dst.append(a * 4 + neg)
+            continue
+        for body in rules:
+            if len(body) == 1:
+                src.append(body[0][0])
+                dst.append(a * 4 + body[0][1])
+            else:
+                src.append(node(len(body), body))
+                dst.append(a * 4)
+    thr[const_true] = 0
+    src.extend(bulk_src)
+    dst.extend(bulk_dst)
+    n_nodes = n_atoms + len(thr_extra)
+    node_thr = np.concatenate([thr, np.asarray(thr_extra, dtype=np.int64)]).astype(np.int32)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if n_nodes * 4 >= 2 ** 31:
+        raise CompileError("the game is too large for the propagation network")
+    out_start, out_edge, _ = _csr(src, dst, n_nodes) if len(src) else (
+        np.zeros(n_nodes + 1, dtype=np.int64), dst, None)
+    node_input = np.zeros(n_nodes, dtype=np.uint8)
+    node_input[:n_inputs] = 1
+    node_input[list(role_of)] = 1
+    # Rebuild order: recursive blocks as single groups (ids n_nodes + block).
+    n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
+    group = np.arange(n_nodes, dtype=np.int64)
+    loop_atoms = np.nonzero(atom_block >= 0)[0]
+    group[loop_atoms] = n_nodes + atom_block[loop_atoms]
+    order = topo_order(n_nodes, src, dst >> 2, group, n_nodes + n_blocks)
+    if len(order) < n_nodes + n_blocks:
+        raise CompileError("internal: the propagation network has a cycle")
+    used = np.zeros(n_nodes + n_blocks, dtype=bool)
+    used[group] = True
+    order = order[used[order]]
+    rb_order = np.where(order < n_nodes, order, -1 - (order - n_nodes))
+    return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
+            "out_edge": out_edge.astype(np.int32), "node_input": node_input,
+            "rb_order": rb_order.astype(np.int64)}
 
 
 def _lits_for(rule_order, starts, lens, flat):

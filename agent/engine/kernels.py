@@ -1,11 +1,12 @@
 """numba kernels of the compiled engine (contract: agent/engine/__init__.py).
 
-A compiled game is an AND/OR rule program over atom ids, evaluated in a fixed topological
-order.  ``vals`` holds one byte per atom: ids [0, n_base) are the state's fluents, then the
-``does`` inputs, then derived atoms.  A literal is ``atom * 2 + negated``.  Blocks are runs of
-entries evaluated once, or (``blk_loop``) an atom-level recursive component iterated to its
-least fixpoint.  Phase blocks: 0 = legal/terminal, 1 = goals, 2 = next, 3 = everything (used
-to (re)build a work buffer; afterwards changes propagate forward, see below).
+A compiled game is an AND/OR rule program over atom ids.  Atom ids: [0, n_base) the state's
+fluents, then the ``does`` inputs, then the legal atoms (role-major, in move order), then
+one next atom per fluent (``next_atom[i] == next_atom[0] + i``), then other derived atoms
+(and extra does inputs for moves no rule reads).  A literal is ``atom * 2 + negated``.
+Blocks are runs of entries evaluated once, or (``blk_loop``) an atom-level recursive
+component iterated to its least fixpoint; only the recursive ones are evaluated that way at
+run time, everything else is a propagation network (below, built in compile._build_net).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ CompiledGame = namedtuple("CompiledGame", [
     "legal_start", "legal_atom", "does_atom",
     "goal_start", "goal_atom", "goal_value",
     "terminal_atom", "next_atom", "const_true",
-    "role_nmoves", "init_state",
-    "rule_head", "occ_start", "occ_rule", "occ_neg", "atom_block",
+    "role_nmoves", "init_state", "atom_block",
+    "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
 ])
 
 
@@ -63,155 +64,205 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 
 
 # ------------------------------------------------------------------ forward propagation
-# The work buffer ``w`` (int32) holds, in order: atom values [0, n_atoms) -- so ``w[a]`` is
-# atom a's value and callers may read it like a plain value array --, then per atom the
-# number of its rules that fire, per rule the number of its satisfied literals, a dirty flag
-# per block, a scratch area, and an event stack.  A change of an atom is an event: it moves
-# the counters of the rules that mention it by +-1, and a rule that starts or stops firing
-# moves its head's count.  Only what changed is touched (a propnet's forward propagation);
-# atom-level recursive components are recomputed whole when one of their rules changes,
-# because a positive cycle could otherwise keep itself true.
+# The work buffer ``w`` (uint8) holds, in order: node values [0, n_nodes) -- atoms first, so
+# ``w[a]`` is atom a's value and callers may read it like a plain value array --, then int32
+# areas (views): a counter per node (true inputs minus threshold: the node is true iff it is
+# >= 0), a scratch area, and an event stack; last a dirty flag per block.  A change of a
+# node is an event: it moves the counters of the nodes it feeds by +-1, and a counter that
+# crosses 0 flips its node, which is a new event.  Only what changed is touched (a propnet's
+# forward propagation).  Atoms of recursive components are recomputed whole when one of
+# their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
+# that read moves are exact only while one move per role is on (compile._build_net); moves
+# are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
 
 @njit(cache=True)
 def _layout(g):
-    n = g.n_atoms
-    nr = g.rule_head.shape[0]
-    nb = g.blk_start.shape[0]
-    o_fire = n
-    o_cnt = o_fire + n
-    o_dirty = o_cnt + nr
-    o_scratch = o_dirty + nb
-    o_stack = o_scratch + n
+    n = g.n_nodes
+    o_cnt = (n + 7) & ~7
+    o_scratch = o_cnt + 4 * n
+    o_stack = o_scratch + 4 * (g.n_base + 1)
     cap = 4 * n + 1024
-    return o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap
+    o_dirty = o_stack + 4 * cap
+    return o_cnt, o_scratch, o_stack, cap, o_dirty
+
+
+@njit(cache=True)
+def _views(g, w):
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    cnt = w[o_cnt:o_scratch].view(np.int32)
+    scratch = w[o_scratch:o_stack].view(np.int32)
+    stack = w[o_stack:o_dirty].view(np.int32)
+    dirty = w[o_dirty:o_dirty + g.blk_start.shape[0]]
+    return cnt, scratch, stack, dirty
 
 
 @njit(cache=True)
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
-    w = np.zeros(o_stack + cap, dtype=np.int32)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    w = np.zeros(o_dirty + g.blk_start.shape[0] + 8, dtype=np.uint8)
     _rebuild(g, w)
     return w
 
 
 @njit(cache=True)
 def _rebuild(g, w):
-    """Full evaluation (all blocks in order) and counters from scratch."""
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
-    for a in g.const_true:
-        w[a] = 1
-    eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                w, g.phase_blocks[3, 0], g.phase_blocks[3, 1])
-    for a in range(g.n_atoms):
-        w[o_fire + a] = 0
-    for r in range(g.rule_head.shape[0]):
-        c = 0
-        for k in range(g.lit_start[r], g.lit_start[r + 1]):
-            lit = g.lits[k]
-            if w[lit >> 1] != (lit & 1):
-                c += 1
-        w[o_cnt + r] = c
-        if c == g.lit_start[r + 1] - g.lit_start[r]:
-            w[o_fire + g.rule_head[r]] += 1
-    for b in range(g.blk_start.shape[0]):
-        w[o_dirty + b] = 0
+    """Every value and counter from scratch, in topological order (``rb_order``: nodes, or
+    ``-1 - b`` for recursive block b); inputs keep their values."""
+    cnt, scratch, stack, dirty = _views(g, w)
+    for t in range(g.n_nodes):
+        cnt[t] = -g.node_thr[t]
+    for item in g.rb_order:
+        if item >= 0:
+            if g.node_input[item] == 0:
+                w[item] = 1 if cnt[item] >= 0 else 0
+            _contribute(g.out_start, g.out_edge, w, cnt, item)
+        else:
+            b = -1 - item
+            eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start,
+                        g.lits, w, b, b + 1)
+            for e in range(g.blk_start[b], g.blk_end[b]):
+                _contribute(g.out_start, g.out_edge, w, cnt, g.ent_atom[e])
+    for b in range(dirty.shape[0]):
+        dirty[b] = 0
 
 
 @njit(cache=True)
-def _set(g, w, a, v, sp):
-    """Set atom a to v (0/1) and record the event; returns the new stack size (-1: overflow)."""
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
+def _contribute(out_start, out_edge, w, cnt, s):
+    v = w[s]
+    for k in range(out_start[s], out_start[s + 1]):
+        e = out_edge[k]
+        if (e & 2) == 0 and (e & 1) != v:
+            cnt[e >> 2] += 1
+
+
+# Hot paths take plain arrays and never the CompiledGame: numba reference-counts arrays
+# with atomic operations, and a function that takes the namedtuple and calls others pays
+# that for all of its dozens of arrays on every call (so did numba-level inlining, views
+# and slices); that was most of the time of a step.  Rare paths go through ``_finish``.
+
+@njit(cache=True)
+def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
+    """Process pending events; returns the lowest dirty block, or -2 if the stack
+    overflowed (the caller rebuilds).  Events never re-dirty ``skip``."""
+    while sp > 0:
+        sp -= 1
+        item = stack[sp]
+        a = item >> 1
+        v = item & 1
+        for k in range(out_start[a], out_start[a + 1]):
+            e = out_edge[k]
+            t = e >> 2
+            if e & 2:
+                b = atom_block[t]
+                if b != skip:
+                    dirty[b] = 1
+                    if b < first_dirty:
+                        first_dirty = b
+            elif (e & 1) != v:
+                c = cnt[t] + 1
+                cnt[t] = c
+                if c == 0:
+                    w[t] = 1
+                    if sp >= cap:
+                        return -2
+                    stack[sp] = t * 2 + 1
+                    sp += 1
+            else:
+                c = cnt[t] - 1
+                cnt[t] = c
+                if c == -1:
+                    w[t] = 0
+                    if sp >= cap:
+                        return -2
+                    stack[sp] = t * 2
+                    sp += 1
+    return first_dirty
+
+
+@njit(cache=True)
+def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
+           out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, first):
+    """Recompute dirty recursive components, earliest first (their inputs are settled by
+    then), propagating their changes; False if the stack overflowed."""
+    nb = blk_start.shape[0]
+    while first >= 0:
+        b = first
+        while b < nb and dirty[b] == 0:
+            b += 1
+        if b >= nb:
+            return True
+        e0 = blk_start[b]
+        e1 = blk_end[b]
+        old = np.empty(e1 - e0, dtype=np.uint8)
+        for e in range(e0, e1):
+            old[e - e0] = w[ent_atom[e]]
+        eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits, w, b, b + 1)
+        sp = 0
+        for e in range(e0, e1):
+            a = ent_atom[e]
+            if w[a] != old[e - e0]:
+                if sp >= cap:
+                    return False
+                stack[sp] = a * 2 + w[a]
+                sp += 1
+        dirty[b] = 0
+        if _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb) == -2:
+            return False
+        first = b + 1  # later dirty blocks, old or new, are found by the scan
+    return True
+
+
+@njit(cache=True)
+def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap):
+    """Propagate the ``sp`` events on the stack.  Returns -1 when the caller must rebuild
+    (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb."""
+    nb = dirty.shape[0]
+    if sp < 0:
+        return -1
+    first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
+    if first == -2:
+        return -1
+    return first
+
+
+@njit(cache=True)
+def _finish(g, w, first):
+    """After ``_settle_a``: rebuild on overflow, run dirty recursive blocks (rare paths)."""
+    if first < 0:
+        _rebuild(g, w)
+        return
+    if first >= g.blk_start.shape[0]:
+        return
+    cnt, scratch, stack, dirty = _views(g, w)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    if not _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
+                  g.out_start, g.out_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
+        _rebuild(g, w)
+
+
+@njit(cache=True)
+def _push_set(w, stack, a, v, sp, cap):
+    """Set input atom a to v and record the event; returns the new stack size (-1: overflow)."""
     if w[a] == v:
         return sp
     w[a] = v
     if sp < 0 or sp >= cap:
         return -1
-    w[o_stack + sp] = a * 2 + v
+    stack[sp] = a * 2 + v
     return sp + 1
-
-
-@njit(cache=True)
-def _drain(g, w, sp, skip, first_dirty):
-    """Process pending events; returns the lowest dirty block (or -1 after an overflow,
-    when the buffer was rebuilt from scratch instead).  Events never re-dirty ``skip``."""
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
-    while sp > 0:
-        sp -= 1
-        item = w[o_stack + sp]
-        a = item >> 1
-        v = item & 1
-        for o in range(g.occ_start[a], g.occ_start[a + 1]):
-            r = g.occ_rule[o]
-            need = g.lit_start[r + 1] - g.lit_start[r]
-            before = w[o_cnt + r] == need
-            w[o_cnt + r] += 1 if v != g.occ_neg[o] else -1
-            after = w[o_cnt + r] == need
-            if before != after:
-                h = g.rule_head[r]
-                w[o_fire + h] += 1 if after else -1
-                b = g.atom_block[h]
-                if b >= 0:
-                    if b != skip:
-                        w[o_dirty + b] = 1
-                        if b < first_dirty:
-                            first_dirty = b
-                else:
-                    nv = 1 if w[o_fire + h] > 0 else 0
-                    if nv != w[h]:
-                        w[h] = nv
-                        if sp >= cap:
-                            _rebuild(g, w)
-                            return -1
-                        w[o_stack + sp] = h * 2 + nv
-                        sp += 1
-    return first_dirty
-
-
-@njit(cache=True)
-def _settle(g, w, sp):
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
-    nb = g.blk_start.shape[0]
-    if sp < 0:
-        _rebuild(g, w)
-        return
-    first = _drain(g, w, sp, -1, nb)
-    while first >= 0:
-        # Recursive components, earliest first: their inputs are settled by then.
-        b = first
-        while b < nb and w[o_dirty + b] == 0:
-            b += 1
-        if b >= nb:
-            return
-        e0 = g.blk_start[b]
-        e1 = g.blk_end[b]
-        for e in range(e0, e1):
-            w[o_scratch + e - e0] = w[g.ent_atom[e]]
-        eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                    w, b, b + 1)
-        sp = 0
-        for e in range(e0, e1):
-            a = g.ent_atom[e]
-            if w[a] != w[o_scratch + e - e0]:
-                if sp >= cap:
-                    _rebuild(g, w)
-                    return
-                w[o_stack + sp] = a * 2 + w[a]
-                sp += 1
-        w[o_dirty + b] = 0
-        if _drain(g, w, sp, b, nb) < 0:
-            return
-        first = b + 1  # later dirty blocks, old or new, are found by the scan
 
 
 @njit(cache=True)
 def load_state(g, state, vals):
     """Bring the work buffer to ``state`` (packed bits); only the differences propagate."""
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     sp = 0
     for i in range(g.n_base):
-        v = np.int32((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
-        sp = _set(g, vals, i, v, sp)
-    _settle(g, vals, sp)
+        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+        sp = _push_set(vals, stack, i, v, sp, cap)
+    _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap))
 
 
 @njit(cache=True)
@@ -251,46 +302,73 @@ def goal_vector(g, vals, out):
 
 
 @njit(cache=True)
-def _does(g, vals, joint, v):
+def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v):
     sp = 0
-    for r in range(g.n_roles):
-        d = g.does_atom[g.legal_start[r] + joint[r]]
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
-            sp = _set(g, vals, d, v, sp)
-    _settle(g, vals, sp)
+            sp = _push_set(w, stack, d, v, sp, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap)
 
 
 @njit(cache=True)
 def next_state(g, vals, joint, out_state):
     """The state after ``joint`` (int32 move indices) into ``out_state``; ``vals`` is left
     in the current state."""
-    _does(g, vals, joint, 1)
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
+    _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
+                             atom_block, vals, cnt, stack, dirty, cap, 1))
     for w in range(g.n_words):
         out_state[w] = 0
+    nb = g.next_atom[0] if g.n_base > 0 else 0
     for i in range(g.n_base):
-        a = g.next_atom[i]
-        if a >= 0 and vals[a] == 1:
+        if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-    _does(g, vals, joint, 0)
+    _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
+                             atom_block, vals, cnt, stack, dirty, cap, 0))
+
+
+@njit(cache=True)
+def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
+                w, cnt, scratch, stack, dirty, cap):
+    """With the moves on and settled: read the next values, then turn the moves off and
+    the fluents to their next values in one propagation.  Returns as ``_settle_a``.  (No
+    CompiledGame argument and no calls that take one: the callee would then reference-
+    count every array at entry.)"""
+    # Read every next value before changing any fluent: next atoms depend on fluents.
+    nch = 0
+    for i in range(n_base):
+        if w[next0 + i] != w[i]:
+            scratch[nch] = i
+            nch += 1
+    sp = 0
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
+        if d >= 0:
+            sp = _push_set(w, stack, d, 0, sp, cap)
+    for j in range(nch):
+        i = scratch[j]
+        sp = _push_set(w, stack, i, 1 - w[i], sp, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap)
 
 
 @njit(cache=True)
 def advance(g, vals, joint):
     """Move the work buffer itself to the state after ``joint`` (no packing)."""
-    _does(g, vals, joint, 1)
-    o_fire, o_cnt, o_dirty, o_scratch, o_stack, cap = _layout(g)
-    # Read every next value before changing any fluent: next atoms depend on fluents.
-    for i in range(g.n_base):
-        a = g.next_atom[i]
-        vals[o_scratch + i] = 1 if (a >= 0 and vals[a] == 1) else 0
-    sp = 0
-    for r in range(g.n_roles):
-        d = g.does_atom[g.legal_start[r] + joint[r]]
-        if d >= 0:
-            sp = _set(g, vals, d, 0, sp)
-    for i in range(g.n_base):
-        sp = _set(g, vals, i, vals[o_scratch + i], sp)
-    _settle(g, vals, sp)
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    jt = joint[:g.n_roles]
+    nb = dirty.shape[0]
+    f = _does_a(g.does_atom, g.legal_start, jt, g.out_start, g.out_edge, g.atom_block, vals, cnt,
+                stack, dirty, cap, 1)
+    if f != nb:
+        _finish(g, vals, f)
+    f = _apply_next(g.n_base, g.next_atom[0] if g.n_base > 0 else 0, g.does_atom, g.legal_start,
+                    jt, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch, stack, dirty, cap)
+    if f != nb:
+        _finish(g, vals, f)
 
 
 @njit(cache=True)
@@ -298,29 +376,88 @@ def random_playout(g, state, vals, max_depth, out_goals):
     """Uniform random joint moves until terminal: the number of joint moves made, goals in
     ``out_goals``; -1 if ``max_depth`` was hit first, -2 if a role had no legal move.
     ``vals`` ends in the final state."""
-    load_state(g, state, vals)
-    return random_playout_here(g, vals, max_depth, out_goals)
+    return _playouts(g, state, vals, max_depth, out_goals, 1, True)[1]
 
 
 @njit(cache=True)
 def random_playout_here(g, vals, max_depth, out_goals):
     """As random_playout, from the state ``vals`` is in."""
-    joint = np.empty(g.n_roles, dtype=np.int32)
-    buf = np.empty(g.role_nmoves.max() + 1, dtype=np.int32)
+    return _playouts(g, g.init_state, vals, max_depth, out_goals, 1, False)[1]
+
+
+@njit(cache=True)
+def _playouts(g, state, vals, max_depth, out_goals, count, load):
+    """``count`` random playouts from ``state`` (or, without ``load``, one from where
+    ``vals`` is): (playouts done, depth of the last or its error code, total depth, goal
+    sum).  Everything is unpacked once: array views and slices cost atomic reference
+    counting, which dominated short playouts."""
+    n_roles = g.n_roles
+    joint = np.empty(n_roles, dtype=np.int32)
+    legal_start, legal_atom, does_atom = g.legal_start, g.legal_atom, g.does_atom
+    goal_start, goal_atom, goal_value = g.goal_start, g.goal_atom, g.goal_value
+    out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
+    n_base = g.n_base
+    next0 = g.next_atom[0] if n_base > 0 else 0
+    term = g.terminal_atom
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    nb = dirty.shape[0]
+    total = 0
+    goal_sum = 0
     depth = 0
-    while True:
-        if is_terminal(g, vals):
-            goal_vector(g, vals, out_goals)
-            return depth
-        if depth >= max_depth:
-            return -1
-        for r in range(g.n_roles):
-            n = legal_moves(g, vals, r, buf)
-            if n == 0:
-                return -2
-            joint[r] = buf[np.random.randint(n)]
-        advance(g, vals, joint)
-        depth += 1
+    for p in range(count):
+        if load:
+            sp = 0
+            for i in range(n_base):
+                v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+                sp = _push_set(vals, stack, i, v, sp, cap)
+            f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap)
+            if f != nb:
+                _finish(g, vals, f)
+        depth = 0
+        while True:
+            if term >= 0 and vals[term] == 1:
+                # statemachine.goal_vector: the largest provable value, 0 when none
+                for r in range(n_roles):
+                    best = 0
+                    for k in range(goal_start[r], goal_start[r + 1]):
+                        if vals[goal_atom[k]] == 1 and goal_value[k] > best:
+                            best = goal_value[k]
+                    out_goals[r] = best
+                    goal_sum += best
+                break
+            if depth >= max_depth:
+                return p, -1, total, goal_sum
+            for r in range(n_roles):
+                # Legal atoms of a role are contiguous (compile.py): count, then pick the k-th.
+                s = legal_start[r]
+                m = legal_start[r + 1] - s
+                l0 = legal_atom[s] if m > 0 else 0
+                n = 0
+                for k in range(m):
+                    n += vals[l0 + k]
+                if n == 0:
+                    return p, -2, total, goal_sum
+                pick = np.random.randint(n)
+                k = 0
+                while True:
+                    if vals[l0 + k] == 1:
+                        if pick == 0:
+                            break
+                        pick -= 1
+                    k += 1
+                joint[r] = k
+            f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, vals, cnt,
+                        stack, dirty, cap, 1)
+            if f != nb:
+                _finish(g, vals, f)
+            f = _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge,
+                            atom_block, vals, cnt, scratch, stack, dirty, cap)
+            if f != nb:
+                _finish(g, vals, f)
+            depth += 1
+        total += depth
+    return count, depth, total, goal_sum
 
 
 @njit(cache=True)
@@ -333,15 +470,10 @@ def playouts_for(g, state, count, max_depth):
     """Benchmark helper: ``count`` playouts; returns (playouts, total depth, goal sum)."""
     vals = new_vals(g)
     goals = np.zeros(g.n_roles, dtype=np.int32)
-    total_depth = 0
-    goal_sum = 0
-    for _ in range(count):
-        d = random_playout(g, state, vals, max_depth, goals)
-        if d < 0:
-            return -1, total_depth, goal_sum
-        total_depth += d
-        goal_sum += goals.sum()
-    return count, total_depth, goal_sum
+    done, last, total, goal_sum = _playouts(g, state, vals, max_depth, goals, count, True)
+    if last < 0:
+        return -1, total, goal_sum
+    return count, total, goal_sum
 
 
 # ------------------------------------------------------------------ compile-time helpers
@@ -362,6 +494,47 @@ def rule_offsets(flat):
         j += 1
         i += flat[i] + 1
     return starts
+
+
+@njit(cache=True)
+def topo_order(n_nodes, src, dst_node, group, n_groups):
+    """Kahn's order of the groups of a DAG given by node edges (``group[node]``; edges
+    inside a group are ignored); -1 in the result if a cycle remained (an internal error)."""
+    indeg = np.zeros(n_groups, dtype=np.int64)
+    m = src.shape[0]
+    gs = np.empty(m, dtype=np.int64)
+    gd = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        gs[i] = group[src[i]]
+        gd[i] = group[dst_node[i]]
+        if gs[i] != gd[i]:
+            indeg[gd[i]] += 1
+    order = np.argsort(gs, kind="mergesort")
+    ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(m):
+        ptr[gs[i] + 1] += 1
+    for i in range(n_groups):
+        ptr[i + 1] += ptr[i]
+    queue = np.empty(n_groups, dtype=np.int64)
+    qh = 0
+    qt = 0
+    for i in range(n_groups):
+        if indeg[i] == 0:
+            queue[qt] = i
+            qt += 1
+    while qh < qt:
+        x = queue[qh]
+        qh += 1
+        for j in range(ptr[x], ptr[x + 1]):
+            y = gd[order[j]]
+            if y != x:
+                indeg[y] -= 1
+                if indeg[y] == 0:
+                    queue[qt] = y
+                    qt += 1
+    if qt < n_groups:
+        return queue[:0] - 1
+    return queue
 
 
 @njit(cache=True)
