@@ -200,9 +200,14 @@ def report(args) -> str:
         lines += ["", tuning.read_text().strip()]
     lines += ["", "## Speed", "",
               "Raw: the engine's uniform random playouts from the initial state "
-              "(`kernels.random_playout`). Search, initial state: one search of "
-              "5000 simulations from the initial state. In games: all searches of the "
-              "benchmark games at equal simulations (simulations / search seconds), per side.", "",
+              "(`kernels.random_playout`, called once per playout from Python, so below the "
+              "kernel-loop figures of engine.md). Search, initial state: one search of "
+              "5000 simulations from the initial state; raw and initial figures are measured "
+              "together, when every game has been played, so they compare. In games: all "
+              "searches of the benchmark games at equal simulations (simulations / search "
+              "seconds), per side, as recorded while the games were played: on a loaded machine, "
+              "and partly before the engine speed-up of the same day, so only their ratios "
+              "within a row mean something.", "",
               "| game | raw playouts/s (plies) | champion sims/s, initial | plain UCT sims/s, initial "
               "| champion sims/s, in games | flat MC sims/s, in games | plain UCT sims/s, in games |",
               "|---|---|---|---|---|---|---|"]
