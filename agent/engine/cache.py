@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -21,6 +22,7 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 from .kernels import CompiledGame
 
 FORMAT = "compiled-game/2"
+log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 
 
@@ -120,11 +122,16 @@ def save(path: Path, game: CompiledGame, tables: dict, canon: Canon, info: dict)
 
 
 def load(path: Path, canon: Canon):
-    """(game, tables, info) or None when absent/unreadable (a bad entry is just a miss)."""
+    """(game, tables, info) or None when absent/unreadable (a bad entry is just a miss, logged
+    with the reason; the caller rebuilds and overwrites it)."""
+    if not os.path.exists(path):
+        return None
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["__meta__"]))
             if meta.get("format") != FORMAT:
+                log.info("engine cache entry %s is of format %s, not %s: rebuilding", path,
+                         meta.get("format"), FORMAT)
                 return None
             fields = {}
             for k in CompiledGame._fields:
@@ -135,7 +142,8 @@ def load(path: Path, canon: Canon):
                   "base": [canon.back(_from_json(f)) for f in meta["base"]],
                   "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]]}
         return game, tables, meta.get("info", {})
-    except Exception:  # noqa: BLE001 - any unreadable entry is a miss (BadZipFile, EOFError, bad JSON, ...)
+    except Exception as e:  # noqa: BLE001 - any unreadable entry is a miss (BadZipFile, EOFError, bad JSON, ...)
+        log.warning("ignoring unreadable engine cache entry %s (%s: %s)", path, type(e).__name__, e)
         return None
 
 

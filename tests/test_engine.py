@@ -1,0 +1,370 @@
+"""The compiled engine (agent.engine) against the Prolog reasoner, its cache, its fallback
+and its numba kernels.
+
+* agreement: on random walks the compiled engine and the Prolog reasoner give the same
+  initial state, legal moves per role, terminal, goal values and next states - for our own
+  games (always; hypothesis draws the walks) and a sample of corpus games of varied kinds
+  (seeded walks, bounded in time; skipped without ../shared);
+* the cache: a second load comes from the cache, a consistently renamed (scrambled) copy of
+  the rules hits the same entry and plays with its own names, a corrupt entry is a miss;
+* the fallback: a budget too small to ground gives the Prolog reasoner with the reason
+  (``engine="auto"``) or GroundingError (``engine="compiled"``);
+* the kernels called from numba: random_playout gives sane depths and goals.
+
+Every compiled game is built into a temporary cache directory, never the user's.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gdl.kif import parse_rules, read_rules_file
+from gdl.terms import render
+
+from conftest import needs_shared
+
+pytest.importorskip("pyswip")
+
+from agent.engine import cache as engine_cache  # noqa: E402
+from agent.engine import kernels as K  # noqa: E402
+from agent.engine import load_engine  # noqa: E402
+from agent.engine.ground import GroundingError  # noqa: E402
+from agent.reasoner.prolog import PrologReasoner  # noqa: E402
+
+GAMES_DIR = Path(__file__).resolve().parents[1] / "games"
+OWN_GAMES = sorted(p.stem for p in GAMES_DIR.glob("*.kif"))
+
+# Corpus games of varied kinds, each quick to ground (seconds): game folder -> what it covers.
+CORPUS_SAMPLE = {
+    "base/games/3pffa/v1": "3 roles, recursion",
+    "base/games/chineseCheckers4/v1": "4 roles",
+    "base/games/smallest_4player/v0": "4 roles, simultaneous, recursion",
+    "base/games/roshambo2/v0": "simultaneous",
+    "base/games/buttons/v0": "single player",
+    "base/games/hanoi/v0": "single player, recursion",
+    "base/games/eightPuzzle/v0": "single player, sliding puzzle",
+    "aaai2006/games/bunk_s.3359146085/v0": "scrambled, simultaneous",
+    "aaai2006/games/fairfield_s.3359145873/v0": "scrambled, simultaneous, recursion",
+    "aaai2006/games/pancakes_s.3357334777/v0": "scrambled, single player, recursion",
+    "aaai2006/games/nim_s.3357418060/v0": "scrambled",
+    "benderng/games/circlesolitaire/v0": "BenderNG test game",
+}
+CORPUS_SECONDS = 3.0       # random walking per corpus game (after building both engines)
+BUILD_BUDGET = 60.0        # grounding budget: the sample needs a few seconds at most
+
+
+# ----------------------------------------------------------------------------- helpers
+@pytest.fixture(scope="session")
+def engine_cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("engine-cache")
+
+
+_ENGINES: dict = {}
+
+
+def engines(path: Path, cache_dir: Path):
+    """(compiled, prolog) for a rule file, built once per session."""
+    key = str(path)
+    if key not in _ENGINES:
+        desc = read_rules_file(path)
+        compiled = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=cache_dir)
+        _ENGINES[key] = (compiled, PrologReasoner(desc))
+    return _ENGINES[key]
+
+
+def corpus_rules(shared: Path, game: str) -> Path:
+    kifs = sorted((shared / "corpus" / "games" / game).glob("*.kif"))
+    assert kifs, f"no rule sheet in corpus/games/{game}"
+    return kifs[0]
+
+
+def show(state) -> str:
+    return " ".join(sorted(render(f) for f in state))
+
+
+def compare_state(c, p, state, where: str) -> list:
+    """Assert agreement on one state; returns Prolog's legal moves per role."""
+    n = len(p.roles)
+    assert c.is_terminal(state) == p.is_terminal(state), f"terminal differs at {where}: {show(state)}"
+    assert c.goal_values(state) == p.goal_values(state), f"goals differ at {where}: {show(state)}"
+    legal = [p.legal_moves(state, r) for r in range(n)]
+    for r in range(n):
+        assert c.legal_moves(state, r) == legal[r], \
+            f"legal moves of {render(p.roles[r])} differ at {where}: {show(state)}"
+    return legal
+
+
+def compare_next(c, p, state, joint, where: str):
+    ours, theirs = c.next_state(state, joint), p.next_state(state, joint)
+    assert ours == theirs, (f"next state differs at {where} after {[render(m) for m in joint]}: "
+                            f"{show(state)}\n  compiled only: {show(ours - theirs)}"
+                            f"\n  prolog only:   {show(theirs - ours)}")
+    return theirs
+
+
+def seeded_walks(c, p, seed: int, seconds: float, max_steps: int = 200) -> tuple[int, int]:
+    """Random walks from the initial state until ``seconds`` pass; (walks, steps) checked."""
+    assert [render(r) for r in c.roles] == [render(r) for r in p.roles]
+    s0 = p.initial_state()
+    assert c.initial_state() == s0, f"initial state differs:\n  {show(c.initial_state())}\n  {show(s0)}"
+    rng = random.Random(seed)
+    deadline = time.monotonic() + seconds
+    walks = steps = 0
+    while walks == 0 or time.monotonic() < deadline:
+        state = s0
+        for k in range(max_steps):
+            where = f"seed {seed} walk {walks} step {k}"
+            legal = compare_state(c, p, state, where)
+            steps += 1
+            if p.is_terminal(state) or not all(legal) or time.monotonic() > deadline + seconds:
+                break
+            state = compare_next(c, p, state, tuple(rng.choice(ms) for ms in legal), where)
+        walks += 1
+    return walks, steps
+
+
+# ----------------------------------------------------------------------------- agreement
+@pytest.mark.parametrize("game", OWN_GAMES)
+def test_own_game_initial_state_and_roles_agree(game, engine_cache_dir):
+    c, p = engines(GAMES_DIR / f"{game}.kif", engine_cache_dir)
+    assert c.roles == p.roles
+    assert c.initial_state() == p.initial_state()
+    assert c.info["engine"] == "compiled"
+
+
+@pytest.mark.parametrize("game", OWN_GAMES)
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_own_game_random_walk_agrees(game, data, engine_cache_dir):
+    """Hypothesis draws every joint move; each state on the way is compared in full."""
+    c, p = engines(GAMES_DIR / f"{game}.kif", engine_cache_dir)
+    state = p.initial_state()
+    for k in range(250):
+        legal = compare_state(c, p, state, f"step {k}")
+        if p.is_terminal(state):
+            assert all(len(v) == 1 for v in p.goal_values(state)), "a finished game has one goal per role"
+            return
+        assert all(legal), f"a role has no legal move in a non-terminal state: {show(state)}"
+        joint = tuple(ms[data.draw(st.integers(0, len(ms) - 1), label=f"move {k}")] for ms in legal)
+        state = compare_next(c, p, state, joint, f"step {k}")
+
+
+@needs_shared
+@pytest.mark.parametrize("game", sorted(CORPUS_SAMPLE), ids=lambda g: g.split("/")[2])
+def test_corpus_game_random_walks_agree(game, shared_dir, engine_cache_dir):
+    c, p = engines(corpus_rules(shared_dir, game), engine_cache_dir)
+    walks, steps = seeded_walks(c, p, seed=sum(map(ord, game)), seconds=CORPUS_SECONDS)
+    assert walks >= 1 and steps >= 2, f"{game} ({CORPUS_SAMPLE[game]}): only {steps} steps checked"
+
+
+# ----------------------------------------------------------------------------- cache
+_KEYWORDS = {"role", "init", "true", "next", "legal", "does", "goal", "terminal", "distinct",
+             "not", "or", "<=", "base", "input", "sees"}
+
+
+def scramble(text: str) -> tuple[str, dict]:
+    """Rename every symbol that is not a keyword, variable or integer, consistently, the way
+    Tiltyard scrambles a game (same rules, same order, fresh names)."""
+    text = re.sub(r";[^\n]*", "", text)
+    names: dict = {}
+
+    def sub(m):
+        tok = m.group(0)
+        if tok.startswith("?") or tok.lower() in _KEYWORDS or re.fullmatch(r"-?\d+", tok):
+            return tok
+        return names.setdefault(tok, f"zq{len(names)}x")
+    return re.sub(r"[^\s()]+", sub, text), names
+
+
+def test_second_load_comes_from_the_cache(tmp_path):
+    desc = read_rules_file(GAMES_DIR / "ticTacToe.kif")
+    first = load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert first.info["engine"] == "compiled" and first.info["source"] == "built"
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    second = load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert second.info["source"] == "cache", second.info
+    assert second.info["key"] == first.info["key"]
+    for k in ("atoms", "fluents", "ground_rules"):
+        assert second.info[k] == first.info[k]
+    seeded_walks(second, PrologReasoner(desc), seed=5, seconds=1.0)
+
+
+def test_other_game_does_not_hit_the_cache(tmp_path):
+    load_engine(read_rules_file(GAMES_DIR / "ticTacToe.kif"), cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    other = load_engine(read_rules_file(GAMES_DIR / "connectFour.kif"), cache_dir=tmp_path,
+                        budget_seconds=BUILD_BUDGET)
+    assert other.info["source"] == "built"
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+
+
+def test_scrambled_copy_hits_the_cache_and_plays_with_its_own_names(tmp_path):
+    text = (GAMES_DIR / "ticTacToe.kif").read_text()
+    desc = parse_rules(text)
+    built = load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert built.info["source"] == "built"
+    scrambled_text, names = scramble(text)
+    scrambled = parse_rules(scrambled_text)
+    assert scrambled.roles == [names[r] for r in desc.roles]
+    eng = load_engine(scrambled, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert eng.info["source"] == "cache", eng.info
+    assert eng.info["key"] == built.info["key"]
+    assert eng.roles == scrambled.roles
+    # every symbol the engine answers with is a new name (or an integer), none an old one
+    new_names = set(names.values())
+    s0 = eng.initial_state()
+    symbols = set(re.findall(r"[^\s()]+", show(s0) + " " + " ".join(
+        render(m) for r in range(len(eng.roles)) for m in eng.legal_moves(s0, r))))
+    assert symbols and all(s in new_names or s.isdigit() for s in symbols), symbols - new_names
+    seeded_walks(eng, PrologReasoner(scrambled), seed=11, seconds=2.0)
+
+
+@needs_shared
+def test_scrambled_copy_of_a_scrambled_corpus_game_hits_the_cache(shared_dir, tmp_path):
+    """aaai2006 sheets are upper case and already scrambled once: scramble them again."""
+    text = corpus_rules(shared_dir, "aaai2006/games/nim_s.3357418060/v0").read_text()
+    built = load_engine(parse_rules(text), cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    scrambled = parse_rules(scramble(text)[0])
+    eng = load_engine(scrambled, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert eng.info["source"] == "cache" and eng.info["key"] == built.info["key"], eng.info
+    seeded_walks(eng, PrologReasoner(scrambled), seed=2, seconds=1.0)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "wrong-arrays"])
+def test_corrupt_cache_entry_is_rebuilt_not_a_crash(damage, tmp_path):
+    desc = read_rules_file(GAMES_DIR / "ticTacToe.kif")
+    load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    (entry,) = tmp_path.glob("*.npz")
+    data = entry.read_bytes()
+    if damage == "truncated":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(b"not an npz file\n" * 64)
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # a readable npz of the current format whose arrays are not a compiled game
+        with open(entry, "wb") as f:
+            np.savez(f, __meta__=np.array('{"format": "%s"}' % engine_cache.FORMAT), junk=np.zeros(3))
+    eng = load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert eng.info["engine"] == "compiled" and eng.info["source"] == "built", eng.info
+    seeded_walks(eng, PrologReasoner(desc), seed=3, seconds=0.5)
+    # the bad entry was replaced by a good one
+    assert load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET).info["source"] == "cache"
+
+
+def test_corrupt_cache_entry_is_logged(tmp_path, caplog):
+    desc = read_rules_file(GAMES_DIR / "ticTacToe.kif")
+    load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    (entry,) = tmp_path.glob("*.npz")
+    entry.write_bytes(b"garbage")
+    with caplog.at_level(logging.INFO):
+        load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    assert any(entry.name in r.getMessage() or "cache" in r.getMessage().lower() for r in caplog.records)
+
+
+def test_unreadable_cache_entry_is_only_a_miss(tmp_path):
+    """cache.load itself: every damaged file is None, never an exception."""
+    desc = read_rules_file(GAMES_DIR / "ticTacToe.kif")
+    key, canon = engine_cache.structure_key(desc.rules)
+    path = engine_cache.entry_path(tmp_path, key)
+    assert engine_cache.load(path, canon) is None  # absent
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 40)    # a zip header and nothing else
+    assert engine_cache.load(path, canon) is None
+
+
+# ----------------------------------------------------------------------------- fallback
+def test_too_small_budget_falls_back_to_prolog_with_the_reason(caplog):
+    desc = read_rules_file(GAMES_DIR / "connectFour.kif")
+    with caplog.at_level(logging.WARNING, logger="ggp_persona.engine"):
+        sm = load_engine(desc, engine="auto", budget_seconds=1e-6, use_cache=False)
+    assert isinstance(sm, PrologReasoner)
+    assert sm.info["engine"] == "prolog"
+    reason = sm.info["reason"]
+    assert "1e-06" in reason or "longer than" in reason or "no time left" in reason, reason
+    assert any("Prolog" in r.getMessage() for r in caplog.records), "the fallback was not logged"
+    assert sm.legal_moves(sm.initial_state(), 0)  # and it plays
+
+
+def test_too_small_budget_with_engine_compiled_raises():
+    desc = read_rules_file(GAMES_DIR / "connectFour.kif")
+    with pytest.raises(GroundingError):
+        load_engine(desc, engine="compiled", budget_seconds=1e-6, use_cache=False)
+
+
+def test_engine_prolog_is_asked_for():
+    sm = load_engine(read_rules_file(GAMES_DIR / "ticTacToe.kif"), engine="prolog")
+    assert isinstance(sm, PrologReasoner) and sm.info == {"engine": "prolog", "reason": "asked for"}
+
+
+# ----------------------------------------------------------------------------- kernels
+# game -> (the longest game in joint moves, the goal vectors a finished game may have)
+PLAYOUT_EXPECT = {
+    "ticTacToe": (9, {(100, 0), (0, 100), (50, 50)}),
+    "connectFour": (42, {(100, 0), (0, 100), (50, 50)}),
+    "nineBoardTicTacToe": (81, {(100, 0), (0, 100), (50, 50)}),
+    "breakthrough": (2 * 16 * 6, {(100, 0), (0, 100)}),
+}
+
+
+@pytest.mark.parametrize("game", sorted(PLAYOUT_EXPECT))
+def test_random_playout_kernel_depth_and_goals(game, engine_cache_dir):
+    c, p = engines(GAMES_DIR / f"{game}.kif", engine_cache_dir)
+    g = c.game
+    longest, outcomes = PLAYOUT_EXPECT[game]
+    vals = K.new_vals(g)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    K.seed(12345)
+    depths = []
+    for i in range(200):
+        d = K.random_playout(g, g.init_state, vals, 10_000, goals)
+        assert 1 <= d <= longest, f"playout {i}: depth {d}"
+        assert tuple(int(v) for v in goals) in outcomes, f"playout {i}: goals {goals}"
+        assert K.is_terminal(g, vals), "the work buffer should end in the final state"
+        if i < 10 and hasattr(K, "current_state"):  # the final state, checked by Prolog
+            bits = np.zeros(g.n_words, dtype=np.uint64)
+            K.current_state(g, vals, bits)
+            final = c.unpack(bits)
+            assert p.is_terminal(final)
+            assert [[int(v)] for v in goals] == p.goal_values(final)
+        depths.append(d)
+    assert len(set(depths)) > 1, "200 random playouts all had the same length"
+    # the same seed gives the same playout
+    K.seed(99)
+    a = (K.random_playout(g, g.init_state, vals, 10_000, goals), tuple(goals))
+    K.seed(99)
+    assert (K.random_playout(g, g.init_state, vals, 10_000, goals), tuple(goals)) == a
+    # the depth cap
+    assert K.random_playout(g, g.init_state, vals, 2, goals) == -1
+
+
+def test_random_playout_through_the_engine_wrapper(engine_cache_dir):
+    c, p = engines(GAMES_DIR / "connectFour.kif", engine_cache_dir)
+    depth, goals = c.random_playout(c.initial_state(), seed=4)
+    assert 7 <= depth <= 42 and goals in ([[100], [0]], [[0], [100]], [[50], [50]])
+    assert c.random_playout(c.initial_state(), seed=4) == (depth, goals)
+
+
+@needs_shared
+@pytest.mark.parametrize("game", ["base/games/smallest_4player/v0", "aaai2006/games/bunk_s.3359146085/v0"],
+                         ids=lambda g: g.split("/")[2])
+def test_random_playout_kernel_on_corpus_games(game, shared_dir, engine_cache_dir):
+    """Simultaneous moves and 3+ roles: the goals are values the goal rules can give."""
+    c, _ = engines(corpus_rules(shared_dir, game), engine_cache_dir)
+    g = c.game
+    vals = K.new_vals(g)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    K.seed(7)
+    for i in range(100):
+        d = K.random_playout(g, g.init_state, vals, 10_000, goals)
+        assert d >= 1, f"playout {i}: depth {d}"
+        for r in range(g.n_roles):
+            possible = {int(v) for v in g.goal_value[g.goal_start[r]:g.goal_start[r + 1]]} | {0}
+            assert int(goals[r]) in possible, f"playout {i}: role {r} goal {goals[r]} not in {possible}"
