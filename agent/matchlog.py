@@ -55,14 +55,18 @@ def safe_name(match_id: str) -> str:
 
 
 def atomic_write_json(path, obj) -> None:
-    """Write JSON so that readers see the old file or the new one, never a part of either:
-    temporary file in the same folder, fsync, rename over, fsync the folder."""
+    """Write JSON so that readers see the old file or the new one, never a part of either."""
+    atomic_write_bytes(path, json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Temporary file in the same folder, fsync, rename over, fsync the folder: a crash
+    leaves the old file or the new one.  (Records, reports, anything a reader may open.)"""
     path = Path(path)
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; records are for sharing
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; these files are for sharing
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -134,9 +134,8 @@ def report(rows: list, args_text: str) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    from agent.matchlog import atomic_write_bytes
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def main() -> int:
