@@ -220,6 +220,9 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms", left()))
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
     except ReasonerError as e:
+        if left() <= 0.05:  # Prolog's own message names the time that was left, not the budget
+            raise GroundingError(f"grounding took longer than its {seconds:g} s budget "
+                                 f"(stopped in {str(e).split(' took longer')[0]})") from None
         raise GroundingError(str(e)) from None
     finally:
         reset_tables()
