@@ -196,7 +196,7 @@ def add_replay(sub) -> None:
     from agent import archive
     p = sub.add_parser("replay", help=archive.REPLAY_HELP, description=archive.REPLAY_HELP)
     archive.add_arguments(p)
-    p.set_defaults(func=lambda args: archive.cmd_replay(args))
+    p.set_defaults(func=archive.cmd_replay)
 
 
 # ------------------------------------------------------------------------------- persona

@@ -28,3 +28,14 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+def refusal_kind(message: str) -> str:
+    """A validator error message reduced to its kind, for tables of expected refusals."""
+    if message.startswith("unsafe rule"):
+        return "unsafe rule"
+    if message.startswith("the fact") and "variable" in message:
+        return "variables in a fact"
+    if message.startswith("recursion restriction"):
+        return "recursion restriction"
+    return message

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import SHARED, SHARED_MISSING, needs_shared
+from conftest import SHARED, SHARED_MISSING, needs_shared, refusal_kind
 
 pytest.importorskip("pyswip")
 
@@ -82,16 +82,6 @@ def _selected() -> list:
     return out
 
 
-def _kind(message: str) -> str:
-    if message.startswith("unsafe rule"):
-        return "unsafe rule"
-    if message.startswith("the fact") and "variable" in message:
-        return "variables in a fact"
-    if message.startswith("recursion restriction"):
-        return "recursion restriction"
-    return message
-
-
 def test_the_selection_is_the_one_the_project_named(shared_dir):
     rows = _index()
     tagged = {t: [r["game"] for r in rows if t in r["tags"].split(",")]
@@ -134,7 +124,7 @@ def test_the_validator_refuses_exactly_the_listed_games(shared_dir):
         [rules] = sorted((GAMES / game).glob("*.kif"))
         _desc, problems = check_file(rules)
         if verdict(problems) == "invalid":
-            refused[game] = {_kind(p.message) for p in problems if p.level == "error"}
+            refused[game] = {refusal_kind(p.message) for p in problems if p.level == "error"}
     seconds = time.perf_counter() - t0
     expected = {game: kinds for game, (kinds, _why) in REFUSED.items()}
     listing = "\n".join(f"{g}: {sorted(k)}" for g, k in sorted(refused.items()))

@@ -20,6 +20,8 @@ import pytest
 from gdl.kif import Problem, parse_rules, parse_term, read_rules_file
 from gdl.validate import check, check_file, simulate_check, validate, verdict
 
+from conftest import refusal_kind
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CASES_DIR = SHARED / "corpus" / "gdl_tests"
 GAMES_DIR = SHARED / "corpus" / "games"
@@ -468,16 +470,6 @@ UNSTRATIFIED = {"futoshiki4", "futoshiki5", "futoshiki6", "hidato19", "hidato37"
                 "majorities", "nineBoardTicTacToePie"}
 
 
-def _reason(message: str) -> str:
-    if message.startswith("unsafe rule"):
-        return "unsafe rule"
-    if message.startswith("the fact") and "variable" in message:
-        return "variables in a fact"
-    if message.startswith("recursion restriction"):
-        return "recursion restriction"
-    return message
-
-
 @pytest.fixture(scope="module")
 def corpus():
     if not GAMES_DIR.is_dir():
@@ -495,7 +487,7 @@ def corpus():
 def test_corpus_refusals_are_exactly_the_expected_ones(corpus):
     results, _seconds = corpus
     assert len(results) == 448
-    refused = {key: {_reason(p.message) for p in problems if p.level == "error"}
+    refused = {key: {refusal_kind(p.message) for p in problems if p.level == "error"}
                for key, problems in results.items() if verdict(problems) == "invalid"}
     listing = "\n".join(f"{k}: {sorted(v)}" for k, v in sorted(refused.items()))
     assert refused == EXPECTED_REFUSALS, listing
