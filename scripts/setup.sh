@@ -5,7 +5,8 @@
 #   bash scripts/setup.sh test [ARGS]  set up, then pytest (ARGS go to pytest)
 #   bash scripts/setup.sh run  [ARGS]  set up, then start the player (ARGS are appended)
 #
-# Set-up: SWI-Prolog (Debian's swi-prolog-nox, only when `swipl` is missing), a virtual
+# Set-up: SWI-Prolog (Debian's swi-prolog-nox, only when `swipl` is missing; for `test` also
+# Debian's chromium for the browser tests), a virtual
 # environment in .venv (python3-venv from apt when `python3 -m venv` is unavailable), and
 # `pip install -e '.[test]'` (repeated only when pyproject.toml changes).  Needs only bash and
 # python3 >= 3.10; apt-get is used as root, or through sudo.
@@ -59,6 +60,12 @@ fi
 
 if ! command -v swipl >/dev/null 2>&1; then
   apt_install swi-prolog-nox
+fi
+
+# The browser tests drive Debian's Chromium through playwright (no browser download is
+# possible or wanted); fonts so that rendered pages and screenshots have real glyphs.
+if [ "$ACTION" = test ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install chromium fonts-dejavu-core
 fi
 
 # --- virtual environment ----------------------------------------------------------------
