@@ -22,13 +22,11 @@ import time
 from gdl.kif import GdlError, parse_term, read_first, rules_from_nodes
 from gdl.terms import render_spaced
 
-from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+# RulesRefused: rules we cannot play (unreadable, our role missing, invalid, refused by
+# Prolog): the START gets ``busy``.  One class with the reasoners' own refusals.
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 
 log = logging.getLogger("ggp.player")
-
-
-class RulesRefused(Exception):
-    """Rules we cannot play (unreadable, our role missing, invalid): the START gets ``busy``."""
 
 
 # ------------------------------------------------------------------ rules and joint moves
