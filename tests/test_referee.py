@@ -1,0 +1,96 @@
+"""``agent.referee.open_referee``: the compiled engine when it is exact, else Prolog, with the
+reason; rules Prolog refuses are refused."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyswip")
+
+from agent import referee as R  # noqa: E402
+from agent.engine.compiled import CompiledEngine  # noqa: E402
+from agent.reasoner.prolog import PrologReasoner  # noqa: E402
+from agent.reasoner.statemachine import RulesRefused  # noqa: E402
+from gdl.kif import parse_rules, read_rules_file  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+TTT = ROOT / "games" / "ticTacToe.kif"
+
+
+@pytest.fixture(scope="module")
+def engine_cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("engine-cache")
+
+
+def test_an_exact_compiled_engine_referees(engine_cache_dir):
+    ref = R.open_referee(read_rules_file(TTT), 120.0, cache_dir=engine_cache_dir)
+    try:
+        assert ref.engine == "compiled" and isinstance(ref.sm, CompiledEngine)
+        assert ref.checked_steps > 0 and "agrees with Prolog" in ref.reason
+        s = ref.sm.initial_state()
+        assert len(ref.sm.legal_moves(s, 0)) == 9
+    finally:
+        ref.sm.close()
+
+
+def test_prolog_when_asked_or_when_there_is_no_time():
+    desc = read_rules_file(TTT)
+    for ref in (R.open_referee(desc, engine="prolog"), R.open_referee(desc, 0.0)):
+        assert ref.engine == "prolog" and isinstance(ref.sm, PrologReasoner)
+        assert ref.reason
+        ref.sm.close()
+
+
+class _Lying:
+    """A compiled engine that calls every state terminal: not exact."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.roles = engine.roles
+        self.closed = False
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def is_terminal(self, state):
+        return True
+
+    def close(self):
+        self.closed = True
+        self.engine.close()
+
+
+def test_an_engine_that_disagrees_with_prolog_is_not_used(monkeypatch, engine_cache_dir):
+    import agent.engine as E
+    real = E.load_engine
+    made = []
+
+    def lying(*a, **kw):
+        made.append(_Lying(real(*a, **kw)))
+        return made[-1]
+    monkeypatch.setattr(E, "load_engine", lying)
+    ref = R.open_referee(read_rules_file(TTT), 120.0, cache_dir=engine_cache_dir)
+    assert ref.engine == "prolog" and isinstance(ref.sm, PrologReasoner)
+    assert "terminal differs at walk 1 step 0" in ref.reason
+    assert made[0].closed
+    ref.sm.close()
+
+
+def test_grounding_failure_falls_back_to_prolog_with_the_reason(monkeypatch):
+    import agent.engine as E
+    from agent.engine.ground import GroundingError
+
+    def failing(*a, **kw):
+        raise GroundingError("more than 2,000,000 ground rule instances")
+    monkeypatch.setattr(E, "load_engine", failing)
+    ref = R.open_referee(read_rules_file(TTT), 120.0)
+    assert ref.engine == "prolog" and "2,000,000 ground rule instances" in ref.reason
+    ref.sm.close()
+
+
+def test_rules_prolog_refuses_are_refused():
+    wide = " ".join(f"a{i}" for i in range(1100))  # (wide a0 ... a1099): 1,100 arguments
+    text = f"""(role p) (init (s 0)) (legal p go) (legal p stay) (<= (next (s 1)) (does p go))
+    (<= terminal (true (s 1))) (goal p 100) (wide {wide}) (<= (legal p stay) (wide {wide}))"""
+    with pytest.raises(RulesRefused, match="max_procedure_arity"):
+        R.open_referee(parse_rules(text, "<wide>"), 30.0)
