@@ -12,7 +12,7 @@ from agent.reasoner.prolog import PrologReasoner  # noqa: E402
 from agent.reasoner.statemachine import RulesRefused  # noqa: E402
 from gdl.kif import parse_rules, read_rules_file  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, SHARED, needs_shared  # noqa: E402
 
 TTT = ROOT / "games" / "ticTacToe.kif"
 
@@ -94,3 +94,36 @@ def test_rules_prolog_refuses_are_refused():
     (<= terminal (true (s 1))) (goal p 100) (wide {wide}) (<= (legal p stay) (wide {wide}))"""
     with pytest.raises(RulesRefused, match="max_procedure_arity"):
         R.open_referee(parse_rules(text, "<wide>"), 30.0)
+
+
+MAJORITIES_2015 = ("corpus/games/base/history/majorities/v0/2015-03-02_8320bf7e9706/"
+                   "majorities.kif")
+
+
+@needs_shared
+def test_the_majorities_state_beyond_prolog_is_answered_by_the_referee(engine_cache_dir):
+    """The final state of a random walk of the 2015 majorities (seed 1, 55 joint moves):
+    Prolog's goal query there ran over its 200,000,000 inferences (54 s); the referee, on the
+    compiled engine, answers it."""
+    from gdl.kif import parse_term, read_first
+    from agent.reasoner.statemachine import ResourceLimit
+
+    desc = read_rules_file(SHARED / MAJORITIES_2015)
+    text = (ROOT / "tests" / "data" / "majorities-2015-hard-state.txt").read_text()
+    state = frozenset(parse_term(repr(n)) for n in read_first("( " + text + " )").items)
+    ref = R.open_referee(desc, 30.0, cache_dir=engine_cache_dir)
+    try:
+        assert ref.engine == "compiled", ref.reason
+        assert ref.sm.is_terminal(state)
+        goals = ref.sm.goal_values(state)
+        assert goals == [[0], [100]]
+    finally:
+        ref.sm.close()
+    # The state really is beyond Prolog: a tenth of the limit runs out on the same query.
+    prolog = PrologReasoner(desc, inference_limit=20_000_000)
+    try:
+        with pytest.raises(ResourceLimit) as e:
+            prolog.goal_values(state)
+        assert e.value.resource == "inferences"
+    finally:
+        prolog.close()
