@@ -70,7 +70,7 @@ gdl_outcome(error(K, E), error, K, X) :- !, format(atom(X), '~q', [E]).
 gdl_outcome(O, O, none, '').
 
 % gdl_load(+File, -Messages): load File; Messages lists every error and warning printed or
-% raised while loading, as Kind-Text.  SWI-Prolog reports a clause it cannot take (more than
+% raised while loading, as atoms 'Class Text' (Class: limit or refused).  SWI-Prolog reports a clause it cannot take (more than
 % 1024 arguments, say) and loads the rest: the caller refuses the program when the list is
 % not empty.  The hook also keeps these messages off stderr.
 :- dynamic loading/0, load_msg/2.
@@ -78,16 +78,21 @@ gdl_outcome(O, O, none, '').
 :- dynamic user:message_hook/3.
 user:message_hook(Term, Kind, Lines) :-
     gdl_api:loading, ( Kind == error ; Kind == warning ), !,
-    with_output_to(string(S), print_message_lines(current_output, '', Lines)),
+    with_output_to(string(S0), forall(member(X, Lines), gdl_api:line_part(X))),
+    ( source_location(_, N) -> format(string(S), 'line ~w: ~s', [N, S0]) ; S = S0 ),
     ( Term = error(Formal, _), ( Formal = representation_error(_) ; Formal = resource_error(_) )
     -> Class = limit ; Class = refused ),
     assertz(gdl_api:load_msg(Class, S)).
+line_part(Fmt-Args) :- !, catch(format(Fmt, Args), _, true).
+line_part(nl) :- !, nl.
+line_part(X) :- atomic(X), !, write(X).
+line_part(_).
 gdl_load(File, Msgs) :-
     retractall(load_msg(_, _)),
     setup_call_cleanup(assertz(loading),
                        catch(load_files(File, [silent(true)]), E, print_message(error, E)),
                        retractall(loading)),
-    findall(K-S, retract(load_msg(K, S)), Msgs).
+    findall(A, (retract(load_msg(K, S)), format(atom(A), '~w ~w', [K, S])), Msgs).
 """
 
 _owner_lock = threading.Lock()
@@ -132,20 +137,19 @@ def _consult_text(prolog, text: str, what: str = "the rules", checked: bool = Tr
         os.unlink(path)
     msgs = [] if not res else [_load_message(m, path) for m in res[0]["Ms"]]
     if msgs:
-        (kind, first), more = msgs[0], len(msgs) - 1
-        cls = UnsupportedRules if kind == "limit" else RulesRefused
-        raise cls(f"Prolog refused {what} on load: {first}"
-                  + (f" (and {more} more message{'s' * (more > 1)})" if more else ""))
+        cls = UnsupportedRules if any(kind == "limit" for kind, _ in msgs) else RulesRefused
+        more = len(msgs) - 3
+        raise cls(f"Prolog refused {what} on load: " + "; ".join(text for _, text in msgs[:3])
+                  + (f" (and {more} more message{'s' * (more > 1)})" if more > 0 else ""))
 
 
 def _load_message(m, path: str) -> tuple:
-    """``Class-Text`` from gdl_load as (class, one line naming no temporary file)."""
-    kind, text = (str(a) for a in m.args) if hasattr(m, "args") else ("refused", str(m))
+    """(class, text on one line naming no temporary file) from gdl_load's 'Class Text'."""
+    m = m.decode() if isinstance(m, bytes) else str(m)
+    kind, _, text = m.partition(" ")
     return kind, " ".join(text.replace(path, "<program>").split())
 
 
-# Every run of other characters is a token too, so that anything unexpected in Prolog's
-# output (an unbound variable ``_123`` from an unsafe rule) is seen, never skipped.
 _TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
 
 
