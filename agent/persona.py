@@ -50,6 +50,10 @@ class PersonaError(ValueError):
     """A persona file or record that cannot be used; the message names field and value."""
 
 
+class PersonaNotFound(PersonaError):
+    """No preset of that name and no such file."""
+
+
 @dataclass(frozen=True)
 class Persona:
     name: str
@@ -206,7 +210,7 @@ def load_persona(name_or_path) -> Persona:
     if not p.suffix and not p.exists():
         p = PERSONA_DIR / f"{name_or_path}.toml"
     if not p.is_file():
-        raise PersonaError(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
+        raise PersonaNotFound(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
     return parse_persona(p.read_text(encoding="utf-8"), str(p))
 
 
@@ -236,6 +240,6 @@ def persona_show(args) -> int:
         pe = load_persona(args.persona)
     except PersonaError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2 if str(e).startswith("no persona") else 1
+        return 2 if isinstance(e, PersonaNotFound) else 1
     sys.stdout.write(pe.to_toml())
     return 0

@@ -23,11 +23,7 @@ from gdl.kif import Description
 from gdl.terms import Term, render, signature
 
 from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
-from ..reasoner.statemachine import ReasonerError, RulesRefused
-
-
-class GroundingError(Exception):
-    """The rules could not be grounded within the budget (or at all)."""
+from ..reasoner.statemachine import GroundingError, ReasonerError, RulesRefused  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -229,6 +225,8 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         inv_rel = {p: sig for sig, p in rel.items()}
         atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms", left()))
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    except GroundingError:
+        raise
     except ReasonerError as e:
         if left() <= 0.05:  # Prolog's own message names the time that was left, not the budget
             raise GroundingError(f"grounding took longer than its {seconds:g} s budget "

@@ -77,6 +77,11 @@ class BrokenRules(ReasonerError):
     value that is not an integer, a query Prolog raised an error on."""
 
 
+class GroundingError(ReasonerError):
+    """The compiled engine could not be built for these rules (a budget ran out, or the
+    grounder cannot take them); the Prolog reasoner may still play them."""
+
+
 class InvalidQuery(ReasonerError, ValueError):
     """A question asked wrongly: a joint move with the wrong number of moves, a move the game
     never has, a closed engine."""
