@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import sys
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from agent import tomlio
 
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
 KINDS = ("fitted", "procedural", "champion")
@@ -84,31 +85,14 @@ class Persona:
         return Persona(**d)
 
     def to_toml(self) -> str:
-        lines = [f"name = {_toml_value(self.name)}", f"kind = {_toml_value(self.kind)}",
-                 f"description = {_toml_value(self.description)}", ""]
+        data = {"name": self.name, "kind": self.kind, "description": self.description}
         for f in fields(self):
-            if f.name in ("name", "kind", "description", "utility_weights", "utility_lambda"):
-                continue
-            lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
+            if f.name not in data and f.name not in ("utility_weights", "utility_lambda"):
+                v = getattr(self, f.name)
+                data[f.name] = list(v) if isinstance(v, tuple) else v
         if self.utility_lambda or self.utility_weights:
-            lines += ["", "[utility]", f"lambda = {_toml_value(self.utility_lambda)}",
-                      "", "[utility.weights]"]
-            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in self.utility_weights.items()]
-        return "\n".join(lines) + "\n"
-
-
-def _toml_key(k: str) -> str:
-    return k if k.replace("_", "").isalnum() else '"' + k.replace('"', '\\"') + '"'
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, float) and v.is_integer():
-        return f"{v:.1f}"
-    return repr(v)
+            data["utility"] = {"lambda": self.utility_lambda, "weights": dict(self.utility_weights)}
+        return tomlio.dumps(data)
 
 
 def _number(source: str, name: str, value, kind, lo, hi):
@@ -198,8 +182,8 @@ def _utility(u, source: str):
 
 def parse_persona(text: str, source: str = "<persona>") -> Persona:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomlio.loads(text)
+    except tomlio.TOMLDecodeError as e:
         raise PersonaError(f"{source}: not valid TOML: {e}") from None
     return persona_from_dict(data, source)
 

@@ -233,3 +233,14 @@ def test_bad_persona_and_server_config_files_are_messages(tmp_path, capsys):
     assert code == 1 and "not valid TOML" in err
     code, _, err = _run(capsys, ["serve", "--personas-config", str(bad)])
     assert code == 2 and "not valid TOML" in _one_error_line(err)
+
+
+def test_personas_config_is_read_with_the_toml_helper(tmp_path):
+    from agent.server.config import ConfigError, load_persona_rules
+    cfg = tmp_path / "personas.toml"
+    cfg.write_text('default = "champion"\n[[match]]\nregex = "^Base\\\\.chess\\\\."\npersona = "sanguine"\n')
+    rules, default = load_persona_rules(cfg)
+    assert default == "champion" and rules[0].matches("Base.chess.1") and not rules[0].matches("Basexchess")
+    cfg.write_bytes(b'default = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_persona_rules(cfg)
