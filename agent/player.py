@@ -220,6 +220,8 @@ class _StateMachineView:
         self.next_state = engine.next_state
         self.is_terminal = engine.is_terminal
         self.goal_values = engine.goal_values
+        self.random_playout = engine.random_playout
+        self.close = engine.close
 
 
 class Player:
@@ -402,9 +404,8 @@ class Player:
 
     def close(self) -> None:
         for thing in (self.engine, self.prolog):
-            close = getattr(thing, "close", None)
-            if close is not None:
+            if thing is not None:
                 try:
-                    close()
-                except Exception:
+                    thing.close()
+                except Exception:  # closing is best effort: the process may be ending
                     pass

@@ -23,7 +23,8 @@ from gdl.kif import Description
 from gdl.terms import Term, render, signature
 
 from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
-from ..reasoner.statemachine import GroundingError, ReasonerError, RulesRefused  # noqa: F401 (re-exported)
+from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
+                                     RulesRefused)
 
 
 @dataclass
@@ -227,10 +228,12 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
     except GroundingError:
         raise
+    except ResourceLimit as e:
+        if e.resource == "time" and left() <= 0.05:  # Prolog's message names the time that was
+            raise GroundingError(f"grounding took longer than its {seconds:g} s budget "  # left
+                                 f"(stopped in {e.what})") from None
+        raise GroundingError(str(e)) from None
     except ReasonerError as e:
-        if left() <= 0.05:  # Prolog's own message names the time that was left, not the budget
-            raise GroundingError(f"grounding took longer than its {seconds:g} s budget "
-                                 f"(stopped in {str(e).split(' took longer')[0]})") from None
         raise GroundingError(str(e)) from None
     finally:
         reset_tables()

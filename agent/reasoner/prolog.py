@@ -175,7 +175,7 @@ def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | Non
     Returns T's text; raises naming ``what``: ResourceLimit (inferences, time, table, stack),
     PlayoutCap, BrokenRules (no legal move, a Prolog error in the rules), or ReasonerError."""
     if seconds is not None and seconds <= 0:
-        raise ResourceLimit(f"no time left for {what}", "time")
+        raise ResourceLimit(f"no time left for {what}", "time", what)
     q = (f"gdl_api:gdl_run({module}, ({goal}), {limit}, {0 if seconds is None else round(seconds, 3)}, O0), "
          f"gdl_api:gdl_outcome(O0, O, K, X)")
     try:
@@ -192,9 +192,9 @@ def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | Non
         return str(res[0]["T"])
     reset_tables()
     if out == "limit":
-        raise ResourceLimit(f"{what} exceeded {limit:,} inferences (runaway rules?)", "inferences")
+        raise ResourceLimit(f"{what} exceeded {limit:,} inferences (runaway rules?)", "inferences", what)
     if out == "time":
-        raise ResourceLimit(f"{what} took longer than {seconds:g} s (runaway rules?)", "time")
+        raise ResourceLimit(f"{what} took longer than {seconds:g} s (runaway rules?)", "time", what)
     if out == "failed":
         raise BrokenRules(f"{what} failed in Prolog")
     kind, detail = str(res[0]["K"]), str(res[0]["X"])
@@ -203,10 +203,10 @@ def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | Non
     if kind == "table":
         raise ResourceLimit(f"{what}: a recursive relation derived an answer of over "
                             f"{MAX_TABLE_ANSWER_SIZE:,} cells (a term that grows without bound "
-                            f"through recursion?)", "table")
+                            f"through recursion?)", "table", what)
     if kind == "stack":
         raise ResourceLimit(f"{what} ran out of Prolog stack (deep recursion or a huge answer "
-                            f"set)", "stack")
+                            f"set)", "stack", what)
     if kind == "unsafe":
         raise RulesRefused(f"{what}: an answer keeps a variable that no positive literal binds "
                            f"(an unsafe rule)")

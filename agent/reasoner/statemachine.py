@@ -56,11 +56,12 @@ class UnsupportedRules(RulesRefused):
 class ResourceLimit(ReasonerError):
     """A query ran out of a resource before answering: ``resource`` is one of
     ``inferences``, ``time``, ``table`` (a tabled answer too large), ``stack`` or
-    ``playout`` (a playout reached its length cap)."""
+    ``playout`` (a playout reached its length cap); ``what``: the query that ran out."""
 
-    def __init__(self, message: str, resource: str):
+    def __init__(self, message: str, resource: str, what: str = ""):
         super().__init__(message)
         self.resource = resource
+        self.what = what
 
 
 class PlayoutCap(ResourceLimit):
