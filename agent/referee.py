@@ -13,7 +13,10 @@ answers).  The compiled engine answers such states in milliseconds, and is exact
   limits.  A step where Prolog runs out of limits ends that walk without a verdict; any
   disagreement, or any other failure, makes the referee use Prolog.
 
-``open_referee`` returns the machine, which engine it is and why.  Rules Prolog refuses
+``open_referee`` returns the machine, which engine it is and why.  A server's referee uses
+``engine="standby"``: Prolog from the start (it is ready at once, where loading numba and
+building the engine in the referee took 6-15 s of a few seconds' start clock on the busy
+test machine), and the exact compiled engine from the first query beyond Prolog's limits.  Rules Prolog refuses
 (``RulesRefused``) are refused here too: the compiled engine is grounded by the same Prolog.
 """
 from __future__ import annotations
@@ -23,11 +26,12 @@ import random
 import time
 from dataclasses import dataclass
 
-from agent.reasoner.statemachine import ReasonerError, ResourceLimit
+from agent.reasoner.statemachine import GroundingError, PlayoutCap, ReasonerError, ResourceLimit
 
 log = logging.getLogger("ggp_persona.referee")
 
 DEFAULT_BUDGET = 10.0   # seconds to build and check the compiled engine (a cache hit: far less)
+STANDBY_BUDGET = 60.0   # the same when Prolog has just failed in a match: the state waits anyway
 CHECK_WALKS = 3         # random walks compared with Prolog ...
 CHECK_STEPS = 12        # ... of at most this many joint moves each
 CHECK_SHARE = 0.4       # share of the budget the comparison may use at most
@@ -44,42 +48,113 @@ class Referee:
 def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = "auto",
                  cache_dir=None, walks: int = CHECK_WALKS, steps: int = CHECK_STEPS,
                  seed: int = 0) -> Referee:
-    """The referee's state machine for ``desc``: the compiled engine when it loads within
-    ``budget_seconds`` and is exact (see the module's notes), else the Prolog reasoner.
-    ``engine``: ``auto``, or ``prolog`` to skip the compiled engine.  Raises
-    ``RulesRefused`` for rules Prolog will not load."""
+    """The referee's state machine for ``desc``.  Raises ``RulesRefused`` for rules Prolog
+    will not load.  ``engine``:
+
+    * ``auto``: the compiled engine when it loads within ``budget_seconds`` and is exact (see
+      the module's notes), else the Prolog reasoner;
+    * ``standby``: the Prolog reasoner at once (a server's referee must know the first legal
+      moves within the start clock), with the compiled engine standing by: the first query
+      Prolog cannot answer within its limits builds it (within ``budget_seconds``), checks it
+      the same way, and from then on it answers everything;
+    * ``prolog``: the Prolog reasoner only."""
     from agent.reasoner.prolog import PrologReasoner
 
     t0 = time.monotonic()
     prolog = PrologReasoner(desc)
     if engine == "prolog":
         return Referee(prolog, "prolog", "asked for")
-    left = budget_seconds - (time.monotonic() - t0)
+    if engine == "standby":
+        return Referee(_Standby(desc, prolog, budget_seconds, cache_dir, walks, steps, seed), "prolog",
+                       "Prolog first; the compiled engine takes over where Prolog runs out of limits")
+    compiled, why, n = exact_compiled(desc, prolog, t0 + budget_seconds, cache_dir, walks, steps, seed)
+    if compiled is None:
+        log.warning("referee on Prolog: %s", why)
+        return Referee(prolog, "prolog", why, n)
+    prolog.close()
+    return Referee(compiled, "compiled", why, n)
+
+
+def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHECK_WALKS,
+                   steps: int = CHECK_STEPS, seed: int = 0):
+    """(compiled engine, why, states compared) when it builds before ``until`` (monotonic)
+    and agrees with ``prolog``; (None, why not, states compared) otherwise."""
+    left = until - time.monotonic()
     if left <= 0.5:
-        return Referee(prolog, "prolog", f"no time left of the {budget_seconds:g} s budget to "
-                                         f"build the compiled engine")
+        return None, "no time left to build the compiled engine", 0
     try:
         from agent.engine import load_engine
-        from agent.engine.ground import GroundingError
         compiled = load_engine(desc, engine="compiled", budget_seconds=left * (1 - CHECK_SHARE),
                                cache_dir=cache_dir)
     except GroundingError as e:
-        return Referee(prolog, "prolog", f"no compiled engine: {e}")
-    check_until = t0 + budget_seconds
+        return None, f"no compiled engine: {e}", 0
     try:
-        verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), check_until)
+        verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), until)
     except Exception as e:  # the compiled engine failed where Prolog answered: not exact
         verdict, n = f"the compiled engine failed ({type(e).__name__}: {e})", 0
     if verdict is not None:
         compiled.close()
-        log.warning("referee on Prolog: %s", verdict)
-        return Referee(prolog, "prolog", verdict, n)
-    prolog.close()
+        return None, verdict, n
     if n == 0:
-        return Referee(compiled, "compiled", "grounding complete; Prolog answered no state "
-                                             "within its limits to compare with", 0)
-    return Referee(compiled, "compiled", f"grounding complete; agrees with Prolog on {n} "
-                                         f"state{'s' * (n != 1)} of random walks", n)
+        return compiled, ("grounding complete; Prolog answered no state within its limits to "
+                          "compare with"), 0
+    return compiled, (f"grounding complete; agrees with Prolog on {n} state{'s' * (n != 1)} of "
+                      f"random walks"), n
+
+
+class _Standby:
+    """Prolog answers until a query runs out of its limits; then the compiled engine, when it
+    is exact, answers that query and every later one (see ``open_referee``)."""
+
+    def __init__(self, desc, prolog, budget: float, cache_dir, walks: int, steps: int, seed: int):
+        self.desc, self.prolog, self.budget = desc, prolog, budget
+        self.options = (cache_dir, walks, steps, seed)
+        self.roles = prolog.roles
+        self.compiled = None
+        self.refused: str | None = None   # why the compiled engine cannot take over
+        self.engine = "prolog"
+
+    def _ask(self, name: str, *args):
+        if self.compiled is not None:
+            return getattr(self.compiled, name)(*args)
+        try:
+            return getattr(self.prolog, name)(*args)
+        except ResourceLimit as e:
+            if self.refused is not None or isinstance(e, PlayoutCap):  # a cap is no limit of Prolog's
+                raise
+            compiled, why, _ = exact_compiled(self.desc, self.prolog, time.monotonic() + self.budget,
+                                              *self.options)
+            if compiled is None:
+                self.refused = why
+                log.warning("referee stays on Prolog (%s): %s", e, why)
+                raise
+            log.warning("referee switches to the compiled engine (%s): %s", e, why)
+            self.compiled, self.engine = compiled, "compiled"
+            self.prolog.close()
+            return getattr(compiled, name)(*args)
+
+    def initial_state(self):
+        return self._ask("initial_state")
+
+    def legal_moves(self, state, role_index: int):
+        return self._ask("legal_moves", state, role_index)
+
+    def next_state(self, state, joint_move):
+        return self._ask("next_state", state, joint_move)
+
+    def is_terminal(self, state):
+        return self._ask("is_terminal", state)
+
+    def goal_values(self, state):
+        return self._ask("goal_values", state)
+
+    def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
+        return self._ask("random_playout", state, cap, seed)
+
+    def close(self) -> None:
+        for sm in (self.compiled, self.prolog):
+            if sm is not None:
+                sm.close()
 
 
 def _compare(compiled, prolog, walks: int, steps: int, rng: random.Random, until: float):

@@ -111,9 +111,10 @@ def test_the_majorities_state_beyond_prolog_is_answered_by_the_referee(engine_ca
     desc = read_rules_file(SHARED / MAJORITIES_2015)
     text = (ROOT / "tests" / "data" / "majorities-2015-hard-state.txt").read_text()
     state = frozenset(parse_term(repr(n)) for n in read_first("( " + text + " )").items)
-    ref = R.open_referee(desc, 30.0, cache_dir=engine_cache_dir)
+    ref = R.open_referee(desc, 60.0, cache_dir=engine_cache_dir, walks=1, steps=4)  # short check
     try:
         assert ref.engine == "compiled", ref.reason
+        assert ref.checked_steps == 5 and "agrees with Prolog on 5 states" in ref.reason
         assert ref.sm.is_terminal(state)
         goals = ref.sm.goal_values(state)
         assert goals == [[0], [100]]
@@ -127,3 +128,49 @@ def test_the_majorities_state_beyond_prolog_is_answered_by_the_referee(engine_ca
         assert e.value.resource == "inferences"
     finally:
         prolog.close()
+
+
+@needs_shared
+def test_standby_referee_answers_on_prolog_then_switches_where_prolog_runs_out(engine_cache_dir):
+    """The server's referee: ready at once on Prolog; on the majorities state beyond Prolog's
+    limits (here a tenth of them, to keep the test short) it builds the compiled engine,
+    checks it, and answers from it from then on."""
+    from gdl.kif import parse_term, read_first
+
+    desc = read_rules_file(SHARED / MAJORITIES_2015)
+    text = (ROOT / "tests" / "data" / "majorities-2015-hard-state.txt").read_text()
+    state = frozenset(parse_term(repr(n)) for n in read_first("( " + text + " )").items)
+    ref = R.open_referee(desc, 60.0, engine="standby", cache_dir=engine_cache_dir, walks=1, steps=4)
+    try:
+        sm = ref.sm
+        assert ref.engine == "prolog" and sm.engine == "prolog"
+        sm.prolog.inference_limit = 20_000_000
+        s0 = sm.initial_state()
+        assert len(sm.legal_moves(s0, 0)) > 1 and sm.engine == "prolog" and sm.compiled is None
+        assert sm.goal_values(state) == [[0], [100]]
+        assert sm.engine == "compiled" and sm.prolog.closed
+        assert sm.is_terminal(state) and sm.initial_state() == s0
+    finally:
+        ref.sm.close()
+
+
+def test_standby_referee_keeps_prolog_errors_when_the_engine_cannot_take_over(monkeypatch):
+    import agent.engine as E
+    from agent.engine.ground import GroundingError
+    from agent.reasoner.statemachine import ResourceLimit
+
+    def failing(*a, **kw):
+        raise GroundingError("more than 2,000,000 ground rule instances")
+    monkeypatch.setattr(E, "load_engine", failing)
+    ref = R.open_referee(read_rules_file(TTT), 30.0, engine="standby")
+    sm = ref.sm
+    try:
+        s0 = sm.initial_state()
+        sm.prolog.inference_limit = 10  # nothing can be answered now
+        with pytest.raises(ResourceLimit):
+            sm.legal_moves(s0, 0)
+        assert sm.refused and "2,000,000" in sm.refused and sm.engine == "prolog"
+        with pytest.raises(ResourceLimit):  # no second attempt
+            sm.is_terminal(s0)
+    finally:
+        sm.close()
