@@ -171,14 +171,14 @@ def test_toml_reader_falls_back_to_the_tomli_backport(monkeypatch):
     """On Python 3.10 there is no tomllib: tomlio reads with tomli (same API)."""
     import importlib
     import sys
-    import tomllib
 
     from agent import tomlio
-    monkeypatch.setitem(sys.modules, "tomllib", None)   # import tomllib fails, as on 3.10
-    monkeypatch.setitem(sys.modules, "tomli", tomllib)  # the backport, standing in
+    parser = tomlio.tomllib  # tomllib here, or tomli itself on 3.10
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # import tomllib fails, as on 3.10
+    monkeypatch.setitem(sys.modules, "tomli", parser)  # the backport, standing in
     try:
         importlib.reload(tomlio)
-        assert tomlio.tomllib is tomllib and tomlio.loads('a = "b"') == {"a": "b"}
+        assert tomlio.tomllib is parser and tomlio.loads('a = "b"') == {"a": "b"}
     finally:
         monkeypatch.undo()
         importlib.reload(tomlio)
