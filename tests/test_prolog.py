@@ -686,3 +686,16 @@ def test_failures_come_as_classes_not_message_text(pebbles):
     with pytest.raises(PlayoutCap) as e:
         pebbles.random_playout(s, cap=1, seed=3)
     assert isinstance(e.value, ResourceLimit) and e.value.resource == "playout" and e.value.cap == 1
+
+
+def test_an_unbound_variable_in_an_answer_is_a_clear_error():
+    """Unsafe rules (the validator refuses them) can make Prolog answer with a variable; the
+    decoder used to skip characters it did not know and misread the answer."""
+    from agent.reasoner.statemachine import BrokenRules
+    sm = PrologReasoner(parse_rules("(role p) (<= (legal p (go ?x)) (not (distinct ?x ?x))) "
+                                    "(<= terminal (true done)) (goal p 100)"))
+    try:
+        with pytest.raises(BrokenRules, match="unbound variable: a rule is unsafe"):
+            sm.legal_moves(sm.initial_state(), 0)
+    finally:
+        sm.close()
