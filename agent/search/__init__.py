@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 
 from . import features as _features
+from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng
 from . import tree as _tree
 from .common import SearchResult, SearchTree, advance
 from .jitguard import guard as _guard
 
-_guard([_tree, _features, _rng], [_tree, _rng, _params, _features])
+_guard([_tree, _leaf, _rng], [_tree, _leaf, _rng, _params])
 
 __all__ = ["search", "search_batch", "advance", "SearchResult", "SearchTree", "item_seed"]
 

@@ -12,8 +12,9 @@ import weakref
 
 import numpy as np
 
-from ..reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from ..reasoner.statemachine import CachedStateMachine, ReasonerError
 from . import features as F
+from . import leaf as L
 from . import tree as T
 from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
@@ -50,11 +51,14 @@ class _Ctx:
         self.out = np.zeros(self.R, np.int32)
         self.values = np.zeros(self.R)
         self.zeros = np.zeros(self.R)
-        lam = rp[RP_LAMBDA, self.me]
         self.util = None
-        if lam > 0:
+        self.raw = self.lo = self.hi = self.w = np.zeros(1)
+        if rp[RP_LAMBDA, self.me] > 0:
             cal = F.calibrate(sm)
-            self.util = (cal, F.weight_vector(persona.utility_weights, cal), F.FactIndex(sm.roles))
+            self.util = (cal, F.FactIndex(sm.roles))
+            self.w = F.weight_vector(persona.utility_weights, cal)
+            self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
+            self.raw = np.zeros(len(self.w))
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
         # playout's moves (MAST off, RAVE off) or its end state (no utility)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
@@ -96,7 +100,7 @@ class _Ctx:
         solver = p[P_SOLVER] > 0
         node, ref, depth = 0, 0, 0
         path, jsl = [0], []
-        mobility = [1] * self.R
+        mobility = np.ones(self.R)
         while True:
             a = st.arrays
             if a.terminal[node] or (solver and node != 0 and a.proven[node]) or depth >= horizon:
@@ -104,7 +108,7 @@ class _Ctx:
             if not a.ready[node] and not self.expand(node):
                 break
             a = st.arrays
-            F.carry_mobility(mobility, a.slot_count[node])
+            L.carry_mobility(mobility, a.slot_count[node])
             if a.visits[node] > grave and a.amaf_row[node] >= 0:
                 ref = node
             T.select(a, node, ref, p, self.rng, self.out)
@@ -117,7 +121,7 @@ class _Ctx:
                 joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
                 s2 = sm.next_state(st.states[node], joint)
                 term = sm.is_terminal(s2)
-                goals = np.array(goal_vector(sm.goal_values(s2)), np.float64) if term else self.zeros
+                goals = self.scores(s2) if term else self.zeros
                 child = int(T.add_child(a, node, self.out, term, goals))
                 st.states.append(s2)
             path.append(child)
@@ -131,17 +135,16 @@ class _Ctx:
         pm: list = []
         s = st.states[node]
         if a.terminal[node] or (solver and node != 0 and a.proven[node]):
-            exact, charged, goals, length = True, False, a.pval[node].copy(), depth
+            exact, charged, goals, n_steps = True, False, a.pval[node].copy(), 0
             extra = int(a.pdepth[node])
             end_terminal = bool(a.terminal[node])
         else:
             charged = True
             exact, goals, s, n_steps, end_terminal = self.playout(s, pm, mobility)
-            length = depth + n_steps
-        u = 0.0
         if self.util is not None:
-            u = self.utility(s, end_terminal, length, mobility)
-        T.leaf_values(p, self.rp, goals, exact, charged, u, self.rng, self.values)
+            self.features(s, end_terminal, depth + n_steps + extra, mobility)
+        L.evaluate(p, self.rp, goals, exact, charged, self.raw, self.lo, self.hi, self.w,
+                   self.rng, self.values)
         pmoves = np.array(pm, np.int32).reshape(len(pm), self.R)
         jslots = np.array(jsl, np.int32).reshape(len(jsl), self.R)
         T.backprop(st.arrays, p, np.array(path, np.int64), depth, jslots, pmoves, len(pm),
@@ -155,7 +158,7 @@ class _Ctx:
             seed = randint(self.rng, PLAYOUT, 2 ** 31 - 1)
             try:
                 n, gv = sm.random_playout(s, cap=cd, seed=seed)
-                return True, np.array(goal_vector(gv), np.float64), s, n, True
+                return True, self.scores(None, gv), s, n, True
             except ReasonerError as e:
                 if "length cap" not in str(e):
                     raise
@@ -163,7 +166,7 @@ class _Ctx:
         steps = 0
         while steps < cd:
             if steps > 0 and sm.is_terminal(s):
-                return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+                return True, self.scores(s), s, steps, True
             joint, ids_row = [], []
             counts = []
             for r in range(self.R):
@@ -176,22 +179,28 @@ class _Ctx:
                 joint.append(legal[k])
                 ids_row.append(ids[k])
                 counts.append(len(legal))
-            F.carry_mobility(mobility, counts)
+            L.carry_mobility(mobility, np.array(counts, np.int64))
             pm.append(ids_row)
             s = sm.next_state(s, joint)
             steps += 1
         if steps > 0 and sm.is_terminal(s):
-            return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+            return True, self.scores(s), s, steps, True
         return False, self.zeros, s, steps, False
 
-    def utility(self, s, terminal: bool, length: int, mobility: list) -> float:
-        cal, w, facts = self.util
+    def scores(self, s, goal_values=None) -> np.ndarray:
+        """What each role scores in ``s`` (leaf.goal_scores)."""
+        out = np.zeros(self.R)
+        L.goal_scores(L.read_goals(self.sm.goal_values(s) if goal_values is None else goal_values), out)
+        return out
+
+    def features(self, s, terminal: bool, length: int, mobility) -> None:
+        """The raw features of the end state ``s`` into ``self.raw``."""
+        cal, facts = self.util
         sm = self.sm
         if not terminal:
-            F.carry_mobility(mobility, [len(sm.legal_moves(s, r)) for r in range(self.R)])
-        raw = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
-                             facts, cal.relations)
-        return float(F.utility(raw, cal.lo[self.me], cal.hi[self.me], w))
+            L.carry_mobility(mobility, np.array([len(sm.legal_moves(s, r)) for r in range(self.R)], np.int64))
+        self.raw[:] = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
+                                     facts, cal.relations)
 
 
 def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
@@ -200,7 +209,9 @@ def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
     arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256))
     st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
     term = sm.is_terminal(state)
-    goals = np.array(goal_vector(sm.goal_values(state)), np.float64) if term else np.zeros(R)
+    goals = np.zeros(R)
+    if term:
+        L.goal_scores(L.read_goals(sm.goal_values(state)), goals)
     T.reset_root(st.arrays, term, goals)
     return st
 

@@ -2,6 +2,7 @@
 
 One implementation serves both drivers: ``driver_sm`` calls these functions step by step
 from Python over any state machine, ``driver_compiled`` calls them from one njit loop.
+What a simulation's end is worth (goals, charge defaults, utility, bias) is ``leaf.py``'s.
 
 Layout (``Tree``, a namedtuple of arrays; node 0 is always the root):
   nodes   visits, terminal, proven (+ ``pval`` goals per role, ``pdepth`` plies to that
@@ -30,10 +31,9 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .params import (P_C, P_CHARGE_DISCOUNT, P_EPSILON, P_GRAVE, P_MAST_TAU, P_ME, P_NICE,
-                     P_RANDOM_ERROR, P_RAVE, P_SOLVER, P_TREE_DISCOUNT, RP_AGGR, RP_DEF,
-                     RP_DEFAULT, RP_LAMBDA)
-from .rng import BIAS, CHOICE, PLAYOUT, TREE, randint, uniform
+from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_NICE, P_RANDOM_ERROR, P_RAVE,
+                     P_SOLVER, P_TREE_DISCOUNT)
+from .rng import CHOICE, PLAYOUT, TREE, randint, uniform
 
 Tree = namedtuple("Tree", [
     "meta", "visits", "terminal", "proven", "pval", "pdepth", "ready", "slot_off",
@@ -360,36 +360,6 @@ def playout_move(tree, params, r, ids, n, rng):
         if x < acc:
             return k
     return n - 1
-
-
-# --------------------------------------------------------------------------- values
-@njit(cache=True)
-def bias(v, aggr, defe, coin):
-    """Personality bias (spec 2.6): above 85 none; 60-85 aggressive; below 35 defensive;
-    in between the coin picks; the result stays on the 0..100 scale."""
-    if v >= 85.0:
-        return v
-    if v > 60.0:
-        f = aggr
-    elif v < 35.0:
-        f = defe
-    else:
-        f = aggr if coin < 0.5 else defe
-    return min(max(v * f, 0.0), 100.0)
-
-
-@njit(cache=True)
-def leaf_values(params, rp, goals, exact, charged, u_me, rng, out):
-    """Each role's backed-up value of a simulation's end: goal if ``exact`` (terminal or
-    proven) else the charge default, utility mix, charge discount once, then bias."""
-    for r in range(out.shape[0]):
-        g = goals[r] if exact else rp[RP_DEFAULT, r]
-        lam = rp[RP_LAMBDA, r]
-        v = g if lam == 0.0 else (1.0 - lam) * g + lam * u_me
-        if charged:
-            v *= params[P_CHARGE_DISCOUNT]
-        coin = uniform(rng, BIAS)  # drawn for every role and simulation: streams stay aligned
-        out[r] = bias(v, rp[RP_AGGR, r], rp[RP_DEF, r], coin)
 
 
 # --------------------------------------------------------------------------- backpropagation
