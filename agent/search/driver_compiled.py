@@ -22,7 +22,8 @@ from . import leaf as L
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
+from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice,
+                     root_proven)
 from .jitguard import guard
 from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT, build
 from .rng import make_rng
@@ -365,12 +366,14 @@ def _root_slots(engine, state) -> int:
 
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    if thesis:
+        tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
     packed = engine.pack(state)
     want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
@@ -392,16 +395,20 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
     sims = 0
     deadline = None if seconds is None else t0 + seconds
+    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
     chunk = 64
+    if on_progress is not None and deadline is None:
+        chunk = 4096        # reports need a loop in chunks (numba cannot call back)
     while n_limit is None or sims < n_limit:
         n = chunk if n_limit is None else min(chunk, n_limit - sims)
-        if deadline is None:
+        if deadline is None and on_progress is None:
             n = n_limit - sims
         c0 = time.perf_counter()
         if simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
                     rmask, relmask, data.rank, data.sort) < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
         sims += n
+        progress(st, sims)
         if deadline is not None:
             now = time.perf_counter()
             if now >= deadline:
@@ -423,13 +430,14 @@ def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
                         proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
 
 
-def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True):
+def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True,
+                 thesis: bool = True):
     """items: (state, role, seed) triples.  One numba call, one tree reused (reset) per item."""
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
-    pr = [build(persona, R, r, solver=solver, limit=limit) for r in range(R)]
+    pr = [build(persona, R, r, solver=solver, limit=limit, thesis=thesis) for r in range(R)]
     params_by_role = np.stack([p for p, _ in pr])
     rp_by_role = np.stack([rp for _, rp in pr])
     n_items = len(items)

@@ -16,7 +16,7 @@ from ..reasoner.statemachine import CachedStateMachine, ReasonerError
 from . import features as F
 from . import leaf as L
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
+from .common import Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -40,8 +40,9 @@ def cached(sm):
 class _Ctx:
     """Everything one decision's simulations share."""
 
-    def __init__(self, sm, st: SearchTree, params, rp, rng, persona):
+    def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False):
         self.sm = sm
+        self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
         self.p = params
         self.rp = rp
@@ -60,9 +61,14 @@ class _Ctx:
             self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
             self.raw = np.zeros(len(self.w))
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
-        # playout's moves (MAST off, RAVE off) or its end state (no utility)
+        # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
+        # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
+        # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and hasattr(sm, "random_playout"))
+                               and deadline is None and not thesis and hasattr(sm, "random_playout"))
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     # ---------------------------------------------------------------- moves
     def ids(self, r: int, moves) -> list:
@@ -92,8 +98,33 @@ class _Ctx:
             self.st.arrays = T.grow(a, max_slots=2 * a.slot_move.shape[0] + len(moves))
         return bool(T.init_slots(self.st.arrays, node, counts, moves))
 
+    def widen_root(self) -> None:
+        """One-ply look-ahead (live play, on a clock): generate every child of the root where
+        only the deciding role moves, before any playout, until the deadline.  A slow engine
+        then still knows its immediate wins and losses (``common.fallback_choice``) when
+        not one playout finishes; the children would be the first |A| expansions anyway."""
+        st, sm, me = self.st, self.sm, self.me
+        a = st.arrays
+        if T.mover_of(a, 0) != me:
+            return
+        slots = np.array([a.slot_off[0, r] for r in range(self.R)], np.int32)
+        for k in range(int(a.slot_count[0, me])):
+            slots[me] = a.slot_off[0, me] + k
+            if self.late() or T.pool_full(a):
+                return
+            if T.get_child(a, 0, slots) >= 0:
+                continue
+            joint = [st.move_terms[r][a.slot_move[slots[r]]] for r in range(self.R)]
+            s2 = sm.next_state(st.states[0], joint)
+            term = sm.is_terminal(s2)
+            T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
+            st.states.append(s2)
+
     # ---------------------------------------------------------------- one simulation
-    def simulate(self) -> None:
+    def simulate(self) -> bool:
+        """One simulation; False when the deadline came before it reached its leaf (then
+        nothing is backed up).  A playout reached and cut by the deadline ends there as a
+        cut-off (charge default, spec 2.4), like one cut by ``charge_depth``."""
         st, p, sm = self.st, self.p, self.sm
         horizon = int(p[P_HORIZON])
         grave = p[P_GRAVE]
@@ -105,8 +136,11 @@ class _Ctx:
             a = st.arrays
             if a.terminal[node] or (solver and node != 0 and a.proven[node]) or depth >= horizon:
                 break
-            if not a.ready[node] and not self.expand(node):
-                break
+            if not a.ready[node]:
+                if self.late():
+                    return False
+                if not self.expand(node):
+                    break
             a = st.arrays
             L.carry_mobility(mobility, a.slot_count[node])
             if a.visits[node] > grave and a.amaf_row[node] >= 0:
@@ -118,6 +152,8 @@ class _Ctx:
                 if T.pool_full(a):
                     a.meta[T.M_FULL_NODES] += 1
                     break            # degrade: simulate from this frontier node
+                if self.late():
+                    return False
                 joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
                 s2 = sm.next_state(st.states[node], joint)
                 term = sm.is_terminal(s2)
@@ -149,6 +185,7 @@ class _Ctx:
         jslots = np.array(jsl, np.int32).reshape(len(jsl), self.R)
         T.backprop(st.arrays, p, np.array(path, np.int64), depth, jslots, pmoves, len(pm),
                    self.values, extra)
+        return True
 
     def playout(self, s, pm: list, mobility: list):
         """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal)."""
@@ -164,7 +201,7 @@ class _Ctx:
                     raise
                 return False, self.zeros, s, cd, False
         steps = 0
-        while steps < cd:
+        while steps < cd and not self.late():
             if steps > 0 and sm.is_terminal(s):
                 return True, self.scores(s), s, steps, True
             joint, ids_row = [], []
@@ -218,11 +255,13 @@ def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
 
 def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
     t0 = time.perf_counter()
     sm = cached(sm)
     R = len(sm.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    if thesis:
+        tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
     if sm.is_terminal(state):
         raise ValueError("cannot search from a terminal state")
@@ -235,15 +274,19 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     else:
         st = new_sm_tree(sm, state, want)
     rng = make_rng(seed)
-    ctx = _Ctx(sm, st, params, rp, rng, persona)
+    deadline = None if seconds is None else t0 + seconds
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
+    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
+    if deadline is not None and not thesis:
+        ctx.widen_root()
+    progress(ctx.st, 0)
     sims = 0
-    deadline = None if seconds is None else t0 + seconds
-    while (n_limit is None or sims < n_limit) and (deadline is None or time.perf_counter() < deadline):
-        ctx.simulate()
-        sims += 1
-    return finish(st, params, rp, rng, role_index, sims, t0)
+    while (n_limit is None or sims < n_limit) and not ctx.late():
+        sims += ctx.simulate()
+        progress(ctx.st, sims)
+    return finish(ctx.st, params, rp, rng, role_index, sims, t0)
 
 
 def finish(st: SearchTree, params, rp, rng, me: int, sims: int, t0: float) -> SearchResult:

@@ -31,8 +31,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_NICE, P_RANDOM_ERROR, P_RAVE,
-                     P_SOLVER, P_TREE_DISCOUNT)
+from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_MIN_SHARE, P_NICE, P_RANDOM_ERROR,
+                     P_RAVE, P_SOLVER, P_TREE_DISCOUNT)
 from .rng import CHOICE, PLAYOUT, TREE, randint, uniform
 
 Tree = namedtuple("Tree", [
@@ -49,7 +49,6 @@ N_META = 8
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
 MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)
-MIN_VISIT_SHARE = 0.1  # choose(): visits a move needs, relative to the most visited, to compete on Q
 
 
 def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
@@ -479,11 +478,12 @@ def choose(tree, params, q, n, rng):
     """Final choice (spec 2.7) over the deciding role's root moves (``q``, visits ``n``):
     RandomError, else uniform among moves within NiceThreshold of the best Q.  Index into q.
 
-    Deviations, both because a Q from a handful of playouts is noise: only moves with at
-    least MIN_VISIT_SHARE of the most visited move's visits compete on Q (the thesis score
-    form rarely revisits a move whose AMAF looks poor, so one lucky playout gave a Q of 99
-    that beat 990 visits at 47); and with the solver on, a proven win is played and proven
-    losses are avoided while anything else is left."""
+    Live-play deviations (off in thesis mode, listed in README), both because a Q from a
+    handful of playouts is noise: only moves with at least ``P_MIN_SHARE`` of the most
+    visited move's visits compete on Q (the thesis score form rarely revisits a move whose
+    AMAF looks poor, so one lucky playout gave a Q of 99 that beat 990 visits at 47); and
+    with the solver on, a proven win is played and proven losses are avoided while
+    anything else is left."""
     me = int(params[P_ME])
     cnt = tree.slot_count[0, me]
     if uniform(rng, CHOICE) < params[P_RANDOM_ERROR]:
@@ -511,8 +511,9 @@ def choose(tree, params, q, n, rng):
     for k in range(cnt):
         if ok[k] and n[k] > most:
             most = n[k]
+    share = params[P_MIN_SHARE]
     for k in range(cnt):
-        if ok[k] and n[k] < MIN_VISIT_SHARE * most:
+        if ok[k] and n[k] < share * most:
             ok[k] = False
     top = -np.inf
     for k in range(cnt):
