@@ -132,6 +132,8 @@ def test_one_ply_look_ahead_when_no_simulation_finished(solver):
 def test_chess_on_prolog_answers_by_the_deadline():
     """Chess is played on the Prolog reasoner (one playout takes longer than the clock):
     the player still answers with a searched move by its deadline, and says so as it goes."""
+    warm = player(TTT, None, False)       # numba loads its cached machine code on first use
+    warm.decide(time.monotonic() + 0.2, on_best=lambda m, n: None)
     path = SHARED_GAMES / "chess" / "v0" / "chess.kif"
     p = player(path, None, False, role="white")
     assert p.engine_kind == "prolog"

@@ -98,7 +98,7 @@ class _Ctx:
             self.st.arrays = T.grow(a, max_slots=2 * a.slot_move.shape[0] + len(moves))
         return bool(T.init_slots(self.st.arrays, node, counts, moves))
 
-    def widen_root(self) -> None:
+    def widen_root(self, progress) -> None:
         """One-ply look-ahead (live play, on a clock): generate every child of the root where
         only the deciding role moves, before any playout, until the deadline.  A slow engine
         then still knows its immediate wins and losses (``common.fallback_choice``) when
@@ -119,6 +119,7 @@ class _Ctx:
             term = sm.is_terminal(s2)
             T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
             st.states.append(s2)
+            progress(st, 0)
 
     # ---------------------------------------------------------------- one simulation
     def simulate(self) -> bool:
@@ -201,12 +202,18 @@ class _Ctx:
                     raise
                 return False, self.zeros, s, cd, False
         steps = 0
-        while steps < cd and not self.late():
+        terminal = False
+        while steps < cd:
+            # the clock is read before every query: one query is all a deadline can overrun
+            if self.late():
+                break
             if steps > 0 and sm.is_terminal(s):
-                return True, self.scores(s), s, steps, True
-            joint, ids_row = [], []
-            counts = []
+                terminal = True
+                break
+            joint, ids_row, counts = [], [], []
             for r in range(self.R):
+                if self.late():
+                    break
                 legal = sm.legal_moves(s, r)
                 if not legal:
                     raise ReasonerError("a role has no legal move in a non-terminal state")
@@ -216,11 +223,15 @@ class _Ctx:
                 joint.append(legal[k])
                 ids_row.append(ids[k])
                 counts.append(len(legal))
+            if len(joint) < self.R or self.late():
+                break                       # cut by the deadline within this ply
             L.carry_mobility(mobility, np.array(counts, np.int64))
             pm.append(ids_row)
             s = sm.next_state(s, joint)
             steps += 1
-        if steps > 0 and sm.is_terminal(s):
+        if not terminal and steps == cd and steps > 0 and not self.late():
+            terminal = sm.is_terminal(s)    # reached in the last step allowed
+        if terminal:
             return True, self.scores(s), s, steps, True
         return False, self.zeros, s, steps, False
 
@@ -234,7 +245,7 @@ class _Ctx:
         """The raw features of the end state ``s`` into ``self.raw``."""
         cal, facts = self.util
         sm = self.sm
-        if not terminal:
+        if not terminal and not self.late():   # past the deadline: mobility as carried so far
             L.carry_mobility(mobility, np.array([len(sm.legal_moves(s, r)) for r in range(self.R)], np.int64))
         self.raw[:] = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
                                      facts, cal.relations)
@@ -279,9 +290,9 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
-    if deadline is not None and not thesis:
-        ctx.widen_root()
     progress(ctx.st, 0)
+    if deadline is not None and not thesis:
+        ctx.widen_root(progress)
     sims = 0
     while (n_limit is None or sims < n_limit) and not ctx.late():
         sims += ctx.simulate()
