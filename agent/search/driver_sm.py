@@ -37,6 +37,39 @@ def cached(sm):
         return CachedStateMachine(sm)
 
 
+class _Clocked:
+    """A state machine whose queries are timed: ``cost`` estimates what the next real query
+    takes (a moving average of those that missed the cache), so that a search on a clock
+    starts no query it cannot finish by its deadline."""
+
+    REAL = 1e-3          # shorter than this: a cache hit, says nothing of the engine
+
+    def __init__(self, sm):
+        self.sm = sm
+        self.roles = sm.roles
+        self.cost = 0.0
+
+    def _timed(self, fn, *args):
+        t = time.perf_counter()
+        out = fn(*args)
+        dt = time.perf_counter() - t
+        if dt > self.REAL:
+            self.cost = dt if self.cost == 0.0 else 0.7 * self.cost + 0.3 * dt
+        return out
+
+    def legal_moves(self, s, r):
+        return self._timed(self.sm.legal_moves, s, r)
+
+    def next_state(self, s, joint):
+        return self._timed(self.sm.next_state, s, joint)
+
+    def is_terminal(self, s):
+        return self._timed(self.sm.is_terminal, s)
+
+    def goal_values(self, s):
+        return self._timed(self.sm.goal_values, s)
+
+
 class _Ctx:
     """Everything one decision's simulations share."""
 
@@ -60,6 +93,8 @@ class _Ctx:
             self.w = F.weight_vector(persona.utility_weights, cal)
             self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
             self.raw = np.zeros(len(self.w))
+        if deadline is not None:
+            self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
         # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
@@ -68,7 +103,8 @@ class _Ctx:
                                and deadline is None and not thesis and hasattr(sm, "random_playout"))
 
     def late(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        """Past the deadline, or too near it to finish another reasoner query."""
+        return self.deadline is not None and time.perf_counter() + self.sm.cost >= self.deadline
 
     # ---------------------------------------------------------------- moves
     def ids(self, r: int, moves) -> list:
@@ -116,6 +152,8 @@ class _Ctx:
                 continue
             joint = [st.move_terms[r][a.slot_move[slots[r]]] for r in range(self.R)]
             s2 = sm.next_state(st.states[0], joint)
+            if self.late():
+                return
             term = sm.is_terminal(s2)
             T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
             st.states.append(s2)
@@ -157,6 +195,8 @@ class _Ctx:
                     return False
                 joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
                 s2 = sm.next_state(st.states[node], joint)
+                if self.late():
+                    return False
                 term = sm.is_terminal(s2)
                 goals = self.scores(s2) if term else self.zeros
                 child = int(T.add_child(a, node, self.out, term, goals))
@@ -297,6 +337,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     while (n_limit is None or sims < n_limit) and not ctx.late():
         sims += ctx.simulate()
         progress(ctx.st, sims)
+    progress(ctx.st, sims, final=True)
     return finish(ctx.st, params, rp, rng, role_index, sims, t0)
 
 
