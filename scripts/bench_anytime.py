@@ -126,9 +126,11 @@ def report(args) -> str:
     recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
     lines = ["# Anytime search and search speed", "",
              "Measured through the real paths (`Player.decide` on the Prolog reasoner; "
-             "`agent.search.search` on the compiled engine). Command:", "",
-             "```", "python scripts/bench_anytime.py --decisions N --clocks ... "
-             "(--part speed --label NAME for one code version)", "```", "",
+             "`agent.search.search` on the compiled engine). Commands (the first on a checkout "
+             "of the older commit, writing to this results file):", "",
+             "```", 'python scripts/bench_anytime.py --part speed --label "before: 13cf51a"',
+             'python scripts/bench_anytime.py --part speed --label "after: one leaf evaluator"',
+             "python scripts/bench_anytime.py --part anytime --decisions 8 --clocks 1 3", "```", "",
              f"Machine: {platform.processor() or platform.machine()}, Python "
              f"{platform.python_version()}, a 2-core host shared with other work; `load` is the "
              "1-minute load average when the row was measured (figures at load 20+ are slow "

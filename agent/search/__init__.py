@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import numbers
 
-from . import features as _features
 from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng

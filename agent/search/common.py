@@ -1,4 +1,6 @@
-"""What both drivers hand back: the result of one decision and the reusable tree."""
+"""What both drivers share outside numba: the result of one decision and the reusable
+tree, the final choice at the root (with the one-ply fallback when not one simulation
+finished), and the best-so-far reports of a running search."""
 from __future__ import annotations
 
 import time
