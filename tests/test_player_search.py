@@ -144,3 +144,15 @@ def test_chess_on_prolog_answers_by_the_deadline():
     assert d["search"] == "agent.search" and "error" not in d
     assert d["move"] in d["legal"] and seen and set(seen) <= set(d["legal"])
     assert np.isfinite(list(d["q"].values())).all()
+
+
+@pytest.mark.parametrize("module", ["agent.search", "agent.engine"])
+def test_a_broken_install_fails_loudly(monkeypatch, module):
+    """A search or engine that cannot be imported (e.g. a broken numba) is an error, not a
+    quiet switch to flat Monte Carlo or to Prolog."""
+    import sys
+    p = Player("(" + " ".join(rules_list(TTT.read_text())) + ")", "cross", 10.0, seed=3)
+    p.prepare()
+    monkeypatch.setitem(sys.modules, module, None)     # import now raises ImportError
+    with pytest.raises(ImportError):
+        p.load(budget_seconds=60)
