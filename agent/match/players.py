@@ -67,14 +67,14 @@ def start_message(match_id: str, role: str, rules_text: str, start_clock, play_c
     parentheses' padding: ``(( role x ) ... ) 60 15)``)."""
     inner = rules_text.strip()
     if inner.startswith("("):
-        inner = inner[1:]
+        inner = inner[1:].lstrip()
     return f"( START {match_id} {role} ({inner} {_clock_text(start_clock)} {_clock_text(play_clock)})"
 
 
 def play_message(match_id: str, last_moves, kind: str = "PLAY") -> str:
     if last_moves is None:
         return f"( {kind} {match_id} NIL )"
-    return f"( {kind} {match_id} (" + "".join(f" {m}" for m in last_moves) + " ) )"
+    return f"( {kind} {match_id} (" + "".join(f"{m} " for m in last_moves) + ") )"  # ggp-base: each move, one space
 
 
 # ------------------------------------------------------------------------------ HTTP
@@ -165,6 +165,7 @@ class PersonaPlayer:
     writes its own record with the Q-values and visits of every decision to ``log_dir``."""
 
     is_human = False
+    WARM_TIMEOUT = 300.0  # the first run after an install compiles the numba code
 
     def __init__(self, spec: str, name: str | None = None, log_dir=None, seed: int | None = None,
                  use_engine: bool = True, spare_players: int = 1, spare_referees: int = 1):
@@ -186,7 +187,11 @@ class PersonaPlayer:
         self._tmp = None
 
     async def prepare(self) -> None:
+        """Start the match manager, and wait until its spare player process is warm (numba
+        code loaded), so that no match's start clock pays for it."""
         if self.manager is not None:
+            if self.spares[0] > 0:
+                await self.manager.players.wait_warm(self.WARM_TIMEOUT)
             return
         from agent.server.config import ServerConfig
         from agent.server.matches import MatchManager
@@ -198,22 +203,26 @@ class PersonaPlayer:
         log_dir.mkdir(parents=True, exist_ok=True)
         cfg = ServerConfig(name=self.name, persona=self.spec, log_dir=log_dir, seed=self.seed,
                            spare_players=self.spares[0], spare_referees=self.spares[1],
-                           use_engine=self.use_engine)
+                           use_engine=self.use_engine,
+                           warm_timeout=self.WARM_TIMEOUT if self.spares[0] > 0 else 0.0)
         self.manager = MatchManager(cfg)
         await self.manager.startup()
 
     async def _call(self, text: str):
+        """The manager's reply to a message.  The message is handed over at once and its
+        handling runs to the end even when the caller stops waiting (a late reply): over
+        HTTP a message that was sent is received, and the player must see every joint move."""
         from agent.server.protocol import ProtocolError, parse_message
-        await self.prepare()
+        if self.manager is None:
+            await self.prepare()
         try:
             msg = parse_message(text)
         except ProtocolError as e:
             raise PlayerError("CE", f"message not understood: {e}") from None
         received = time.monotonic()
         method = getattr(self.manager, msg.kind)
-        if msg.kind == "abort":
-            return await method(msg)
-        return await method(msg, received)
+        call = method(msg) if msg.kind == "abort" else method(msg, received)
+        return await asyncio.shield(asyncio.ensure_future(call))
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> str:
         return await self._call(start_message(match_id, role, rules_text, start_clock, play_clock))

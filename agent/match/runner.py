@@ -186,12 +186,16 @@ class _Match:
 
     async def start(self) -> None:
         row = [""] * self.n
-        for i, p in enumerate(self.players):
-            prepare = getattr(p, "prepare", None)
-            if prepare is not None:  # untimed: processes, connections, before any clock
-                _, err = await self._timed(i, _race(prepare(), self.cancel), None)
-                if err:
-                    self.error(row, i, "CE", f"preparing: {err[1]}")
+
+        async def prepare(p):
+            if hasattr(p, "prepare"):
+                await p.prepare()
+        # untimed, all at once: processes, connections, warm-up, before any clock runs
+        prepared = await _race(asyncio.gather(*(self._timed(i, prepare(p), None)
+                                                for i, p in enumerate(self.players))), self.cancel)
+        for i, (_, err) in enumerate(prepared):
+            if err:
+                self.error(row, i, "CE", f"preparing: {err[1]}")
         replies = await _race(asyncio.gather(*(
             self._timed(i, p.start(self.id, self.roles[i], self.rules, self.start_clock, self.play_clock),
                         self.start_clock)

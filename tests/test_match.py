@@ -1,0 +1,427 @@
+"""The match runner (``ggp-persona match``, ``agent.match``): whole matches between our
+personas, a ggp-persona server over HTTP, a person (the web page's API) and a deliberately
+bad HTTP player; records that ``ggp-persona replay`` accepts; bad input refused with a
+message.  Clocks are short (1 s play clock): persona players then search for a quarter of a
+second a move, which is all these tests need.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent import cli
+from agent.archive import replay_paths
+from agent.match.cli import outcome, results_table, rotation
+from agent.match.players import (HttpPlayer, HumanPlayer, PlayerError, PlayerSpecError, canonical_move,
+                                 make_player, play_message, start_message)
+from agent.match.rules import RulesError, Scrambler, read_rules
+from agent.match.runner import MatchError, run_match
+
+from conftest import ROOT, SHARED, needs_shared
+from gamemanager import ServerProcess
+
+GAMES = ROOT / "games"
+TICTACTOE = (GAMES / "ticTacToe.kif").read_text()
+BASE = SHARED / "corpus" / "games" / "base" / "games"
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+
+
+def check_record_shape(rec: dict, n_roles: int) -> None:
+    """ggp-facts 5.1: the fields and lengths ggp-base and the spectator server require."""
+    for key in ("matchId", "randomToken", "startTime", "gameMetaURL", "isCompleted", "isAborted", "states",
+                "moves", "stateTimes", "errors", "startClock", "playClock", "previewClock",
+                "playerNamesFromHost", "isPlayerHuman", "scrambled"):
+        assert key in rec, key
+    assert len(rec["states"]) == len(rec["stateTimes"]) == len(rec["moves"]) + 1 == len(rec["errors"])
+    assert all(len(row) == n_roles for row in rec["moves"] + rec["errors"])
+    assert len(rec["playerNamesFromHost"]) == len(rec["isPlayerHuman"]) == n_roles
+    assert rec["stateTimes"] == sorted(rec["stateTimes"]) and rec["stateTimes"][0] >= rec["startTime"]
+    assert len(rec["randomToken"]) == 32
+    assert ("goalValues" in rec) == rec["isCompleted"]
+    assert all(not k.startswith("x-") or k in ("x-rules", "x-roles", "x-players", "x-error-details", "x-notes")
+               for k in rec)
+    assert not has_none({k: v for k, v in rec.items() if not k.startswith("x-")})  # the spectator refuses nulls
+
+
+def has_none(x) -> bool:
+    if isinstance(x, dict):
+        return any(has_none(v) for v in x.values())
+    if isinstance(x, list):
+        return any(has_none(v) for v in x)
+    return x is None
+
+
+def replay_ok(out: Path) -> list:
+    results = replay_paths([out])
+    assert results and all(r.ok for r in results), [r.line() for r in results]
+    return results
+
+
+# ------------------------------------------------------------------------------ pieces
+
+def test_start_and_play_messages_are_ggp_base_text():
+    rules, _ = read_rules("(role x) ; comment\n(init (cell 1 b)) (legal x go) (<= terminal (true (cell 1 b)))"
+                          " (goal x 100)")
+    assert rules == ("( ( role x ) ( init ( cell 1 b ) ) ( legal x go ) ( <= terminal ( true ( cell 1 b ) ) )"
+                     " ( goal x 100 ) )")
+    assert read_rules(rules)[0] == rules   # a rules list, as a START carries it, reads the same
+    assert (start_message("Base.t.1", "x", rules, 60, 15)
+            == "( START Base.t.1 x (( role x ) ( init ( cell 1 b ) ) ( legal x go ) "
+               "( <= terminal ( true ( cell 1 b ) ) ) ( goal x 100 ) ) 60 15)")
+    assert play_message("m", None) == "( PLAY m NIL )"
+    assert play_message("m", ["( mark 1 1 )", "noop"]) == "( PLAY m (( mark 1 1 ) noop ) )"
+    assert play_message("m", ["a", "b"], "STOP") == "( STOP m (a b ) )"
+    assert canonical_move("(mark 1  1)") == "( mark 1 1 )"
+    assert canonical_move("( mark ?x 1 )") is None and canonical_move(")(") is None
+
+
+def test_scrambler_renames_consistently_and_maps_back():
+    rules, _ = read_rules(TICTACTOE)
+    sc = Scrambler(rules, seed=3)
+    scrambled = sc.text(rules)
+    words = set(re.findall(r"[^\s()]+", rules))
+    new_words = set(re.findall(r"[^\s()]+", scrambled))
+    kept = {w for w in words if w.lower() in {"role", "init", "true", "next", "legal", "does", "goal",
+                                              "terminal", "<=", "not", "distinct", "or", "base", "input"}
+            or re.fullmatch(r"\d+", w)}
+    assert kept and kept <= new_words
+    renamed = words - kept
+    assert renamed and not (renamed & new_words)          # every other name changed ...
+    assert not ({w.lower() for w in new_words - kept} & {w.lower() for w in words})  # ... to no name of the game
+    assert sc.unscramble(scrambled) == rules
+    assert Scrambler(rules, seed=3).text(rules) == scrambled != Scrambler(rules, seed=4).text(rules)
+    read_rules(scrambled)  # still valid GDL
+
+
+def test_rotation_outcome_and_table():
+    assert [rotation(3, r) for r in range(3)] == [[0, 1, 2], [2, 0, 1], [1, 2, 0]]
+    assert outcome([100, 0], 0) == "win" and outcome([50, 50], 1) == "draw" and outcome([0, 100], 0) == "loss"
+    assert outcome([40, 40, 100], 0) == "loss" and outcome([100], 0) == "win"
+    matches = [{"order": [0, 1], "goals": [100, 0]}, {"order": [1, 0], "goals": [50, 50]},
+               {"order": [0, 1], "goals": None}]
+    rows = results_table(["a", "b"], matches)["rows"]
+    a, b = rows
+    assert (a["matches"], a["wins"], a["draws"], a["losses"], a["aborted"]) == (3, 1, 1, 0, 1)
+    assert (b["wins"], b["draws"], b["losses"]) == (0, 1, 1)
+    assert a["mean_goal"] == 75 and a["ci_low"] < 75 < a["ci_high"]
+
+
+def test_bad_rules_and_specs_are_refused_with_a_reason():
+    with pytest.raises(RulesError, match=r"<rules>:1:\d+"):
+        read_rules("(role x) (<= (legal x ?y) (true (p)))")
+    with pytest.raises(PlayerSpecError, match="expected persona"):
+        make_player("alice")
+    with pytest.raises(PlayerSpecError, match="no persona"):
+        make_player("persona:no_such_persona")
+    with pytest.raises(PlayerSpecError):
+        make_player("http://")
+    with pytest.raises(MatchError, match="2 roles but 1 players"):
+        asyncio.run(run_match(TICTACTOE, [HumanPlayer()], start_clock=1, play_clock=1))
+
+
+# ------------------------------------------------------------------------------ a bad HTTP player
+
+class FakePlayer:
+    """A tiny GGP player over HTTP: ``ready`` to START, then the scripted reply to each PLAY:
+    ``("sleep", s, text)``, ``("reply", text)`` or ``("close",)`` (hang up without a reply)."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.received: list[str] = []
+        self.server = None
+        self.port = None
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    async def _serve(self, reader, writer):
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            n = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+            body = (await reader.readexactly(n)).decode()
+            self.received.append(body)
+            kind = body.split()[1].upper()
+            if kind == "INFO":
+                action = ("reply", "( ( name fake ) ( status available ) )")
+            elif kind == "PLAY":
+                action = self.script.pop(0) if self.script else ("reply", "noop")
+            else:
+                action = ("reply", {"START": "ready", "STOP": "done", "ABORT": "aborted"}[kind])
+            if action[0] == "close":
+                return
+            if action[0] == "sleep":
+                await asyncio.sleep(action[1])
+                action = ("reply", action[2])
+            data = action[1].encode()
+            writer.write(b"HTTP/1.0 200 OK\r\nContent-type: text/acl\r\nContent-length: %d\r\n\r\n%s" % (len(data), data))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def human_moves(human: HumanPlayer, choose, stop: asyncio.Event, limit: int = 1000):
+    """What the web page does: when a move is asked for, submit one (at most ``limit``)."""
+    while not stop.is_set() and limit > 0:
+        if human.waiting and human.legal:
+            human.submit(choose(human.legal))
+            limit -= 1
+        await asyncio.sleep(0.01)
+
+
+def test_bad_http_player_errors_are_recorded_with_ggp_base_codes(tmp_path):
+    """Late, garbage, illegal and hung-up replies get TO, IL null, IL <move> and CE, and a
+    random legal move stands in; a person (the web page's HumanPlayer) plays the other side."""
+    script = [("sleep", 2.6, "noop"), ("reply", ")( garbage"), ("reply", "( place 9 9 )"), ("close",),
+              ("reply", "noop")]
+    events = []
+
+    async def main():
+        async with FakePlayer(script) as fake:
+            human = HumanPlayer("alice")
+            done = asyncio.Event()
+            feeder = asyncio.create_task(human_moves(human, lambda legal: legal[0], done))
+            try:
+                rec = await run_match(TICTACTOE, [human, HttpPlayer(f"http://127.0.0.1:{fake.port}")],
+                                      start_clock=2, play_clock=1, out_dir=tmp_path, on_event=events.append,
+                                      match_id="test.bad.1", seed=5)
+            finally:
+                done.set()
+                await feeder
+            return rec, fake.received
+
+    rec, received = asyncio.run(main())
+    check_record_shape(rec, 2)
+    assert rec["isCompleted"] and rec["playerNamesFromHost"] == ["alice", "fake"]
+    assert rec["isPlayerHuman"] == [True, False]
+    errors = [row[1] for row in rec["errors"]]
+    assert errors[:6] == ["", "TO", "IL null", "IL ( place 9 9 )", "CE", ""]
+    # after the script the fake answers noop: illegal exactly when nought must place a mark
+    for k in range(6, len(errors)):
+        assert errors[k] == ("IL noop" if k % 2 == 0 else ""), (k, errors)
+    assert all(row[0] == "" for row in rec["errors"])
+    details = rec["x-error-details"]
+    assert [d["error"] for d in details][:4] == ["TO", "IL null", "IL ( place 9 9 )", "CE"]
+    assert "garbage" in details[1]["detail"]
+    # what the fake was sent, as ggp-base sends it
+    assert received[0] == "( INFO )" and received[1].startswith("( START test.bad.1 nought (( role cross )")
+    assert received[2] == "( PLAY test.bad.1 NIL )"
+    assert received[-1].startswith("( STOP test.bad.1 (")
+    # events: a start, one move per step, the end
+    assert [e["type"] for e in events] == ["start"] + ["move"] * len(rec["moves"]) + ["end"]
+    assert events[0]["to_move"] == [0] and len(events[0]["legal"][0]) == 9
+    assert events[-1]["goals"] == rec["goalValues"]
+    assert all(e["moves"] == m for e, m in zip(events[1:], rec["moves"]))
+    replay_ok(tmp_path)
+
+
+def test_cancel_aborts_every_player_and_writes_the_record(tmp_path):
+    async def main():
+        # the person moves once, the fake answers at once; then the person takes their time
+        async with FakePlayer([("reply", "noop"), ("reply", "( place 2 2 )")]) as fake:
+            cancel = asyncio.Event()
+
+            def on_event(ev):
+                if ev["type"] == "move" and ev["ply"] == 2:
+                    asyncio.get_running_loop().call_later(0.3, cancel.set)
+
+            human = HumanPlayer()
+            stop = asyncio.Event()
+            feeder = asyncio.create_task(human_moves(human, lambda legal: legal[-1], stop, limit=1))
+            try:
+                rec = await run_match(TICTACTOE, [human, HttpPlayer(f"http://127.0.0.1:{fake.port}")],
+                                      start_clock=2, play_clock=20, out_dir=tmp_path, on_event=on_event,
+                                      cancel=cancel, match_id="test.cancel.1")
+            finally:
+                stop.set()
+                await feeder
+            return rec, fake.received
+
+    rec, received = asyncio.run(main())
+    assert rec["isAborted"] and not rec["isCompleted"] and "goalValues" not in rec
+    assert len(rec["moves"]) == 2
+    assert received[-1] == "( ABORT test.cancel.1 )"
+    on_disk = records(tmp_path)
+    assert len(on_disk) == 1 and on_disk[0]["isAborted"] and on_disk[0]["moves"] == rec["moves"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+    check_record_shape(rec, 2)
+    replay_ok(tmp_path)
+
+
+def test_human_submit_is_checked():
+    human = HumanPlayer()
+    with pytest.raises(ValueError, match="no move is asked"):
+        human.submit("noop")
+
+    async def main():
+        human.legal = ["( place 1 1 )", "( place 1 2 )"]
+        task = asyncio.create_task(human.play("m", None, 5))
+        await asyncio.sleep(0.05)
+        with pytest.raises(ValueError, match="not a move"):
+            human.submit("(")
+        with pytest.raises(ValueError, match="not a legal move"):
+            human.submit("( place 3 3 )")
+        human.submit("(place 1 2)")
+        assert await task == "( place 1 2 )"
+        human.legal = ["a", "b"]
+        with pytest.raises(PlayerError) as e:
+            await human.play("m", None, 0.1)
+        assert e.value.code == "TO"
+
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------------------------ whole matches from the command line
+
+def run_cli(*args) -> int:
+    return cli.main(["match", *map(str, args)])
+
+
+def test_cli_persona_vs_persona_scrambled_rounds(tmp_path, capsys):
+    out = tmp_path / "logs"
+    assert run_cli(GAMES / "ticTacToe.kif", "persona:champion", "persona:sanguine", "--rounds", 2,
+                   "--start", 3, "--play", 1, "--out", out, "--scramble", "--seed", 2) == 0
+    text = capsys.readouterr().out
+    assert "results" in text and "champion" in text and "sanguine" in text and "95%" in text
+    recs = records(out)
+    assert len(recs) == 2
+    for rec in recs:
+        check_record_shape(rec, 2)
+        assert rec["isCompleted"] and rec["scrambled"]
+        assert all(e == "" for row in rec["errors"] for e in row), rec["errors"]
+        # the record speaks the real vocabulary although the players saw scrambled names
+        assert "( control cross )" in rec["states"][0]
+        assert {p["persona"]["name"] for p in rec["x-players"]} == {"champion", "sanguine"}
+    assert [r["playerNamesFromHost"] for r in recs] == [["champion", "sanguine"], ["sanguine", "champion"]]
+    replay_ok(out)
+    # our personas' own records (decisions with Q-values) were written beside, in the
+    # scrambled names they saw
+    own = [json.loads(p.read_text()) for p in (out / "players").glob("*.json")]
+    assert len(own) == 4 and all(r["x-decisions"] for r in own)
+    assert all("control" not in r["states"][0] for r in own)
+
+
+@pytest.fixture(scope="module")
+def ggp_server(tmp_path_factory):
+    """``ggp-persona serve`` on a free port."""
+    logs = tmp_path_factory.mktemp("server") / "match_logs"
+    server = ServerProcess(logs, "--seed", "3", "--name", "ServedPersona")
+    server.cmd = [sys.executable, "-m", "agent.cli", "serve", *server.cmd[3:]]
+    with server as s:
+        yield s
+
+
+def test_cli_persona_vs_server_over_http(tmp_path, ggp_server):
+    out = tmp_path / "logs"
+    url = f"http://{ggp_server.host}:{ggp_server.port}"
+    assert run_cli(GAMES / "ticTacToe.kif", url, "persona:champion", "--rounds", 2,
+                   "--start", 3, "--play", 1, "--out", out) == 0, ggp_server.log_text()
+    recs = records(out)
+    assert len(recs) == 2
+    for rec in recs:
+        check_record_shape(rec, 2)
+        assert rec["isCompleted"]
+        assert "ServedPersona" in rec["playerNamesFromHost"]   # the name it gave in INFO
+        assert all(e == "" for row in rec["errors"] for e in row), rec["errors"]
+    replay_ok(out)
+
+
+def smallest_games(n_roles: int, min_steps: int = 1, simultaneous: bool = False, limit: int = 120):
+    """Base-corpus games found by structure: ``n_roles`` roles, a random playout of at least
+    ``min_steps`` steps, and (``simultaneous``) several roles with a choice at once."""
+    from agent.reasoner.prolog import PrologReasoner
+    files = sorted(BASE.glob("*/v0/*.kif"), key=lambda p: p.stat().st_size)[:limit]
+    for f in files:
+        try:
+            _, desc = read_rules(f.read_text(encoding="utf-8", errors="replace"), str(f))
+        except RulesError:
+            continue
+        if len(desc.roles) != n_roles:
+            continue
+        sm = PrologReasoner(desc)
+        try:
+            s = sm.initial_state()
+            if simultaneous and sum(len(sm.legal_moves(s, i)) > 1 for i in range(n_roles)) < 2:
+                continue
+            if sm.random_playout(s, seed=1)[0] < min_steps:
+                continue
+            return f
+        except Exception:
+            continue
+        finally:
+            sm.close()
+    pytest.fail(f"no {n_roles}-role game{' with simultaneous moves' if simultaneous else ''} in the corpus")
+
+
+@needs_shared
+def test_cli_three_roles(tmp_path, ggp_server):
+    game = smallest_games(3, min_steps=5)
+    out = tmp_path / "logs"
+    url = f"http://{ggp_server.host}:{ggp_server.port}"
+    assert run_cli(game, "persona:champion", url, "persona:rusher", "--start", 3, "--play", 1,
+                   "--out", out) == 0
+    (rec,) = records(out)
+    check_record_shape(rec, 3)
+    assert rec["isCompleted"] and len(rec["goalValues"]) == 3
+    assert all(e == "" for row in rec["errors"] for e in row), rec["errors"]
+    replay_ok(out)
+
+
+@needs_shared
+def test_cli_simultaneous_moves(tmp_path):
+    game = smallest_games(2, simultaneous=True)
+    out = tmp_path / "logs"
+    assert run_cli(game, "persona:champion", "persona:phlegmatic", "--start", 3, "--play", 1,
+                   "--out", out, "--scramble") == 0
+    (rec,) = records(out)
+    check_record_shape(rec, 2)
+    assert rec["isCompleted"]
+    assert all(e == "" for row in rec["errors"] for e in row), rec["errors"]
+    replay_ok(out)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["no/such.kif", "persona:champion", "persona:champion"], "no such file: no/such.kif"),
+    ([GAMES / "ticTacToe.kif", "persona:champion"], "has 2 roles; give 2 players, not 1"),
+    ([GAMES / "ticTacToe.kif", "persona:champion", "bogus"], "bad player 'bogus'"),
+    ([GAMES / "ticTacToe.kif", "persona:champion", "persona:nobody"], "no persona 'nobody'"),
+    ([GAMES / "ticTacToe.kif", "persona:champion", "human"], "web page"),
+    ([GAMES / "ticTacToe.kif", "persona:champion", "persona:champion", "--rounds", "0"], "--rounds"),
+    ([GAMES / "ticTacToe.kif", "http://127.0.0.1:PORT", "persona:champion"], "no GGP player answers"),
+])
+def test_cli_bad_input_gets_a_message_not_a_traceback(tmp_path, capsys, args, message):
+    args = [str(a).replace("PORT", str(free_port())) for a in args]
+    assert cli.main(["match", *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_cli_invalid_rules_name_line_and_column(tmp_path, capsys):
+    bad = tmp_path / "bad.kif"
+    bad.write_text("(role a)\n(role b)\n(<= (legal a ?x) (true (p)))\n")
+    assert cli.main(["match", str(bad), "persona:champion", "persona:champion", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"bad\.kif:3:\d+: error: .*unsafe", err, re.I) and "Traceback" not in err
