@@ -6,12 +6,14 @@ multiple of the number of roles every player plays every role equally often.  Sc
 match: a win is a goal strictly above every other role's, a draw a goal tied for the top,
 else a loss (one-role games: a win is 100).  Aborted matches count apart and carry no goal.
 Ctrl-C aborts the match in progress (ABORT to every player, its record written and marked
-aborted) and ends the run with the results so far.
+aborted) and ends the run with the results so far; the same command with the same ``--run``
+resumes it (completed rounds found in the output folder are counted, not played again).
 """
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 import signal
 import sys
 import time
@@ -38,6 +40,10 @@ def add_arguments(p) -> None:
     p.add_argument("--scramble", action="store_true",
                    help="rename the game's symbols for the players, anew each match (records keep the real names)")
     p.add_argument("--seed", type=int, default=0, help="seed of substitute moves, scrambling and personas (default 0)")
+    p.add_argument("--run", metavar="NAME", default=None,
+                   help="name of this run (default: the time); match ids are match.<game>.<run>.<round>. "
+                        "Run the same command with the same --run to resume an interrupted run: rounds "
+                        "already completed in DIR are counted, not replayed")
     p.add_argument("--no-engine", action="store_true", help="personas play on Prolog only (no compiled engine)")
 
 
@@ -94,6 +100,22 @@ def _print_table(table: dict, console) -> None:
     console.print(t)
 
 
+def completed_rounds(out: Path, prefix: str, rules_text: str) -> dict:
+    """Match id -> (goals, player names) of the completed records in ``out`` whose id starts
+    with ``prefix`` and whose rules are ``rules_text`` (a resumed run)."""
+    import json
+    found = {}
+    for f in out.glob(f"{prefix}*.json"):
+        try:
+            rec = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (isinstance(rec, dict) and rec.get("isCompleted") and rec.get("x-rules") == rules_text
+                and isinstance(rec.get("goalValues"), list) and str(rec.get("matchId", "")).startswith(prefix)):
+            found[rec["matchId"]] = (rec["goalValues"], rec.get("playerNamesFromHost"))
+    return found
+
+
 def _rules_path(arg: str) -> Path:
     p = Path(arg)
     if p.is_file():
@@ -132,13 +154,17 @@ async def run_rounds(args, console) -> int:
     except (OSError, UnicodeError) as e:
         raise MatchUsageError(f"cannot read {path}: {e}") from None
     try:
-        _, description = read_rules(text, str(path))
+        rules_text, description = read_rules(text, str(path))
     except RulesError as e:
         raise MatchUsageError(f"{path}: invalid rules:\n{e}") from None
     n_roles = len(description.roles)
     if len(args.players) != n_roles:
         raise MatchUsageError(f"{path.name} has {n_roles} role{'s' * (n_roles != 1)}; "
                               f"give {n_roles} players, not {len(args.players)}")
+    game = re.sub(r"[^A-Za-z0-9_-]", "_", path.stem)  # part of match ids: one word
+    run = args.run or str(int(time.time() * 1000))
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", run):
+        raise MatchUsageError("--run takes letters, digits, _ and - only")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -170,8 +196,10 @@ async def run_rounds(args, console) -> int:
             loop.add_signal_handler(signal.SIGINT, cancel.set)
         except (NotImplementedError, RuntimeError):
             pass
-        game = path.stem
-        stamp = int(time.time() * 1000)
+        done = completed_rounds(out, f"match.{game}.{run}.", rules_text)
+        console.print(f"run {run}: {args.rounds} round{'s' * (args.rounds != 1)} of {game}"
+                      + (f", {len(done)} already played" if done else "")
+                      + f" (after an interruption, resume with --run {run})")
         matches = []
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
@@ -181,6 +209,16 @@ async def run_rounds(args, console) -> int:
                     break
                 order = rotation(len(players), r)
                 seated = [players[k] for k in order]
+                match_id = f"match.{game}.{run}.{r + 1}"
+                if match_id in done:
+                    goals, names_then = done[match_id]
+                    if names_then != [p.name for p in seated]:
+                        raise MatchUsageError(f"{match_id} in {out} was played by {names_then}, not by "
+                                              f"{[p.name for p in seated]}: resume with the same players "
+                                              f"in the same order, or choose another --run")
+                    matches.append({"order": order, "goals": goals, "id": match_id})
+                    progress.advance(task)
+                    continue
 
                 def on_event(ev, r=r, seated=seated):
                     who = " vs ".join(p.name for p in seated)
@@ -189,7 +227,6 @@ async def run_rounds(args, console) -> int:
                     elif ev["type"] == "start":
                         progress.update(task, description=f"{game} {r + 1}/{args.rounds}: {who}")
 
-                match_id = f"match.{game}.{stamp}.{r + 1}"
                 try:
                     record = await run_match(text, seated, start_clock=args.start, play_clock=args.play,
                                              match_id=match_id, scramble=args.scramble, seed=args.seed + r,

@@ -98,7 +98,8 @@ class HttpPlayer:
         self.url = f"http://{parts.hostname}:{port}/"
         self.host = parts.hostname
         self.name = name or f"{parts.hostname}:{port}"
-        self.receiver = ""
+        self.named = name is not None
+        self.receiver = ""   # its name as given in INFO (ggp-base's Receiver header)
         self.play_clock = 10.0
 
     async def _send(self, body: str, timeout: float) -> str:
@@ -131,7 +132,9 @@ class HttpPlayer:
             for item in node.items:
                 if (not item.is_atom and len(item.items) >= 2 and item.items[0].is_atom
                         and item.items[0].text.lower() == "name" and item.items[1].is_atom):
-                    self.name = self.receiver = item.items[1].text
+                    if not self.receiver and not self.named:  # the first INFO names it
+                        self.name = item.items[1].text
+                    self.receiver = item.items[1].text
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> str:
         """The reply (``ready``), which managers ignore; the runner notes any other."""

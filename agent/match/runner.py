@@ -80,6 +80,7 @@ async def _race(aw, cancel: asyncio.Event | None):
         stopper.cancel()
         return task.result()
     task.cancel()
+    await asyncio.gather(task, return_exceptions=True)  # let it wind down, its outcome read
     raise _Cancelled()
 
 
