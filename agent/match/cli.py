@@ -175,7 +175,7 @@ async def run_rounds(args, console) -> int:
         for k, spec in enumerate(args.players):
             if spec.strip() == "human":
                 raise MatchUsageError("a person plays through the web page (ggp-persona web); "
-                                      "here use persona:NAME|FILE or http://HOST:PORT")
+                                      "here use persona:NAME|FILE, http://HOST:PORT or random")
             try:
                 players.append(make_player(spec, log_dir=out / "players", seed=args.seed * 1000 + k,
                                            use_engine=not args.no_engine))

@@ -16,6 +16,7 @@ player was given (scrambled or not).  Specs (``make_player``):
                       machinery (``agent.server.matches``: referee, player and grounder
                       processes, deadlines, fallback moves), driven without HTTP
   http://HOST:PORT    any GGP player, sent the messages ggp-base's GameServer sends
+  random              a uniformly random legal move (from the legal moves the runner gives)
   human               a person: ``play`` waits for ``submit(move_text)``
 """
 from __future__ import annotations
@@ -256,10 +257,11 @@ class PersonaPlayer:
 class HumanPlayer:
     """A person: ``play`` waits until ``submit(move_text)`` (from the web page's handler,
     on any thread).  Before each ``play`` the runner sets ``legal`` (the person's legal
-    moves), so ``submit`` can refuse a move that is not legal at once (``ValueError``)
+    moves; ``wants_legal``), so ``submit`` can refuse a move that is not legal at once (``ValueError``)
     and the person tries again; the runner still checks the move like any reply."""
 
     is_human = True
+    wants_legal = True
 
     def __init__(self, name: str = "human"):
         self.name = name
@@ -331,9 +333,43 @@ class HumanPlayer:
         self._cancel()
 
 
+# ------------------------------------------------------------------------------ random
+
+class RandomPlayer:
+    """A uniformly random legal move, at once (ggp-base's RandomGamer; the baseline of any
+    comparison).  It plays from the legal moves the runner gives it (``legal``), which are
+    the referee's: no reasoner of its own."""
+
+    is_human = False
+    wants_legal = True
+
+    def __init__(self, name: str = "random", seed: int | None = None):
+        import random
+        self.name = name
+        self.legal: list[str] | None = None
+        self.rng = random.Random(seed)
+
+    async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
+        pass
+
+    async def play(self, match_id, last_moves, timeout) -> str:
+        if not self.legal:
+            raise PlayerError("CE", "no legal moves were given")
+        return self.rng.choice(self.legal)
+
+    async def stop(self, match_id, last_moves) -> None:
+        pass
+
+    async def abort(self, match_id) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 # ------------------------------------------------------------------------------ specs
 
-SPEC_HELP = "persona:NAME|FILE (our player), http://HOST:PORT (any GGP player) or human"
+SPEC_HELP = "persona:NAME|FILE (our player), http://HOST:PORT (any GGP player), random or human"
 
 
 def make_player(spec: str, **options):
@@ -343,6 +379,8 @@ def make_player(spec: str, **options):
     name = options.pop("name", None)
     if spec == "human":
         return HumanPlayer(name or "human")
+    if spec == "random":
+        return RandomPlayer(name or "random", options.get("seed"))
     if spec.startswith("http://") or spec.startswith("https://"):
         if spec.startswith("https://"):
             raise PlayerSpecError(f"{spec}: GGP players speak plain http://")

@@ -216,13 +216,14 @@ class _Match:
 
     async def _ask(self, i: int, legal: list[str]):
         p = self.players[i]
+        timeout = self.play_clock + PLAY_GRACE
         if p.is_human:
             if len(legal) == 1:
                 return legal[0], None
+            if self.human_clock is not None:
+                timeout = self.human_clock
+        if getattr(p, "wants_legal", False):  # a person's page, the random player
             p.legal = list(legal)
-            timeout = self.play_clock + PLAY_GRACE if self.human_clock is None else self.human_clock
-        else:
-            timeout = self.play_clock + PLAY_GRACE
         reply, err = await self._timed(i, p.play(self.id, self.last, timeout), timeout)
         if err:
             return None, err
