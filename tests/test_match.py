@@ -20,8 +20,8 @@ import pytest
 from agent import cli
 from agent.archive import replay_paths
 from agent.match.cli import outcome, results_table, rotation
-from agent.match.players import (HttpPlayer, HumanPlayer, PlayerError, PlayerSpecError, canonical_move,
-                                 make_player, play_message, start_message)
+from agent.match.players import (HttpPlayer, HumanPlayer, PlayerError, PlayerSpecError, RandomPlayer,
+                                 canonical_move, make_player, play_message, start_message)
 from agent.match.rules import RulesError, Scrambler, read_rules
 from agent.match.runner import MatchError, run_match
 
@@ -300,6 +300,39 @@ def test_human_submit_is_checked():
     asyncio.run(main())
 
 
+def test_random_players_three_roles_from_the_command_line(tmp_path, capsys):
+    """The cheapest whole run: random players, a 3-role game written here, two rounds."""
+    game = tmp_path / "race3.kif"
+    game.write_text("""
+        (role a) (role b) (role c)
+        (init (pos a 0)) (init (pos b 0)) (init (pos c 0))
+        (succ 0 1) (succ 1 2) (succ 2 3)
+        (<= (legal ?r step) (role ?r)) (<= (legal ?r wait) (role ?r))
+        (<= (next (pos ?r ?y)) (does ?r step) (true (pos ?r ?x)) (succ ?x ?y))
+        (<= (next (pos ?r ?x)) (does ?r wait) (true (pos ?r ?x)))
+        (<= done (true (pos ?r 3)))
+        (<= terminal done)
+        (<= (goal ?r 100) (true (pos ?r 3)))
+        (<= (goal ?r 0) (role ?r) (not (true (pos ?r 3))))
+    """)
+    out = tmp_path / "logs"
+    assert run_cli(game, "random", "random", "random", "--rounds", 3, "--start", 1, "--play", 1,
+                   "--out", out, "--seed", 4) == 0
+    assert "random#3" in capsys.readouterr().out
+    recs = records(out)
+    assert len(recs) == 3
+    for rec in recs:
+        check_record_shape(rec, 3)
+        assert rec["isCompleted"] and all(e == "" for row in rec["errors"] for e in row)
+        # every role chooses at every step: simultaneous moves, all in the record
+        assert all(len(set(joint)) >= 1 and len(joint) == 3 for joint in rec["moves"])
+    assert [r["playerNamesFromHost"] for r in recs] == [["random", "random#2", "random#3"],
+                                                        ["random#3", "random", "random#2"],
+                                                        ["random#2", "random#3", "random"]]
+    replay_ok(out)
+    assert isinstance(make_player("random", seed=1), RandomPlayer)
+
+
 # ------------------------------------------------------------------------------ whole matches from the command line
 
 def run_cli(*args) -> int:
@@ -420,7 +453,7 @@ def free_port() -> int:
     ([GAMES / "ticTacToe.kif", "persona:champion"], "has 2 roles; give 2 players, not 1"),
     ([GAMES / "ticTacToe.kif", "persona:champion", "bogus"], "bad player 'bogus'"),
     ([GAMES / "ticTacToe.kif", "persona:champion", "persona:nobody"], "no persona 'nobody'"),
-    ([GAMES / "ticTacToe.kif", "persona:champion", "human"], "web page"),
+    ([GAMES / "ticTacToe.kif", "random", "human"], "web page"),
     ([GAMES / "ticTacToe.kif", "persona:champion", "persona:champion", "--rounds", "0"], "--rounds"),
     ([GAMES / "ticTacToe.kif", "http://127.0.0.1:PORT", "persona:champion"], "no GGP player answers"),
 ])

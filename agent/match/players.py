@@ -276,6 +276,9 @@ class HumanPlayer:
         """True while a move is asked for."""
         return self._pending is not None and not self._pending.done()
 
+    async def prepare(self) -> None:
+        pass
+
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
         self.role, self.rules_text = role, rules_text
 
@@ -348,6 +351,9 @@ class RandomPlayer:
         self.name = name
         self.legal: list[str] | None = None
         self.rng = random.Random(seed)
+
+    async def prepare(self) -> None:
+        pass
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
         pass
