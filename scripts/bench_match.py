@@ -69,7 +69,8 @@ async def one_game(key: str, matches: int, max_plies: int, seed: int) -> dict:
             lengths.append(len(rec["moves"]))
             completed += bool(rec["isCompleted"])
     steps.sort()
-    return {"game": key, "rules": str(path.relative_to(ROOT.parent)) if path.is_relative_to(ROOT.parent) else str(path),
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path("../shared") / path.relative_to(SHARED)
+    return {"game": key, "rules": str(shown),
             "matches": matches, "completed": completed, "steps": len(steps),
             "mean_match_steps": round(statistics.fmean(lengths), 1),
             "open_seconds_median": round(statistics.median(opens), 3),
@@ -120,6 +121,7 @@ def main() -> int:
     done = {}
     if (args.resume or args.report_only) and args.out.is_file():
         done = {r["game"]: r for r in map(json.loads, args.out.read_text().splitlines()) if r}
+    command = ("python scripts/bench_match.py " + " ".join(sys.argv[1:])).strip()
     if not args.report_only:
         todo = [g for g in args.games if g not in done]
         with Progress() as progress:
@@ -127,10 +129,12 @@ def main() -> int:
             for g in todo:
                 progress.update(task, description=g)
                 done[g] = asyncio.run(one_game(g, args.matches, args.max_plies, args.seed))
+                done[g]["command"] = command
                 atomic_write_bytes(args.out, "".join(json.dumps(r) + "\n" for r in done.values()).encode())
                 progress.advance(task)
-    command = "python scripts/bench_match.py " + " ".join(sys.argv[1:])
-    report([done[g] for g in args.games if g in done], command.strip(), args.report)
+    rows = [done[g] for g in args.games if g in done]
+    commands = sorted({r.get("command", command) for r in rows})
+    report(rows, "; ".join(commands), args.report)
     print(args.report.read_text())
     return 0
 

@@ -149,12 +149,13 @@ class _Match:
         return {"state": list(self.info["state"]), "legal": [list(ms) for ms in legal],
                 "to_move": to_move(legal)}
 
-    def error(self, row: list, i: int, code: str, detail: str) -> None:
+    def error(self, row: list, i: int, code: str, detail: str, step: int = 0) -> None:
+        """Record player ``i``'s error at ``step`` (0: START) in ``row`` and the details."""
         row[i] = self.vocab.unscramble(code)
-        self.details.append({"ply": self.ply, "role": self.vocab.unscramble(self.roles[i]),
+        self.details.append({"ply": step, "role": self.vocab.unscramble(self.roles[i]),
                              "player": self.players[i].name, "error": row[i],
                              "detail": self.vocab.unscramble(detail)[:500]})
-        log.info("%s: ply %d, %s: %s %s", self.id, self.ply, self.players[i].name, row[i], detail[:200])
+        log.info("%s: step %d, %s: %s %s", self.id, step, self.players[i].name, row[i], detail[:200])
 
     # -------------------------------------------------------------- phases
     async def open(self) -> None:
@@ -241,15 +242,15 @@ class _Match:
             raise RefereeError(f"{', '.join(stuck)} has no legal move in a non-terminal state")
         substitutes = [self.rng.choice(ms) for ms in legal]  # drawn before asking, as GameServer
         answers = await _race(asyncio.gather(*(self._ask(i, legal[i]) for i in range(self.n))), self.cancel)
-        self.ply += 1
         row = [""] * self.n
         joint = []
         for i, (move, err) in enumerate(answers):
             if err:
-                self.error(row, i, *err)
+                self.error(row, i, *err, step=self.ply + 1)
                 move = substitutes[i]
             joint.append(move)
         self.info = await _race(self.referee.step(joint, REFEREE_TIMEOUT), self.cancel)
+        self.ply += 1
         self.last = joint
         self.record.add_moves([self.vocab.unscramble(m) for m in joint])
         self.record.set_state(self.ply, self.vocab.unscramble(self.info["state_text"]))
