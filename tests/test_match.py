@@ -277,6 +277,34 @@ def test_cancel_aborts_every_player_and_writes_the_record(tmp_path):
     replay_ok(tmp_path)
 
 
+class StalePlayer(RandomPlayer):
+    """Answers with a legal move of the step before: illegal whenever the moves changed."""
+
+    async def play(self, match_id, last_moves, timeout):
+        move, self.previous = getattr(self, "previous", None) or self.legal[0], self.legal[0]
+        return move
+
+
+def test_scrambled_match_events_speak_the_players_vocabulary_records_the_real_one(tmp_path):
+    events = []
+    rec = asyncio.run(run_match(TICTACTOE, [RandomPlayer(seed=1), StalePlayer("stale")], start_clock=1,
+                                play_clock=1, scramble=True, seed=9, out_dir=tmp_path, on_event=events.append))
+    real = {"place", "noop", "control", "cross", "nought", "blank"}
+
+    def words(x):
+        return set(re.findall(r'[^\s()",\[\]]+', json.dumps(x)))
+
+    shown = [e for e in events if e["type"] in ("start", "move")]
+    assert not words([[e.get("state"), e.get("legal"), e.get("moves"), e.get("errors"), e.get("roles"),
+                       e.get("rules")] for e in shown]) & real
+    il = [e for e in shown if any(x.startswith("IL") for x in e["errors"])]
+    assert il, "the stale player never erred"
+    assert rec["scrambled"] and words([rec["moves"], rec["states"]]) >= {"place", "noop", "control"}
+    assert any(x.startswith("IL ( place") for row in rec["errors"] for x in row)
+    assert [len(e["errors"]) for e in shown] == [2] * len(shown)
+    replay_ok(tmp_path)
+
+
 def test_human_submit_is_checked():
     human = HumanPlayer()
     with pytest.raises(ValueError, match="no move is asked"):

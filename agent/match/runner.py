@@ -150,12 +150,13 @@ class _Match:
                 "to_move": to_move(legal)}
 
     def error(self, row: list, i: int, code: str, detail: str, step: int = 0) -> None:
-        """Record player ``i``'s error at ``step`` (0: START) in ``row`` and the details."""
-        row[i] = self.vocab.unscramble(code)
+        """Player ``i``'s error at ``step`` (0: START) into ``row`` (the players' vocabulary)
+        and the details (the record's)."""
+        row[i] = code
         self.details.append({"ply": step, "role": self.vocab.unscramble(self.roles[i]),
-                             "player": self.players[i].name, "error": row[i],
+                             "player": self.players[i].name, "error": self.vocab.unscramble(code),
                              "detail": self.vocab.unscramble(detail)[:500]})
-        log.info("%s: step %d, %s: %s %s", self.id, step, self.players[i].name, row[i], detail[:200])
+        log.info("%s: step %d, %s: %s %s", self.id, step, self.players[i].name, code, detail[:200])
 
     # -------------------------------------------------------------- phases
     async def open(self) -> None:
@@ -207,7 +208,7 @@ class _Match:
                 self.error(row, i, *err)
             elif isinstance(reply, str) and reply.strip().lower() != "ready":
                 self.record.note(f"{self.players[i].name} answered START with {reply.strip()[:100]!r}")
-        self.errors.append(row)
+        self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
         self.emit({"type": "start", "match_id": self.id, "roles": list(self.roles),
                    "players": [p.name for p in self.players],
@@ -254,7 +255,7 @@ class _Match:
         self.last = joint
         self.record.add_moves([self.vocab.unscramble(m) for m in joint])
         self.record.set_state(self.ply, self.vocab.unscramble(self.info["state_text"]))
-        self.errors.append(row)
+        self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
         self.emit({"type": "move", "ply": self.ply, "moves": list(joint), "errors": list(row),
                    "terminal": self.info["terminal"], **self._state_event()})
