@@ -466,6 +466,8 @@ def test_cli_simultaneous_moves(tmp_path):
     (rec,) = records(out)
     check_record_shape(rec, 2)
     assert rec["isCompleted"]
+    # a game from a repository copy is named by its repository URL, as ggp-base's records do
+    assert rec["gameMetaURL"] == f"http://games.ggp.org/base/games/{game.parent.parent.name}/v0/"
     answered(rec)
     replay_ok(out)
 

@@ -116,6 +116,23 @@ def completed_rounds(out: Path, prefix: str, rules_text: str) -> dict:
     return found
 
 
+def repository_url(path: Path) -> str | None:
+    """``http://games.ggp.org/<repo>/games/<key>/v<N>/`` when the rule sheet sits in a copy of
+    a game repository (``<repo>/games/<key>/v<N>/`` with a METADATA naming it), so records
+    name the game as ggp-base's do; else None."""
+    import json
+    parts = path.resolve().parts
+    if len(parts) < 5 or parts[-4] != "games" or not re.fullmatch(r"v\d+", parts[-2]):
+        return None
+    try:
+        meta = json.loads((path.parent / "METADATA").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("rulesheet") != path.name:
+        return None
+    return f"http://games.ggp.org/{parts[-5]}/games/{parts[-3]}/{parts[-2]}/"
+
+
 def _rules_path(arg: str) -> Path:
     p = Path(arg)
     if p.is_file():
@@ -230,7 +247,8 @@ async def run_rounds(args, console) -> int:
                 try:
                     record = await run_match(text, seated, start_clock=args.start, play_clock=args.play,
                                              match_id=match_id, scramble=args.scramble, seed=args.seed + r,
-                                             out_dir=out, on_event=on_event, cancel=cancel)
+                                             out_dir=out, on_event=on_event, cancel=cancel,
+                                             game_meta_url=repository_url(path))
                 except MatchError as e:
                     raise MatchUsageError(str(e)) from None
                 goals = record.get("goalValues") if record.get("isCompleted") else None

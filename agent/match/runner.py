@@ -303,11 +303,13 @@ class _Match:
 async def run_match(rules_text: str, players, *, start_clock, play_clock, match_id: str | None = None,
                     scramble: bool = False, seed: int = 0, out_dir="match_logs", on_event=None,
                     cancel: asyncio.Event | None = None, human_clock: float | None = None,
-                    max_plies: int = 10_000) -> dict:
+                    max_plies: int = 10_000, game_meta_url: str | None = None) -> dict:
     """Play one match; returns its record (ggp-base Match JSON, also written to
     ``out_dir/<match id>.json``).  ``players`` in role order.  ``rules_text``: a rule sheet
     (KIF) or a rules list.  ``human_clock``: seconds a person has per move (default the play
-    clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).  Raises
+    clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).
+    ``game_meta_url``: the game's repository URL for the record (default: a URN naming the
+    exact rules, ``agent.matchlog.rules_urn``).  Raises
     ``MatchError`` when the match cannot be set up (invalid rules, wrong number of players)."""
     try:
         rules, description = read_rules(rules_text)
@@ -323,6 +325,8 @@ async def run_match(rules_text: str, players, *, start_clock, play_clock, match_
         raise MatchError(f"a match id is one word without parentheses, not {match_id!r}")
     m = _Match(rules, description, players, start_clock, play_clock, match_id, scramble, seed,
                out_dir, on_event, cancel, human_clock, max_plies)
+    if game_meta_url:
+        m.record.game_meta_url = game_meta_url
     await m.open()
     try:
         await m.run()
