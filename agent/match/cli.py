@@ -198,13 +198,17 @@ async def run_rounds(args, console) -> int:
                                            use_engine=not args.no_engine))
             except PlayerSpecError as e:
                 raise MatchUsageError(str(e)) from None
-        # reachability and names, warm processes: all at once, before any clock runs
-        prepared = await asyncio.gather(*(p.prepare() for p in players), return_exceptions=True)
-        for e in prepared:
-            if isinstance(e, PlayerError):
-                raise MatchUsageError(e.detail or str(e))
-            if isinstance(e, BaseException):
-                raise e
+        # reachability and names, warm processes: all at once, before any clock runs; the
+        # first failure (an unreachable player) stops the others
+        tasks = [asyncio.ensure_future(p.prepare()) for p in players]
+        done_tasks, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t.exception() for t in done_tasks if t.exception() is not None]
+        if failed:
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            e = failed[0]
+            raise MatchUsageError(e.detail or str(e)) if isinstance(e, PlayerError) else e
         names = _unique_names(players)
 
         cancel = asyncio.Event()

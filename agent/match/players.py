@@ -87,6 +87,7 @@ class HttpPlayer:
 
     is_human = False
     CONNECT_TIMEOUT = 5.0
+    MAX_REPLY = 64 * 1024
 
     def __init__(self, url: str, name: str | None = None):
         parts = urlsplit(url)
@@ -109,14 +110,22 @@ class HttpPlayer:
         headers = {"Accept": "text/delim", "Sender": "GAMESERVER", "Receiver": self.receiver,
                    "Content-Type": "text/acl"}
         try:
-            async with httpx.AsyncClient(timeout=limit) as client:
-                r = await asyncio.wait_for(client.post(self.url, content=body.encode("utf-8"), headers=headers),
-                                           timeout + self.CONNECT_TIMEOUT)
-                return r.text.strip()
+            return await asyncio.wait_for(self._post(httpx, limit, body, headers), timeout + self.CONNECT_TIMEOUT)
         except (httpx.TimeoutException, asyncio.TimeoutError):
             raise PlayerError("TO", f"no reply from {self.url} within {timeout:g}s") from None
         except (httpx.HTTPError, OSError) as e:
             raise PlayerError("CE", f"{type(e).__name__}: {e}") from None
+
+    async def _post(self, httpx, limit, body: str, headers: dict) -> str:
+        """The reply body, trimmed; at most MAX_REPLY bytes are read (a reply is one move)."""
+        data = b""
+        async with httpx.AsyncClient(timeout=limit) as client:
+            async with client.stream("POST", self.url, content=body.encode("utf-8"), headers=headers) as r:
+                async for chunk in r.aiter_bytes():
+                    data += chunk
+                    if len(data) > self.MAX_REPLY:
+                        raise PlayerError("IL null", f"a reply of more than {self.MAX_REPLY} bytes")
+        return data.decode("utf-8", "replace").strip()
 
     async def prepare(self) -> None:
         """INFO: checks the player is there and learns its name (``( ( name X ) ... )``)."""
