@@ -8,9 +8,10 @@
     async abort(match_id) -> None
     async close() -> None
 
-``play`` raises ``PlayerError`` with a ggp-base error code (``TO``, ``CE``, ``IL ...``;
-ggp-facts 3.3) for a late, failed or unparsable reply.  Texts are in the vocabulary the
-player was given (scrambled or not).  Specs (``make_player``):
+``play`` raises ``PlayerError`` with a ggp-base error code (``TO``, ``CE``, ``IL ...``) for
+a late, failed or unparsable reply.  A player with ``wants_legal = True`` (a person, the
+random player) has its ``legal`` attribute set to its legal moves before each ``play``.
+Texts are in the vocabulary the player was given (scrambled or not).  Specs (``make_player``):
 
   persona:NAME|FILE   our player, in processes of its own: the protocol server's match
                       machinery (``agent.server.matches``: referee, player and grounder
