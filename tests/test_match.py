@@ -49,7 +49,7 @@ def check_record_shape(rec: dict, n_roles: int) -> None:
     assert rec["stateTimes"] == sorted(rec["stateTimes"]) and rec["stateTimes"][0] >= rec["startTime"]
     assert len(rec["randomToken"]) == 32
     assert ("goalValues" in rec) == rec["isCompleted"]
-    assert all(not k.startswith("x-") or k in ("x-rules", "x-roles", "x-players", "x-error-details", "x-notes")
+    assert all(not k.startswith("x-") or k in ("x-rules", "x-roles", "x-players", "x-error-details", "x-notes", "x-referee")
                for k in rec)
     assert not has_none({k: v for k, v in rec.items() if not k.startswith("x-")})  # the spectator refuses nulls
 
@@ -303,6 +303,19 @@ def test_scrambled_match_events_speak_the_players_vocabulary_records_the_real_on
     assert any(x.startswith("IL ( place") for row in rec["errors"] for x in row)
     assert [len(e["errors"]) for e in shown] == [2] * len(shown)
     replay_ok(tmp_path)
+
+
+@pytest.mark.parametrize("mode,engine", [("standby", "prolog"), ("auto", "compiled"), ("prolog", "prolog")])
+def test_referee_modes(tmp_path, mode, engine):
+    """The referee is agent.referee's machine: on ticTacToe Prolog never runs out of limits
+    (standby stays on Prolog), and the compiled engine is exact (auto uses it)."""
+    rec = asyncio.run(run_match(TICTACTOE, [RandomPlayer(seed=2), RandomPlayer(seed=3)], start_clock=1,
+                                play_clock=1, out_dir=tmp_path, referee=mode, seed=1))
+    assert rec["isCompleted"] and rec["x-referee"]["engine"] == engine, rec["x-referee"]
+    replay_ok(tmp_path)
+    with pytest.raises(MatchError, match="unknown referee mode"):
+        asyncio.run(run_match(TICTACTOE, [RandomPlayer(), RandomPlayer()], start_clock=1, play_clock=1,
+                              out_dir=tmp_path, referee="oracle"))
 
 
 def test_human_submit_is_checked():

@@ -44,6 +44,10 @@ def add_arguments(p) -> None:
                    help="name of this run (default: the time); match ids are match.<game>.<run>.<round>. "
                         "Run the same command with the same --run to resume an interrupted run: rounds "
                         "already completed in DIR are counted, not replayed")
+    p.add_argument("--referee", choices=("standby", "auto", "prolog"), default="standby",
+                   help="standby (default): Prolog, and the exact compiled engine where Prolog runs out of "
+                        "limits; auto: the compiled engine from the start when it is exact (a few seconds "
+                        "more per match to open, faster steps on big games); prolog")
     p.add_argument("--no-engine", action="store_true", help="personas play on Prolog only (no compiled engine)")
 
 
@@ -252,7 +256,7 @@ async def run_rounds(args, console) -> int:
                     record = await run_match(text, seated, start_clock=args.start, play_clock=args.play,
                                              match_id=match_id, scramble=args.scramble, seed=args.seed + r,
                                              out_dir=out, on_event=on_event, cancel=cancel,
-                                             game_meta_url=repository_url(path))
+                                             game_meta_url=repository_url(path), referee=args.referee)
                 except MatchError as e:
                     raise MatchUsageError(str(e)) from None
                 goals = record.get("goalValues") if record.get("isCompleted") else None

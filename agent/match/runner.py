@@ -19,6 +19,9 @@ as ggp-base records), with ``playerNamesFromHost``, ``isPlayerHuman``, ``errors`
 fields: the rules (``x-rules``), the players (``x-players``) and what each error was
 (``x-error-details``).
 
+The referee is ``agent.referee``'s: the Prolog reasoner, or the compiled engine where it is
+exact (``referee=``); ``x-referee`` says which answered last and why.
+
 Events (``on_event``, called synchronously, in the vocabulary the players see):
   start  match_id, roles, players, is_human, rules (as sent), start_clock, play_clock,
          state (fact texts), legal (per role), to_move (roles with a choice), errors (START)
@@ -47,7 +50,7 @@ log = logging.getLogger("ggp.match")
 
 PLAY_GRACE = 1.0        # ggp-base GameServer: PLAY may take the play clock + 1 s
 ABORT_TIMEOUT = 1.0     # ggp-base GameServer: ABORT 1 s
-REFEREE_TIMEOUT = 150.0  # per referee request (each Prolog query has its own 120 s limit)
+REFEREE_TIMEOUT = 240.0  # per referee request: a Prolog query (its own limit), then maybe building the compiled engine
 
 
 class MatchError(ValueError):
@@ -86,7 +89,7 @@ async def _race(aw, cancel: asyncio.Event | None):
 
 class _Match:
     def __init__(self, rules_text, description, players, start_clock, play_clock, match_id, scramble,
-                 seed, out_dir, on_event, cancel, human_clock, max_plies):
+                 seed, out_dir, on_event, cancel, human_clock, max_plies, referee_mode):
         self.real_rules = rules_text
         self.vocab = Scrambler(rules_text, seed) if scramble else Identity()
         self.rules = self.vocab.text(rules_text)
@@ -100,6 +103,7 @@ class _Match:
         self.on_event, self.cancel = on_event, cancel
         self.human_clock = human_clock
         self.max_plies = max_plies
+        self.referee_mode = referee_mode
         self.record = MatchRecord(match_id, "", rules_text, start_clock, play_clock, start_time=now_ms())
         self.errors: list[list[str]] = []
         self.details: list[dict] = []
@@ -124,6 +128,8 @@ class _Match:
                            **({"url": p.url} if getattr(p, "url", None) else {})} for p in self.players]
         if self.details:
             d["x-error-details"] = list(self.details)
+        if self.info.get("referee"):
+            d["x-referee"] = dict(self.info["referee"])
         return d
 
     async def save(self) -> None:
@@ -161,7 +167,7 @@ class _Match:
     # -------------------------------------------------------------- phases
     async def open(self) -> None:
         try:
-            self.referee, self.info = await Referee.open(self.rules, REFEREE_TIMEOUT)
+            self.referee, self.info = await Referee.open(self.rules, REFEREE_TIMEOUT, self.referee_mode)
         except RefereeError as e:
             raise MatchError(str(e)) from None
         self.roles = self.info["roles"]
@@ -303,13 +309,16 @@ class _Match:
 async def run_match(rules_text: str, players, *, start_clock, play_clock, match_id: str | None = None,
                     scramble: bool = False, seed: int = 0, out_dir="match_logs", on_event=None,
                     cancel: asyncio.Event | None = None, human_clock: float | None = None,
-                    max_plies: int = 10_000, game_meta_url: str | None = None) -> dict:
+                    max_plies: int = 10_000, game_meta_url: str | None = None,
+                    referee: str = "standby") -> dict:
     """Play one match; returns its record (ggp-base Match JSON, also written to
     ``out_dir/<match id>.json``).  ``players`` in role order.  ``rules_text``: a rule sheet
     (KIF) or a rules list.  ``human_clock``: seconds a person has per move (default the play
     clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).
     ``game_meta_url``: the game's repository URL for the record (default: a URN naming the
-    exact rules, ``agent.matchlog.rules_urn``).  Raises
+    exact rules, ``agent.matchlog.rules_urn``).  ``referee``: ``standby`` (Prolog, and the
+    exact compiled engine where Prolog runs out of limits), ``auto`` (the compiled engine
+    from the start when exact) or ``prolog`` (see ``agent.match.referee``).  Raises
     ``MatchError`` when the match cannot be set up (invalid rules, wrong number of players)."""
     try:
         rules, description = read_rules(rules_text)
@@ -324,7 +333,7 @@ async def run_match(rules_text: str, players, *, start_clock, play_clock, match_
     if not re.fullmatch(r"[^\s()]+", match_id):
         raise MatchError(f"a match id is one word without parentheses, not {match_id!r}")
     m = _Match(rules, description, players, start_clock, play_clock, match_id, scramble, seed,
-               out_dir, on_event, cancel, human_clock, max_plies)
+               out_dir, on_event, cancel, human_clock, max_plies, referee)
     if game_meta_url:
         m.record.game_meta_url = game_meta_url
     await m.open()
