@@ -32,8 +32,9 @@ def add_arguments(p) -> None:
     p.add_argument("players", metavar="PLAYER", nargs="+",
                    help=f"one per role, in role order for the first round: {SPEC_HELP}")
     p.add_argument("--rounds", type=int, default=1, help="matches to play, roles rotated (default 1)")
-    p.add_argument("--start", type=float, default=30, metavar="S", help="start clock in seconds (default 30)")
-    p.add_argument("--play", type=float, default=10, metavar="P", help="play clock in seconds (default 10)")
+    # whole seconds: START carries integers (ggp-base's players read them with Integer.valueOf)
+    p.add_argument("--start", type=int, default=30, metavar="S", help="start clock in seconds (default 30)")
+    p.add_argument("--play", type=int, default=10, metavar="P", help="play clock in seconds (default 10)")
     p.add_argument("--out", default="match_logs", metavar="DIR",
                    help="folder for the records (default match_logs); our personas' own records, with "
                         "every decision's Q-values and visits, go to DIR/players")
@@ -168,7 +169,7 @@ async def run_rounds(args, console) -> int:
     if args.rounds < 1:
         raise MatchUsageError("--rounds must be at least 1")
     if not (args.start > 0 and args.play > 0):
-        raise MatchUsageError("--start and --play must be positive numbers of seconds")
+        raise MatchUsageError("--start and --play must be positive whole numbers of seconds")
     path = _rules_path(args.rules)
     try:
         text = path.read_text(encoding="utf-8")
