@@ -3,8 +3,8 @@
 A referee (the server's, or ``ggp-persona replay``) must answer every query of a match.  The
 Prolog reasoner is the reference, but it answers each query by backward chaining under
 inference and time limits, and some states of some games cost more than that (a 2015
-version of majorities: "terminal exceeded 200,000,000 inferences", where ggp-base's prover
-answers).  The compiled engine answers such states in milliseconds, and is exact when:
+version of majorities: its goal query on a final state ran over 200,000,000 inferences,
+where ggp-base's prover answers).  The compiled engine answers such states in milliseconds, and is exact when:
 
 * grounding completed: the grounder never truncates (an exhausted budget is an error, and
   then there is no compiled engine), so an engine that loads is a complete grounding;
@@ -16,8 +16,9 @@ answers).  The compiled engine answers such states in milliseconds, and is exact
 ``open_referee`` returns the machine, which engine it is and why.  A server's referee uses
 ``engine="standby"``: Prolog from the start (it is ready at once, where loading numba and
 building the engine in the referee took 6-15 s of a few seconds' start clock on the busy
-test machine), and the exact compiled engine from the first query beyond Prolog's limits.  Rules Prolog refuses
-(``RulesRefused``) are refused here too: the compiled engine is grounded by the same Prolog.
+test machine), and the exact compiled engine from the first query beyond Prolog's limits.
+Rules Prolog refuses (``RulesRefused``) are refused here too: the compiled engine is
+grounded by the same Prolog.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ DEFAULT_BUDGET = 10.0   # seconds to build and check the compiled engine (a cach
 STANDBY_BUDGET = 60.0   # the same when Prolog has just failed in a match: the state waits anyway
 CHECK_WALKS = 3         # random walks compared with Prolog ...
 CHECK_STEPS = 12        # ... of at most this many joint moves each
-CHECK_SHARE = 0.4       # share of the budget the comparison may use at most
+CHECK_SHARE = 0.4       # share of the budget kept for the comparison (the build gets the rest)
 
 
 @dataclass
@@ -60,6 +61,8 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
     * ``prolog``: the Prolog reasoner only."""
     from agent.reasoner.prolog import PrologReasoner
 
+    if engine not in ("auto", "standby", "prolog"):
+        raise ValueError(f"engine must be auto, standby or prolog, not {engine!r}")
     t0 = time.monotonic()
     prolog = PrologReasoner(desc)
     if engine == "prolog":

@@ -115,7 +115,7 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
             terminal = sm.is_terminal(state)
             legal = [] if terminal else sm.legal_moves(state, role_index)
         except ReasonerError as e:
-            raise RulesRefused(f"the rules cannot be played: {e}") from None
+            raise RulesRefused(f"the Prolog reasoner cannot play the rules: {e}") from None
     except RulesRefused as e:
         conn.send(("ref_failed", str(e)))
         return
