@@ -318,6 +318,38 @@ def test_referee_modes(tmp_path, mode, engine):
                               out_dir=tmp_path, referee="oracle"))
 
 
+def test_a_dead_referee_aborts_the_match_with_the_reason(tmp_path):
+    """The referee's process dies mid-match (as when the rules exhaust its memory limit): the
+    match ends aborted with the reason, every player gets ABORT, the record is complete."""
+    import multiprocessing
+
+    def on_event(ev):
+        if ev["type"] == "move" and ev["ply"] == 2:
+            for p in multiprocessing.active_children():
+                if p.name == "ggp-persona-referee":
+                    p.kill()
+                    p.join(5)
+
+    events = []
+    rec = asyncio.run(run_match(TICTACTOE, [RandomPlayer(seed=2), RandomPlayer(seed=3)], start_clock=1,
+                                play_clock=1, out_dir=tmp_path, on_event=lambda e: (events.append(e), on_event(e))))
+    assert rec["isAborted"] and not rec["isCompleted"] and len(rec["moves"]) == 2
+    assert events[-1]["type"] == "abort" and "referee process ended" in events[-1]["reason"]
+    assert any("referee process ended" in n["text"] for n in rec["x-notes"])
+    check_record_shape(rec, 2)
+    replay_ok(tmp_path)
+
+
+async def _slow_referee():
+    from agent.match.referee import Referee, RefereeError
+    with pytest.raises(RefereeError, match="took longer than"):
+        await Referee.open(read_rules(TICTACTOE)[0], timeout=0.001)
+
+
+def test_referee_requests_have_a_time_limit():
+    asyncio.run(_slow_referee())
+
+
 def test_human_submit_is_checked():
     human = HumanPlayer()
     with pytest.raises(ValueError, match="no move is asked"):

@@ -101,7 +101,8 @@ class Referee:
 
     def _start(self, rules_text: str, timeout: float, mode: str) -> dict:
         parent, child = _CTX.Pipe(duplex=True)
-        self.process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True)
+        self.process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True,
+                                    name="ggp-persona-referee")
         self.process.start()
         child.close()
         self.conn = parent
@@ -132,8 +133,9 @@ class Referee:
             try:
                 self.conn.send(("step", joint))
             except (OSError, ValueError):
+                code = self.process.exitcode if self.process is not None else None
                 self.close()
-                raise RefereeError("the referee process is gone") from None
+                raise RefereeError(f"the referee process ended (exit code {code})") from None
             return self._answer(timeout, "computing the next state")
 
     def close(self) -> None:
