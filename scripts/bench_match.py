@@ -9,7 +9,7 @@ time of each step (from one ``move`` event to the next), so the figure is the de
 or a persona waits on top of its own thinking.
 
     python scripts/bench_match.py                      # default games, then the report
-    python scripts/bench_match.py --games ticTacToe --matches 2 --report /tmp/m.md
+    python scripts/bench_match.py --games ticTacToe --matches 2 --out m.jsonl --report m.md
     python scripts/bench_match.py --referee auto        # the exact compiled engine refereeing
     python scripts/bench_match.py --report-only
 
