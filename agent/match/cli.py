@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-HELP = "play matches between personas, GGP players over HTTP and people, refereed locally"
+HELP = ("play matches between personas, GGP players over HTTP and random players, refereed locally "
+        "(a person plays through the web page)")
 
 
 class MatchUsageError(ValueError):
@@ -27,10 +28,10 @@ class MatchUsageError(ValueError):
 
 
 def add_arguments(p) -> None:
-    from .players import SPEC_HELP
     p.add_argument("rules", metavar="RULES", help="the game's rule sheet (.kif), or a name in games/")
     p.add_argument("players", metavar="PLAYER", nargs="+",
-                   help=f"one per role, in role order for the first round: {SPEC_HELP}")
+                   help="one per role, in role order for the first round: persona:NAME|FILE (our player), "
+                        "http://HOST:PORT (any GGP player) or random")
     p.add_argument("--rounds", type=int, default=1, help="matches to play, roles rotated (default 1)")
     # whole seconds: START carries integers (ggp-base's players read them with Integer.valueOf)
     p.add_argument("--start", type=int, default=30, metavar="S", help="start clock in seconds (default 30)")
