@@ -212,6 +212,22 @@ def add_replay(sub) -> None:
     p.set_defaults(func=archive.cmd_replay)
 
 
+# ------------------------------------------------------------------------------- match
+def add_match(sub) -> None:
+    from agent.match import cli as match_cli
+    p = sub.add_parser("match", help=match_cli.HELP, description=match_cli.HELP)
+    match_cli.add_arguments(p)
+    p.set_defaults(func=cmd_match)
+
+
+def cmd_match(args) -> int:
+    from agent.match.cli import MatchUsageError, cmd_match as match
+    try:
+        return match(args)
+    except MatchUsageError as e:
+        raise UsageError(str(e)) from None
+
+
 # ------------------------------------------------------------------------------- persona
 def add_persona(sub) -> None:
     p = sub.add_parser("persona", help="list or show personas",
@@ -237,7 +253,7 @@ def cmd_persona_show(args) -> int:
 
 
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_persona]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match, add_persona]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,150 @@
+"""The runner's referee: the rules played in a process of their own.
+
+Rules are hostile input (they may come from anyone): the reasoner runs in a separate
+process with a memory limit, and every request has a time limit, so a runaway rule sheet
+ends the match with a reason instead of hanging or killing the runner.  The process owns
+one state machine, the one ``agent.referee.open_referee`` trusts (the Prolog reasoner, or
+the compiled engine where it is exact), and answers, for each state: its facts, whether it
+is terminal, every role's legal moves, the goals when terminal, and which engine answered.
+All texts are ggp-base's rendering (``( cell 1 1 b )``).
+"""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+
+_CTX = multiprocessing.get_context("spawn")
+MEMORY_LIMIT_BYTES = 4 * 1024 ** 3   # the compiled engine's process peaks near 0.6 GB on breakthrough
+MODES = ("standby", "auto", "prolog")
+
+
+class RefereeError(Exception):
+    """The referee cannot go on (rules failing at run time, a limit, a dead process)."""
+
+
+def _describe(sm, state) -> dict:
+    from gdl.terms import render_spaced
+    from agent.reasoner.statemachine import goal_vector
+    n = len(sm.roles)
+    facts = sorted(render_spaced(f) for f in state)
+    info = {"state": facts, "state_text": "( " + "".join(f + " " for f in facts) + ")",
+            "terminal": sm.is_terminal(state)}
+    if info["terminal"]:
+        values = sm.goal_values(state)
+        info["goals"] = goal_vector(values)
+        if any(len(v) != 1 for v in values):
+            info["goal_note"] = f"goal values in the terminal state are not one per role: {values}"
+        info["legal"] = [[] for _ in range(n)]
+    else:
+        info["legal"] = [[render_spaced(m) for m in sm.legal_moves(state, i)] for i in range(n)]
+    return info
+
+
+def _main(conn, rules_text: str, mode: str) -> None:
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        from gdl.kif import parse_term
+        from gdl.terms import render_spaced
+        from agent.player import parse_rules_text
+        from agent.reasoner.statemachine import CachedStateMachine
+        from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
+        budget = STANDBY_BUDGET if mode == "standby" else DEFAULT_BUDGET
+        referee = open_referee(parse_rules_text(rules_text), budget, engine=mode)
+        sm = CachedStateMachine(referee.sm)
+
+        def engine() -> dict:  # standby switches engines mid-match
+            return {"engine": getattr(referee.sm, "engine", referee.engine), "reason": referee.reason}
+        state = sm.initial_state()
+        conn.send(("ok", {"roles": [render_spaced(r) for r in sm.roles], "referee": engine(),
+                          **_describe(sm, state)}))
+        while True:
+            msg = conn.recv()
+            if msg[0] != "step":
+                return
+            joint = tuple(parse_term(t) for t in msg[1])
+            state = sm.next_state(state, joint)
+            conn.send(("ok", {"referee": engine(), **_describe(sm, state)}))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        return
+    except BaseException as e:  # the reason goes to the runner, which ends the match with it
+        try:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        except Exception:
+            pass
+
+
+class Referee:
+    """``await Referee.open(rules_text, timeout)`` → roles and the initial state's info;
+    ``await step(joint_texts, timeout)`` → the next state's info; ``close()``."""
+
+    def __init__(self):
+        self.conn = None
+        self.process = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    async def open(cls, rules_text: str, timeout: float, mode: str = "standby") -> tuple["Referee", dict]:
+        """``mode`` as ``agent.referee.open_referee``'s ``engine``: ``standby`` (Prolog at
+        once, the exact compiled engine from the first query beyond Prolog's limits), ``auto``
+        (the compiled engine from the start when it builds and is exact: a few seconds more
+        to open, faster steps on big games) or ``prolog``."""
+        if mode not in MODES:
+            raise RefereeError(f"unknown referee mode {mode!r} (expected {', '.join(MODES)})")
+        ref = cls()
+        info = await asyncio.to_thread(ref._start, rules_text, timeout, mode)
+        return ref, info
+
+    def _start(self, rules_text: str, timeout: float, mode: str) -> dict:
+        parent, child = _CTX.Pipe(duplex=True)
+        self.process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True,
+                                    name="ggp-persona-referee")
+        self.process.start()
+        child.close()
+        self.conn = parent
+        return self._answer(timeout, "loading the rules")
+
+    def _answer(self, timeout: float, what: str) -> dict:
+        try:
+            if not self.conn.poll(timeout):
+                self.close()
+                raise RefereeError(f"the referee took longer than {timeout:.0f}s {what}")
+            kind, value = self.conn.recv()
+        except (EOFError, OSError):
+            code = self.process.exitcode if self.process is not None else None
+            self.close()
+            raise RefereeError(f"the referee process ended {what} (exit code {code})") from None
+        if kind != "ok":
+            self.close()
+            raise RefereeError(f"the referee failed {what}: {value}")
+        return value
+
+    async def step(self, joint: list[str], timeout: float) -> dict:
+        return await asyncio.to_thread(self._step, list(joint), timeout)
+
+    def _step(self, joint: list[str], timeout: float) -> dict:
+        with self._lock:
+            if self.conn is None:
+                raise RefereeError("the referee is closed")
+            try:
+                self.conn.send(("step", joint))
+            except (OSError, ValueError):
+                code = self.process.exitcode if self.process is not None else None
+                self.close()
+                raise RefereeError(f"the referee process ended (exit code {code})") from None
+            return self._answer(timeout, "computing the next state")
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+            self.process.join(2)
