@@ -92,6 +92,7 @@ class WebApp:
         self.data: dict = {}             # game key -> GameData
         self.plays: dict = {}
         self.replays: dict = {}
+        self.kept_players: dict = {}     # persona spec -> PersonaPlayer
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="prolog")
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html"]))
@@ -181,10 +182,33 @@ class WebApp:
             s.status, s.reason = "aborted", f"{type(e).__name__}: {e}"
         finally:
             for p in players:
-                try:
-                    await p.close()
-                except Exception:
-                    pass
+                if p not in self.kept_players.values():
+                    try:
+                        await p.close()
+                    except Exception:
+                        pass
+
+    def persona_player(self, spec: str, fresh: bool = False):
+        """The persona's player, kept between matches so that only the first match waits
+        for its processes to warm up; ``fresh``: a second seat of the same match (a
+        player serves a match id once)."""
+        from agent.match.players import make_player
+        def make():
+            return make_player(f"persona:{spec}", name=Path(spec).stem, log_dir=self.log_dir / "personas")
+        if fresh:
+            return make()
+        if spec not in self.kept_players:
+            self.kept_players[spec] = make()
+        return self.kept_players[spec]
+
+    async def close(self) -> None:
+        for p in self.kept_players.values():
+            try:
+                await p.close()
+            except Exception:
+                pass
+        self.kept_players.clear()
+        self.pool.shutdown(wait=False)
 
     def _position(self, s: PlaySession, ply: int, state: list, legal: list, to_move: list) -> dict:
         """Boards, other facts and the click map of the person's moves (Prolog thread)."""
@@ -260,7 +284,13 @@ def _error_page(app: WebApp, title: str, problems, status: int = 400):
 
 def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defaults) -> FastAPI:
     w = WebApp(game_folders, persona_folders, log_dir, **defaults)
-    api = FastAPI(title="ggp-persona web", docs_url=None, redoc_url=None, openapi_url=None)
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        await w.close()
+    api = FastAPI(title="ggp-persona web", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     api.state.web = w
     api.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
@@ -323,7 +353,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         return w.games.get(key)
 
     @api.get("/game", response_class=HTMLResponse)
-    async def game_page(request: Request, key: str = ""):
+    async def game_page(request: Request, key: str = "", preview: int = 0):
         game = find_game(key)
         if game is None:
             return _error_page(w, "No such game", [Problem("error", f"no game {key!r}", "game")], 404)
@@ -331,8 +361,8 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             gd = await w.game_data(game)
         except Exception as e:
             return _error_page(w, f"{game.title} cannot be played", [Problem("error", f"{type(e).__name__}: {e}", game.title)])
-        init = await w.prolog(gd.sm.initial_state)
-        pos = await w.prolog(bv.render_position, gd.view, init)
+        state = await w.prolog(bv.random_position, gd.sm, max(0, min(preview, 200)))
+        pos = await w.prolog(bv.render_position, gd.view, state)
         return w.page("game.html", game=game, roles=[str(r) for r in gd.description.roles],
                       personas=w.personas(), defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs])
@@ -340,7 +370,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
     @api.post("/play")
     async def play(request: Request, key: str = Form(...), role: int = Form(0), persona: str = Form("champion"),
                    start_clock: float = Form(10), play_clock: float = Form(5), human_clock: float = Form(0)):
-        from agent.match.players import HumanPlayer, PlayerSpecError, make_player
+        from agent.match.players import HumanPlayer, PlayerSpecError
         person = person_of(request)
         problems = []
         if not person:
@@ -363,9 +393,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         players = []
         try:
             for r in range(n):
-                players.append(human if r == role else make_player(
-                    f"persona:{persona}", name=Path(persona).stem, log_dir=w.log_dir / "personas",
-                    seed=r))
+                players.append(human if r == role else w.persona_player(persona, fresh=any(p is not human for p in players)))
         except PlayerSpecError as e:
             return _error_page(w, "The match cannot start", [Problem("error", str(e), "persona")])
         s = PlaySession(sid, person, game, gd, role, persona, play_clock,

@@ -194,6 +194,13 @@ def click_map(view: BoardView, sm, state, role_index: int, legal_texts: list) ->
     return out
 
 
+def random_position(sm, plies: int, seed: int = 0):
+    """The state after ``plies`` random joint moves (fewer when the game ends): a preview."""
+    from gdl.board import sample_states
+    states = sample_states(sm, walks=1, steps=plies, seed=seed, seconds=30) if plies else [sm.initial_state()]
+    return states[-1]
+
+
 def _atoms(t):
     if isinstance(t, str):
         yield t
