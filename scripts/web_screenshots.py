@@ -4,7 +4,7 @@ the drawing):
     .venv/bin/python scripts/web_screenshots.py [--games ../shared/corpus/games] [--out docs/screenshots]
 
 Starts ``ggp-persona web`` on a free loopback port, opens each game's page in Debian's
-Chromium and saves the board area as PNG.  Games of the game repository are used when it
+Chromium after a few random moves (the page's preview) and saves the board area as PNG.  Games of the game repository are used when it
 is given (chess, checkers and the board-of-boards nineBoardTicTacToe come from there).
 """
 from __future__ import annotations
@@ -19,15 +19,16 @@ sys.path.insert(0, str(ROOT))
 
 from tests.webbrowser import WebServer, launch, missing  # noqa: E402
 
-# (file name, game key on the page); keys under games/base/ need --games <corpus games>.
+# (file name, game key on the page, random plies played before the shot); keys under
+# games/base/ need --games <corpus games>.
 SHOTS = [
-    ("ticTacToe", "games/ticTacToe"),
-    ("connectFour", "games/connectFour"),
-    ("breakthrough", "games/breakthrough"),
-    ("nineBoardTicTacToe", "games/base/nineBoardTicTacToe"),
-    ("checkers", "games/base/checkers"),
-    ("chess", "games/base/chess"),
-    ("no-grid-nim1", "games/base/nim1"),
+    ("ticTacToe", "games/ticTacToe", 4),
+    ("connectFour", "games/connectFour", 11),
+    ("breakthrough", "games/breakthrough", 10),
+    ("nineBoardTicTacToe", "games/base/nineBoardTicTacToe", 12),
+    ("checkers", "games/base/checkers", 8),
+    ("chess", "games/base/chess", 6),
+    ("no-grid-nim1", "games/base/nim1", 2),
 ]
 
 
@@ -53,9 +54,9 @@ def main(argv=None) -> int:
                 browser = launch(pw)
                 page = browser.new_page(viewport={"width": 1100, "height": 800})
                 page.set_default_timeout(180_000)
-                for name, key in track(SHOTS, description="screenshots"):
+                for name, key, plies in track(SHOTS, description="screenshots"):
                     target = out / f"{name}.png"
-                    resp = page.goto(f"{server.url}/game?key={key}")
+                    resp = page.goto(f"{server.url}/game?key={key}&preview={plies}")
                     if resp is None or resp.status != 200:
                         print(f"skip {name}: {key} not available ({resp.status if resp else 'no answer'})")
                         continue

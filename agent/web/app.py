@@ -91,7 +91,6 @@ class WebApp:
         self.defaults = {"start_clock": start_clock, "play_clock": play_clock}
         self.data: dict = {}             # game key -> GameData
         self.plays: dict = {}
-        self.replays: dict = {}
         self.kept_players: dict = {}     # persona spec -> PersonaPlayer
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="prolog")
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
@@ -483,8 +482,6 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             rep = await w.prolog(w._replay, data, source)
         except Exception as e:  # rules not found, unreadable states: shown, never a traceback
             return _error_page(w, f"{source} cannot be replayed", [Problem("error", f"{e}", source)])
-        rid = uuid.uuid4().hex[:10]
-        w.replays[rid] = rep
         return w.page("replay.html", rep=rep, source=source, steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
 
     return api

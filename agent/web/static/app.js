@@ -71,6 +71,7 @@ const GGP = (() => {
       deadline = s.clock_left === null ? null : Date.now() + 1000 * s.clock_left;
       if (s.boards.length || s.others.length) showPosition(s);
       clicks = s.your_turn ? s.clicks : [];
+      if (s.your_turn) $("pending").textContent = "";
       const moves = $("moves"); moves.innerHTML = "";
       for (const c of clicks) {
         const b = el("button", c.move, "move"); b.type = "button"; b.dataset.move = c.move;
