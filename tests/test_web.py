@@ -121,3 +121,9 @@ def test_replay_of_a_ggp_base_record(client):
     assert steps[-1]["boards"][0].count('class="piece"') >= len(steps) // 2
     r = client.post("/replay", files={"record": ("x.json", b"{not json", "application/json")})
     assert r.status_code == 400 and "cannot be replayed" in r.text
+
+
+def test_cli_refuses_a_missing_games_folder(capsys):
+    from agent.cli import main
+    assert main(["web", "--games", "no/such/folder"]) == 2
+    assert "not a folder" in capsys.readouterr().err

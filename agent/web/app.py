@@ -37,6 +37,7 @@ from .catalogue import (MAX_PERSONA_BYTES, MAX_RULES_BYTES, Game, check_rules_up
 HERE = Path(__file__).resolve().parent
 PROJECT_GAMES = HERE.parent.parent / "games"
 MAX_RECORD_BYTES = 20_000_000
+MAX_UPLOADS = 50
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
@@ -325,6 +326,10 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return _error_page(w, f"{source} cannot be played", problems)
         key = f"upload/{Path(source).stem}-{bv.game_key(text)}"
         w.uploads[key] = text
+        while len(w.uploads) > MAX_UPLOADS:        # a long-running page keeps the latest ones
+            old = next(iter(w.uploads))
+            w.uploads.pop(old)
+            w.data.pop(old, None)
         w.games.pop(key, None)
         return RedirectResponse(f"/game?key={key}", status_code=303)
 
@@ -383,7 +388,10 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             problems.append(Problem("error", f"no persona {persona!r}", "persona"))
         if problems:
             return _error_page(w, "The match cannot start", problems)
-        gd = await w.game_data(game)
+        try:
+            gd = await w.game_data(game)
+        except Exception as e:
+            return _error_page(w, f"{game.title} cannot be played", [Problem("error", f"{type(e).__name__}: {e}", game.title)])
         n = len(gd.description.roles)
         if not 0 <= role < n:
             return _error_page(w, "The match cannot start", [Problem("error", f"no role {role}", "role")])
@@ -495,7 +503,9 @@ def persona_advice(sm, state_texts, role: int, persona_spec: str, seconds: float
     from agent.search import search
     from gdl.terms import render_spaced
     persona = load_persona(persona_spec)
-    res = search(sm, bv.parse_state(state_texts), role, persona, seed=0, seconds=seconds)
+    state = bv.parse_state(state_texts)
+    search(sm, state, role, persona, seed=0, limit=2)   # loads the compiled search code, untimed
+    res = search(sm, state, role, persona, seed=0, seconds=seconds)
     order = np.argsort(-res.visits, kind="stable")[:8]
     return {"role": role, "simulations": int(res.simulations), "choice": render_spaced(res.move),
             "moves": [{"move": render_spaced(res.moves[i]), "q": round(float(res.q[i]), 1),

@@ -185,11 +185,11 @@ def click_map(view: BoardView, sm, state, role_index: int, legal_texts: list) ->
                 if len(changed) != 1:
                     continue
                 x, y = changed[0]
-                args = set(_atoms(parse_term(out[k]["move"])))
-                col = spec.coord_values[0][x] if len(spec.coord_args) == 2 else None
-                row = spec.coord_values[1][y] if len(spec.coord_args) == 2 else None
-                if col is not None and col in args and row not in args:
-                    out[k]["column"] = x
+                args = list(_atoms(parse_term(out[k]["move"])))
+                if len(spec.coord_args) == 2 and spec.coord_values[0][x] in args:
+                    args.remove(spec.coord_values[0][x])      # ("drop 1" on cell (1, 1): the
+                    if spec.coord_values[1][y] not in args:   # one argument is the column)
+                        out[k]["column"] = x
                 out[k]["cells"] = [[x, y]]
     return out
 
