@@ -82,9 +82,8 @@ def click_a_move(page) -> None:
     ply = page.locator("#history li").count()
     for _ in range(4):
         page.locator("rect.cell.clickable").first.click()
-        if page.locator("#pending").inner_text().startswith("sent"):
+        if page.locator("#pending").inner_text().startswith("sen"):   # sending, or sent
             break
-        page.wait_for_timeout(50)
     page.wait_for_function(f"document.querySelectorAll('#history li').length > {ply} "
                            "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
 

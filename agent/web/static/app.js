@@ -19,6 +19,7 @@ const GGP = (() => {
     async function send(move) {
       if (sending) return;
       sending = true;
+      $("pending").textContent = "sending " + move;
       try {
         const r = await fetch(`/api/play/${sid}/move`, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({move})});
         if (!r.ok) { $("pending").textContent = (await r.json()).error || "move refused"; }
