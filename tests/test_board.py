@@ -3,8 +3,6 @@ chains, content, background, cells and clicked moves; the same boards when every
 renamed."""
 from pathlib import Path
 
-import pytest
-
 from agent.match.rules import Scrambler, read_rules
 from agent.reasoner.prolog import PrologReasoner
 from gdl.board import cells, chains, detect_board, move_cells, sample_states

@@ -28,7 +28,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from gdl.kif import GdlError, Problem, parse_term, read_first, rules_from_nodes
+from gdl.kif import Problem
 
 from . import boardview as bv
 from .catalogue import (MAX_PERSONA_BYTES, MAX_RULES_BYTES, Game, check_rules_upload, list_games,
@@ -63,6 +63,7 @@ class PlaySession:
     roles: list = field(default_factory=list)
     players: list = field(default_factory=list)
     state: list = field(default_factory=list)     # fact texts
+    prev_state: list | None = None                # the state before the last joint move
     legal: list = field(default_factory=list)     # per role
     to_move: list = field(default_factory=list)
     history: list = field(default_factory=list)   # joint moves (texts)
@@ -157,6 +158,8 @@ class WebApp:
         if kind == "start":
             s.roles, s.players = e["roles"], e["players"]
             s.status = "playing"
+        if kind == "move":
+            s.prev_state = s.state
         if kind in ("start", "move"):
             s.state, s.legal, s.to_move = e["state"], e["legal"], e["to_move"]
             s.turn_since = time.monotonic()
@@ -213,12 +216,8 @@ class WebApp:
     def _position(self, s: PlaySession, ply: int, state: list, legal: list, to_move: list) -> dict:
         """Boards, other facts and the click map of the person's moves (Prolog thread)."""
         st = bv.parse_state(state)
-        last = s.history[-1] if s.history else None
-        hl = []
-        if last and s.data.view.specs:
-            for m in last:
-                hl += bv.move_cells(s.data.view.specs[0], parse_term(m))
-        pos = bv.render_position(s.data.view, st, hl)
+        prev = bv.parse_state(s.prev_state) if s.prev_state else None
+        pos = bv.render_position(s.data.view, st, bv.changed_cells(s.data.view, prev, st))
         me = s.human_role
         mine = legal[me] if me < len(legal) and me in to_move else []
         pos["clicks"] = bv.click_map(s.data.view, s.data.sm, st, me, mine) if mine else []
@@ -260,13 +259,7 @@ class WebApp:
         moves = data.get("moves") or []
         steps = []
         for i, st in enumerate(states):
-            hl = []
-            if i > 0 and view.specs and i - 1 < len(moves):
-                for m in moves[i - 1]:
-                    try:
-                        hl += bv.move_cells(view.specs[0], terms.move(m))
-                    except (GdlError, ValueError):
-                        pass
+            hl = bv.changed_cells(view, states[i - 1], st) if i > 0 else []
             steps.append({"moves": moves[i - 1] if i > 0 and i - 1 < len(moves) else None,
                           **bv.render_position(view, st, hl)})
         roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]

@@ -139,6 +139,14 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     return "".join(out)
 
 
+def changed_cells(view: BoardView, before, after) -> list:
+    """Cells of the first board whose content differs between two states (the last move)."""
+    if not view.specs or before is None:
+        return []
+    a, b = cells(view.specs[0], before), cells(view.specs[0], after)
+    return sorted(xy for xy in set(a) | set(b) if a.get(xy) != b.get(xy))
+
+
 def other_facts(view: BoardView, state) -> list[str]:
     """Facts on no drawn board, as sorted texts."""
     return sorted(render(f) for f in state if not any(matches(s, f) for s in view.specs))
