@@ -205,6 +205,11 @@ class WebApp:
         return self.kept_players[spec]
 
     async def close(self) -> None:
+        running = [s for s in self.plays.values() if s.task is not None and not s.task.done()]
+        for s in running:   # the runner sends ABORT and records the match as aborted
+            s.cancel.set()
+        if running:
+            await asyncio.wait([s.task for s in running], timeout=10)
         for p in self.kept_players.values():
             try:
                 await p.close()
