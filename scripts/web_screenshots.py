@@ -62,6 +62,17 @@ def main(argv=None) -> int:
                         continue
                     page.locator(".layout").screenshot(path=str(target))
                     print(f"wrote {target}")
+                record = sorted((Path(args.games).parent / "matches" / "ggp-base-local-petewall"
+                                 / "connectFour").glob("*/game1.json"))
+                if record:   # the replay viewer on a recorded ggp-base match, half-way through
+                    page.goto(f"{server.url}/")
+                    page.set_input_files("#record-file", str(record[0]))
+                    page.click("#replay-form button")
+                    page.wait_for_selector("#step")
+                    for _ in range(int(page.locator("#steps").inner_text()) // 2):
+                        page.click("#next")
+                    page.screenshot(path=str(out / "replay-connectFour.png"), full_page=True)
+                    print(f"wrote {out / 'replay-connectFour.png'}")
                 browser.close()
         finally:
             server.stop()

@@ -259,7 +259,8 @@ class WebApp:
         if not states:
             raise ValueError("the record has no states")
         sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
-        view = bv.view_from_specs(detect_board(desc, states + sample_states(sm, walks=2, steps=60, seconds=3)))
+        view = bv.view_from_specs(detect_board(desc, states + sample_states(sm, walks=2, steps=60, seconds=3)),
+                                  desc.roles)
         verdict = Replayer(lib).replay(Record(source, data))
         moves = data.get("moves") or []
         steps = []
@@ -488,7 +489,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             rep = await w.prolog(w._replay, data, source)
         except Exception as e:  # rules not found, unreadable states: shown, never a traceback
             return _error_page(w, f"{source} cannot be replayed", [Problem("error", f"{e}", source)])
-        return w.page("replay.html", rep=rep, source=source, steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
+        return w.page("replay.html", rep=rep, source=source, legend=rep["legend"], steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
 
     return api
 

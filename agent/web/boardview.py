@@ -39,15 +39,19 @@ class BoardView:
 
 def build_view(description, sm, seconds: float = 5.0) -> BoardView:
     """Detect the boards from the initial state and a few random walks (on ``sm``)."""
-    return view_from_specs(detect_board(description, sample_states(sm, seconds=seconds)))
+    return view_from_specs(detect_board(description, sample_states(sm, seconds=seconds)), description.roles)
 
 
-def view_from_specs(specs) -> BoardView:
-    """Glyph and colour per content constant: by its rank among the board's contents."""
+def view_from_specs(specs, roles=()) -> BoardView:
+    """Glyph and colour per content constant, by its rank among the board's contents; the
+    contents that are roles come first, in role order, so that each role's pieces get the
+    same glyph and colour in every game."""
     specs = list(specs)[:MAX_BOARDS]
+    role_texts = [render(r) for r in roles]
     glyphs = {}
     for s in specs:
-        kinds = [c for c in s.content_values if c != s.background]
+        kinds = [r for r in role_texts if r in s.content_values and r != s.background]
+        kinds += [c for c in s.content_values if c != s.background and c not in kinds]
         for i, c in enumerate(kinds):
             glyphs[(s.relation, c)] = (SHAPES[i % len(SHAPES)], PALETTE[i % len(PALETTE)])
     return BoardView(specs, glyphs)
