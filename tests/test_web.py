@@ -23,7 +23,10 @@ def server(tmp_path_factory):
         (logs / f"m{i}.json").write_text(json.dumps({
             "matchId": f"m{i}", "playerNamesFromHost": names, "isPlayerHuman": human,
             "isCompleted": True, "goalValues": [0, 100], "moves": [], "states": ["( )"], "startTime": 0}))
-    s = WebServer(logs, games)
+    fitted = tmp_path_factory.mktemp("fitted")
+    champion = Path(__file__).resolve().parents[1] / "agent" / "personas" / "champion.toml"
+    (fitted / "alice_fit.toml").write_text(champion.read_text().replace('name = "champion"', 'name = "alice_fit"'))
+    s = WebServer(logs, games, extra=["--personas", str(fitted)])
     try:
         yield s, logs
     finally:
@@ -91,6 +94,11 @@ def test_game_without_grid_is_listed_only(client):
         pytest.skip("../shared is not beside this clone")
     r = client.get("/game", params={"key": "games/base/nim1"})
     assert r.status_code == 200 and "No grid found" in r.text and "(heap" in r.text
+
+
+def test_fitted_personas_from_a_folder_are_offered(client):
+    r = client.get("/game", params={"key": "games/ticTacToe"})
+    assert "alice_fit (fitted" in r.text and "alice_fit.toml" in r.text and "champion" in r.text
 
 
 def test_unknown_game_and_persona_upload_errors(client):

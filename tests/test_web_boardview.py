@@ -42,3 +42,10 @@ def test_glyphs_are_distinct_per_content_constant():
     assert len(kinds) == 2 and len(set(kinds)) == 2
     svg = bv.render_position(view, sm.initial_state())["boards"][0]
     assert svg.count('class="piece"') == 32
+
+
+def test_role_pieces_take_glyphs_in_role_order():
+    d, sm, view = _game("connectFour.kif")
+    first, second = (str(r) for r in d.roles)
+    assert view.glyphs[("disc", first)] == (bv.SHAPES[0], bv.PALETTE[0])
+    assert view.glyphs[("disc", second)] == (bv.SHAPES[1], bv.PALETTE[1])

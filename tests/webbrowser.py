@@ -40,13 +40,14 @@ def free_port() -> int:
 class WebServer:
     """``ggp-persona web`` in a process of its own, on a free loopback port."""
 
-    def __init__(self, log_dir, games=(), timeout: float = 120):
+    def __init__(self, log_dir, games=(), timeout: float = 120, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-c", "import sys; from agent.cli import main; sys.exit(main(sys.argv[1:]))",
                 "web", "--port", str(self.port), "--log-dir", str(log_dir)]
         for g in games:
             args += ["--games", str(g)]
+        args += list(extra)
         env = dict(os.environ)
         env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env)
