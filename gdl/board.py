@@ -4,7 +4,7 @@ A *board* is a fluent relation some of whose arguments are coordinates: argument
 values form a small ordered domain -- integers, or constants ordered by a *chain*, a binary
 static relation given as facts in which every constant has at most one successor and one
 predecessor and that links them all in one line (``(succ 1 2) (succ 2 3)``,
-``(next_file a b)`` ...).  The remaining arguments are the cell's *content*.
+``(next_file a b)`` ...) or one ring (cylinder and torus boards).  The remaining arguments are the cell's *content*.
 
     detect_board(description, states) -> [BoardSpec]   best board first
     cells(spec, state) -> {(x, y): content}             a state's facts on the grid
@@ -100,8 +100,8 @@ def _is_int(s) -> bool:
 
 def chains(description) -> list[list[str]]:
     """Every binary static relation given only as ground facts that orders its constants in
-    one line.  A relation that also has rules, or forks, or loops, or is not connected, is
-    no chain."""
+    one line, or in one ring (cut at its first constant in text order).  A relation that
+    also has rules, or forks, or is not connected, is no chain."""
     deps = dependencies(description.rules)
     dynamic = deps.depending_on([TRUE_SIG, DOES_SIG])
     facts: dict = {}
@@ -128,13 +128,21 @@ def chains(description) -> list[list[str]]:
         if not ok:
             continue
         starts = [a for a in succ if a not in pred]
-        if len(starts) != 1:
-            continue
-        line = [starts[0]]
-        while line[-1] in succ and len(line) <= len(succ):
-            line.append(succ[line[-1]])
-        if len(line) == len(succ) + 1:       # every pair used: one line, no cycle
-            out.append(line)
+        if len(starts) == 1:
+            line = [starts[0]]
+            while line[-1] in succ and len(line) <= len(succ):
+                line.append(succ[line[-1]])
+            if len(line) == len(succ) + 1:       # every pair used: one line
+                out.append(line)
+        elif not starts and len(succ) >= 3:      # a 2-ring is an alternation (opponents)
+            # A ring (a cylinder or torus board: the last file is followed by the first).
+            # Where to cut it is not in the rules; the first constant in text order, so
+            # the cut is the same every time.
+            line = [min(succ)]
+            while succ[line[-1]] != line[0] and len(line) <= len(succ):
+                line.append(succ[line[-1]])
+            if len(line) == len(succ):           # one ring through every constant
+                out.append(line)
     return out
 
 
@@ -165,13 +173,15 @@ def detect_board(description, states) -> list[BoardSpec]:
             if isinstance(f, tuple) and len(f) >= 3:
                 by_rel.setdefault((f[0], len(f) - 1), set()).add(f)
     lines = chains(description)
+    roles = {render(r) for r in description.roles}
     specs = []
     for (rel, n), facts in by_rel.items():
         domains = []
         for k in range(n):
             vals = {a[k] for a in map(_args, facts)}
             ordered = None
-            if all(isinstance(v, str) for v in vals):
+            # Roles in a turn order are ordered too, but they name players, not places.
+            if all(isinstance(v, str) for v in vals) and not vals <= roles:
                 ordered = _order(vals, lines)
             domains.append(ordered if ordered and MIN_SIDE <= len(ordered) <= MAX_SIDE else None)
         coords = [k for k in range(n) if domains[k] is not None]

@@ -77,9 +77,21 @@ def test_scrambled_chain_still_orders():
     assert specs[0].coord_values[0] == tuple(scr.forward[c] for c in ("left", "mid", "right"))
 
 
-def test_chain_must_be_one_line():
-    forked = parse_rules("(role p) (s a b) (s a c) (t x y) (t y x) (u 1 2) (u 3 4)")
+def test_chain_must_be_one_line_or_one_ring():
+    forked = parse_rules("(role p) (s a b) (s a c) (u 1 2) (u 3 4) (v x y) (v y x) (v z w) (v w z)")
     assert chains(forked) == []
+    ring = parse_rules("(role p) (t y z) (t z x) (t x y)")   # a torus side, cut at its first constant
+    assert chains(ring) == [["x", "y", "z"]]
+    assert chains(parse_rules("(role a) (role b) (opp a b) (opp b a)")) == []   # 2-ring: alternation
+
+
+def test_roles_in_turn_order_are_not_coordinates():
+    text = """(role r1) (role r2) (role r3) (after r1 r2) (after r2 r3) (n 1) (n 2) (n 3)
+    (init (score r1 1)) (init (score r2 2)) (init (score r3 3)) (init (turn r1))
+    (<= (legal ?r wait) (role ?r)) (<= (next (score ?r ?s)) (true (score ?r ?s)))
+    (<= (next (turn ?y)) (true (turn ?x)) (after ?x ?y)) (<= terminal (true (turn r3)))
+    (<= (goal ?r 0) (role ?r))"""
+    assert _specs(text)[2] == []
 
 
 def test_no_board_in_a_game_without_a_grid():
