@@ -29,6 +29,10 @@ from pathlib import Path
 from gdl.kif import GdlError, parse_term, read_first, read_rules_file, rules_from_nodes
 from gdl.terms import render_spaced
 
+from agent.reasoner.statemachine import ReasonerError
+
+REFEREE_BUDGET = 60.0  # seconds to build and check a game's compiled engine (offline: generous)
+
 URL_RE = re.compile(r"^https?://games\.ggp\.org/(?P<repo>[^/]+)/games/(?P<key>[^/]+)/(?:v(?P<v>\d+)/?)?$")
 
 
@@ -252,11 +256,16 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
 
 
 class Replayer:
-    """One Prolog reasoner (with a query cache) per game, shared by all its records."""
+    """One state machine (with a query cache) per game, shared by all its records: the
+    referee's choice (``agent.referee``: the compiled engine when it is exact, else Prolog),
+    or Prolog alone with ``engine="prolog"``, or ``reasoner(description)`` when given."""
 
-    def __init__(self, library: GameLibrary, reasoner=None):
+    def __init__(self, library: GameLibrary, reasoner=None, engine: str = "auto",
+                 budget: float = REFEREE_BUDGET):
         self.library = library
         self.reasoner = reasoner
+        self.engine = engine
+        self.budget = budget
         self._machines: dict = {}
         self.terms = _Terms()
 
@@ -267,8 +276,8 @@ class Replayer:
         if sm is None:
             desc = self.library.description(data)
             if self.reasoner is None:
-                from agent.reasoner.prolog import PrologReasoner
-                base = PrologReasoner(desc)
+                from agent.referee import open_referee
+                base = open_referee(desc, self.budget, engine=self.engine).sm
             else:
                 base = self.reasoner(desc)
             sm = self._machines[key] = CachedStateMachine(base, maxsize=400_000)
@@ -277,7 +286,7 @@ class Replayer:
     def replay(self, record: Record) -> ReplayResult:
         try:
             sm = self.machine(record.data)
-        except (ArchiveError, GdlError, OSError) as e:
+        except (ArchiveError, GdlError, OSError, ReasonerError) as e:
             return ReplayResult(record.source, str(record.data.get("matchId", "?")), False,
                                 problem=f"rules: {e}")
         return replay(record, sm, self.terms)
@@ -285,8 +294,8 @@ class Replayer:
 
 def _replay_files(args) -> list:
     """Worker: [(file index, [results])] for the given (index, file) pairs."""
-    indexed, repositories, game_dirs = args
-    rp = Replayer(GameLibrary(repositories, game_dirs))
+    indexed, repositories, game_dirs, engine = args
+    rp = Replayer(GameLibrary(repositories, game_dirs), engine=engine)
     out = []
     for i, f in indexed:
         rs = []
@@ -299,17 +308,19 @@ def _replay_files(args) -> list:
     return out
 
 
-def replay_paths(paths, repositories=(), game_dirs=(), processes: int = 1) -> list[ReplayResult]:
+def replay_paths(paths, repositories=(), game_dirs=(), processes: int = 1,
+                 engine: str = "auto") -> list[ReplayResult]:
     """Replay every record under ``paths``; ``processes`` > 1 splits the files over that many
-    worker processes (each with its own Prolog).  Results come in file order."""
+    worker processes (each with its own Prolog).  Results come in file order.  ``engine``:
+    ``auto`` (the referee's choice, see ``agent.referee``) or ``prolog``."""
     indexed = list(enumerate(str(f) for f in record_files(paths)))
     repositories, game_dirs = [str(p) for p in repositories], [str(p) for p in game_dirs]
     if processes <= 1 or len(indexed) < 2:
-        parts = [_replay_files((indexed, repositories, game_dirs))]
+        parts = [_replay_files((indexed, repositories, game_dirs, engine))]
     else:
         chunks = [indexed[k::processes] for k in range(processes)]
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            parts = pool.map(_replay_files, [(c, repositories, game_dirs) for c in chunks])
+            parts = pool.map(_replay_files, [(c, repositories, game_dirs, engine) for c in chunks])
     by_file = sorted((i, rs) for part in parts for i, rs in part)
     return [r for _, rs in by_file for r in rs]
 
@@ -325,6 +336,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a game repository laid out like games.ggp.org (DIR/<repo>/games/<key>/v<N>/); repeatable")
     p.add_argument("--game-dir", action="append", default=[], metavar="DIR",
                    help="a folder of <key>.kif rule sheets (default: games/ when it exists); repeatable")
+    p.add_argument("--engine", choices=("auto", "prolog"), default="auto",
+                   help="auto (default): the compiled engine where it is exact (built and checked "
+                        "against Prolog), else Prolog; prolog: the Prolog reasoner only")
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
 
@@ -335,7 +349,7 @@ def cmd_replay(args) -> int:
             print(f"replay: no such file: {p}", file=sys.stderr)
             return 2
     game_dirs = args.game_dir or ([Path("games")] if Path("games").is_dir() else [])
-    results = replay_paths(args.paths, args.games, game_dirs, max(1, args.jobs))
+    results = replay_paths(args.paths, args.games, game_dirs, max(1, args.jobs), args.engine)
     bad = 0
     for r in results:
         if not r.ok and not r.skipped:

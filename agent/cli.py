@@ -63,13 +63,26 @@ ENGINES = ("prolog", "compiled")
 
 
 def _read_description(path: str):
+    """The rules of ``path``, parsed and validated: rules the validator refuses are never
+    played (a player that runs them anyway reads a different game, or crashes on them)."""
     from gdl.kif import GdlError, read_rules_file
+    from gdl.validate import validate
     try:
-        return read_rules_file(_readable_file(path))
+        desc = read_rules_file(_readable_file(path))
     except GdlError as e:
         raise UsageError(f"{path} does not parse:\n" + "\n".join(str(p) for p in e.problems)) from None
+    except RecursionError:
+        raise UsageError(f"{path} does not parse: nested too deeply") from None
     except (OSError, UnicodeError) as e:
         raise UsageError(f"cannot read {path}: {e}") from None
+    try:
+        errors = [p for p in validate(desc) if p.level == "error"]
+    except RecursionError:
+        raise CommandFailed(f"{path}: the rules are nested too deeply to check") from None
+    if errors:
+        more = f" (and {len(errors) - 1} more: ggp-persona check {path})" if len(errors) > 1 else ""
+        raise CommandFailed(f"invalid rules, not played: {errors[0]}{more}")
+    return desc
 
 
 def _engine(desc, name: str, budget: float, use_cache: bool = True):
@@ -199,6 +212,22 @@ def add_replay(sub) -> None:
     p.set_defaults(func=archive.cmd_replay)
 
 
+# ------------------------------------------------------------------------------- match
+def add_match(sub) -> None:
+    from agent.match import cli as match_cli
+    p = sub.add_parser("match", help=match_cli.HELP, description=match_cli.HELP)
+    match_cli.add_arguments(p)
+    p.set_defaults(func=cmd_match)
+
+
+def cmd_match(args) -> int:
+    from agent.match.cli import MatchUsageError, cmd_match as match
+    try:
+        return match(args)
+    except MatchUsageError as e:
+        raise UsageError(str(e)) from None
+
+
 # ------------------------------------------------------------------------------- persona
 def add_persona(sub) -> None:
     p = sub.add_parser("persona", help="list or show personas",
@@ -259,7 +288,7 @@ def cmd_web(args) -> int:
 
 
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_persona, add_web]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match, add_persona, add_web]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -271,7 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    from agent.reasoner.statemachine import ReasonerError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
@@ -284,6 +319,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except CommandFailed as e:
         print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except ReasonerError as e:  # rules refused, a limit, rules that broke, no compiled engine
+        print(f"{PROG}: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"{PROG}: the rules are nested too deeply", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"{PROG}: out of memory", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import sys
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from agent import tomlio
 
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
 KINDS = ("fitted", "procedural", "champion")
@@ -50,6 +51,10 @@ class PersonaError(ValueError):
     """A persona file or record that cannot be used; the message names field and value."""
 
 
+class PersonaNotFound(PersonaError):
+    """No preset of that name and no such file."""
+
+
 @dataclass(frozen=True)
 class Persona:
     name: str
@@ -80,31 +85,14 @@ class Persona:
         return Persona(**d)
 
     def to_toml(self) -> str:
-        lines = [f"name = {_toml_value(self.name)}", f"kind = {_toml_value(self.kind)}",
-                 f"description = {_toml_value(self.description)}", ""]
+        data = {"name": self.name, "kind": self.kind, "description": self.description}
         for f in fields(self):
-            if f.name in ("name", "kind", "description", "utility_weights", "utility_lambda"):
-                continue
-            lines.append(f"{f.name} = {_toml_value(getattr(self, f.name))}")
+            if f.name not in data and f.name not in ("utility_weights", "utility_lambda"):
+                v = getattr(self, f.name)
+                data[f.name] = list(v) if isinstance(v, tuple) else v
         if self.utility_lambda or self.utility_weights:
-            lines += ["", "[utility]", f"lambda = {_toml_value(self.utility_lambda)}",
-                      "", "[utility.weights]"]
-            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in self.utility_weights.items()]
-        return "\n".join(lines) + "\n"
-
-
-def _toml_key(k: str) -> str:
-    return k if k.replace("_", "").isalnum() else '"' + k.replace('"', '\\"') + '"'
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, float) and v.is_integer():
-        return f"{v:.1f}"
-    return repr(v)
+            data["utility"] = {"lambda": self.utility_lambda, "weights": dict(self.utility_weights)}
+        return tomlio.dumps(data)
 
 
 def _number(source: str, name: str, value, kind, lo, hi):
@@ -194,8 +182,8 @@ def _utility(u, source: str):
 
 def parse_persona(text: str, source: str = "<persona>") -> Persona:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomlio.loads(text)
+    except tomlio.TOMLDecodeError as e:
         raise PersonaError(f"{source}: not valid TOML: {e}") from None
     return persona_from_dict(data, source)
 
@@ -206,7 +194,7 @@ def load_persona(name_or_path) -> Persona:
     if not p.suffix and not p.exists():
         p = PERSONA_DIR / f"{name_or_path}.toml"
     if not p.is_file():
-        raise PersonaError(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
+        raise PersonaNotFound(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
     return parse_persona(p.read_text(encoding="utf-8"), str(p))
 
 
@@ -236,6 +224,6 @@ def persona_show(args) -> int:
         pe = load_persona(args.persona)
     except PersonaError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2 if str(e).startswith("no persona") else 1
+        return 2 if isinstance(e, PersonaNotFound) else 1
     sys.stdout.write(pe.to_toml())
     return 0

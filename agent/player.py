@@ -22,13 +22,11 @@ import time
 from gdl.kif import GdlError, parse_term, read_first, rules_from_nodes
 from gdl.terms import render_spaced
 
-from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+# RulesRefused: rules we cannot play (unreadable, our role missing, invalid, refused by
+# Prolog): the START gets ``busy``.  One class with the reasoners' own refusals.
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 
 log = logging.getLogger("ggp.player")
-
-
-class RulesRefused(Exception):
-    """Rules we cannot play (unreadable, our role missing, invalid): the START gets ``busy``."""
 
 
 # ------------------------------------------------------------------ rules and joint moves
@@ -222,6 +220,8 @@ class _StateMachineView:
         self.next_state = engine.next_state
         self.is_terminal = engine.is_terminal
         self.goal_values = engine.goal_values
+        self.random_playout = engine.random_playout
+        self.close = engine.close
 
 
 class Player:
@@ -404,9 +404,8 @@ class Player:
 
     def close(self) -> None:
         for thing in (self.engine, self.prolog):
-            close = getattr(thing, "close", None)
-            if close is not None:
+            if thing is not None:
                 try:
-                    close()
-                except Exception:
+                    thing.close()
+                except Exception:  # closing is best effort: the process may be ending
                     pass

@@ -55,6 +55,13 @@ STATIC_ONLY = ("init", "base", "input")                # must not depend on STAT
 STATE_WORDS = ("true", "does", "next", "legal", "goal", "terminal")
 MOVE_FREE = ("legal", "goal", "terminal")              # must not depend on does
 
+# SWI-Prolog takes at most 1024 arguments per predicate (its max_procedure_arity flag); a
+# clause over that is reported and skipped while the rest loads, which changes the game.  Our
+# reasoner passes the state and the joint move as two more arguments to every relation that
+# depends on true or does, so those may have two arguments fewer.
+PROLOG_MAX_ARITY = 1024
+STATE_ARGUMENTS = 2
+
 _REFINE_LIMIT = 2_000_000  # unification attempts allowed when refining a cycle through not
 _GREEDY = 0.5  # share of probing steps that go to the successor with the least visited fluents
 
@@ -216,6 +223,7 @@ class _Validator:
         self.check_dependency_restrictions(deps)
         self.check_stratification(deps)
         self.check_recursion(deps)
+        self.check_prolog_limits(deps)
         seen, out = set(), []
         for p in self.problems:
             if p not in seen:
@@ -410,6 +418,27 @@ class _Validator:
                        "states")
         if "legal" not in heads:
             self.error("the game defines no legal move; GDL requires (legal r m) rules or facts")
+
+    # ------------------------------------------------------------------ Prolog's limits
+    def check_prolog_limits(self, deps):
+        """Relations too wide for a Prolog predicate (see PROLOG_MAX_ARITY): refused, since
+        the reasoner would play without their clauses."""
+        dynamic = deps.depending_on([("true", 1), ("does", 2)])
+        reported: set = set()
+        for r in self.rules:
+            for lit, sent in [(None, r.head)] + [(j, s) for j, l in enumerate(r.body)
+                                                 for s, _ in _sentences(l)]:
+                sig = _sig(sent)
+                if sig in reported or sig[0] in ("true", "does"):
+                    continue
+                extra = STATE_ARGUMENTS if sig in dynamic else 0
+                if sig[1] + extra > PROLOG_MAX_ARITY:
+                    reported.add(sig)
+                    why = (f" (it depends on the state, which the reasoner passes as {extra} more "
+                           f"arguments)" if extra else "")
+                    self.error(f"{sig[0]} has {sig[1]:,} arguments: more than SWI-Prolog's limit of "
+                               f"{PROLOG_MAX_ARITY - extra:,} for this relation{why}; Prolog would "
+                               f"skip its clauses and play a different game", r, lit)
 
     # ------------------------------------------------------------------ arities
     def check_arities(self):

@@ -61,7 +61,8 @@ def check_one(path: str, engine: str, budget: float) -> dict:
             sm = load_engine(desc, engine="compiled", budget_seconds=budget, use_cache=False)
             out["engine_info"] = {k: v for k, v in sm.info.items() if k != "key"}
     except Exception as e:  # noqa: BLE001 - every failure to build is a finding
-        status = "fallback" if type(e).__name__ == "GroundingError" else "error"
+        from agent.reasoner.statemachine import GroundingError
+        status = "fallback" if isinstance(e, GroundingError) else "error"
         return dict(out, status=status, why=f"{type(e).__name__}: {e}"[:500],
                     seconds=round(time.monotonic() - t0, 2))
     t1 = time.monotonic()

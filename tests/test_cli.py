@@ -114,3 +114,133 @@ def test_help_lists_every_command(capsys):
     out = capsys.readouterr().out
     for cmd in ("check", "trace", "bench", "serve", "replay", "persona"):
         assert cmd in out
+
+
+# ------------------------------------------------------------------ hostile inputs
+# Every command answers bad or unsupported rules, and reasoner failures, with one clear line
+# on stderr and a non-zero exit status: never a traceback.
+
+WIDE = " ".join(f"a{i}" for i in range(1025))
+HOSTILE = {
+    # SWI-Prolog skips a clause of over 1024 arguments: the validator refuses the rules
+    "wide.kif": f"""(role p) (init (s 0)) (legal p go) (<= (next (s 1)) (does p go))
+        (<= terminal (true (s 1))) (goal p 100) (wide {WIDE}) (<= (legal p stay) (wide {WIDE}))""",
+    # valid GDL, but no playout ever ends: the playout cap is reached
+    "endless.kif": """(role p) (init (s 0)) (legal p go) (<= (next (s 0)) (does p go))
+        (<= terminal (true (s 1))) (goal p 100)""",
+    # a fluent of 1100 arguments: Prolog plays it (a term), the grounder cannot (a predicate)
+    "widefluent.kif": f"""(role p) (init (f {WIDE} a)) (init (s 0)) (legal p go)
+        (<= (next (s 1)) (does p go)) (<= (next (f {WIDE} ?x)) (true (f {WIDE} ?x)))
+        (<= terminal (true (s 1))) (goal p 100)""",
+    "syntax.kif": "(role p) (init (s 0) (legal p go",
+}
+
+
+def _hostile(tmp_path, name):
+    path = tmp_path / name
+    path.write_text(HOSTILE[name])
+    return str(path)
+
+
+def _run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ggp-persona: "), err
+    return lines[0]
+
+
+@needs_shared
+def test_trace_compiled_on_unsafe_rules_is_a_message(capsys):
+    """It was a bare ``KeyError: ')'`` from the grounder's literal decoder."""
+    game = SHARED / "corpus" / "games" / "benderng" / "games" / "dresdensingleplayer1" / "v0"
+    code, _, err = _run(capsys, ["trace", str(game / "dresdensingleplayer1.kif"),
+                                 str(PROVER / "benderng-dresdensingleplayer1-v0.json"), "--engine", "compiled"])
+    assert code == 1
+    assert "invalid rules, not played" in _one_error_line(err) and "unsafe rule" in err
+
+
+@needs_shared
+def test_the_grounder_names_an_unsafe_rule():
+    """The decoder's root: an instance of an unsafe rule keeps an unbound variable, which the
+    grounder now reports with the rule, instead of a decoder KeyError."""
+    from agent.engine.ground import GroundingError, ground
+    from gdl.kif import read_rules_file
+    game = SHARED / "corpus" / "games" / "benderng" / "games" / "dresdensingleplayer1" / "v0"
+    with pytest.raises(GroundingError, match=r"rule for \(next \(andmunur \?barein \?whosell\)\) at line "
+                                             r"20 is unsafe"):
+        ground(read_rules_file(game / "dresdensingleplayer1.kif"))
+
+
+def test_over_wide_relations_are_refused_by_every_command(tmp_path, capsys):
+    wide = _hostile(tmp_path, "wide.kif")
+    code, out, _ = _run(capsys, ["check", wide])
+    assert code == 1 and ":2:" in out and "SWI-Prolog's limit of 1,024" in out and "invalid" in out
+    for argv in (["trace", wide, str(_trace_of_our_game(tmp_path)[0])],
+                 ["bench", wide, "--engine", "prolog", "--seconds", "0.1", "--warmup", "0"]):
+        code, _, err = _run(capsys, argv)
+        assert code == 1 and "invalid rules, not played" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("engine", ["prolog", "compiled"])
+def test_bench_when_playouts_never_end_is_a_message(tmp_path, capsys, engine):
+    code, _, err = _run(capsys, ["bench", _hostile(tmp_path, "endless.kif"), "--engine", engine,
+                                 "--seconds", "0.1", "--warmup", "0", "--no-cache"])
+    assert code == 1 and "10000" in _one_error_line(err).replace(",", "")
+
+
+def test_rules_only_prolog_can_load_are_a_message_for_the_compiled_engine(tmp_path, capsys):
+    rules = _hostile(tmp_path, "widefluent.kif")
+    code, _, err = _run(capsys, ["bench", rules, "--engine", "compiled", "--no-cache",
+                                 "--seconds", "0.1", "--warmup", "0"])
+    line = _one_error_line(err)
+    assert code == 1 and "no compiled engine" in line and "max_procedure_arity" in line
+    code, out, _ = _run(capsys, ["bench", rules, "--engine", "prolog", "--seconds", "0.2", "--warmup", "0"])
+    assert code == 0 and json.loads(out)["avg_depth"] == 1
+
+
+def test_syntax_errors_and_missing_files(tmp_path, capsys):
+    bad = _hostile(tmp_path, "syntax.kif")
+    code, out, _ = _run(capsys, ["check", bad])
+    assert code == 1 and "invalid" in out
+    for cmd in (["trace", bad, str(_trace_of_our_game(tmp_path)[0])], ["bench", bad]):
+        code, _, err = _run(capsys, cmd)
+        assert code == 2 and "does not parse" in err
+    missing = str(tmp_path / "missing.kif")
+    for cmd in (["check", missing], ["bench", missing], ["trace", missing, missing],
+                ["replay", missing], ["persona", "show", missing]):
+        code, _, err = _run(capsys, cmd)
+        assert code == 2 and err.strip(), cmd
+
+
+def test_replay_of_a_record_with_refused_rules_is_a_failed_record(tmp_path, capsys):
+    record = {"matchId": "wide.1", "x-rules": "( " + HOSTILE["wide.kif"] + " )",
+              "states": ["( ( s 0 ) )"], "moves": [], "isCompleted": False}
+    (tmp_path / "wide.json").write_text(json.dumps(record))
+    code, out, _ = _run(capsys, ["replay", str(tmp_path / "wide.json")])
+    assert code == 1 and "FAIL" in out and "max_procedure_arity" in out
+
+
+def test_bad_persona_and_server_config_files_are_messages(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [unclosed")
+    code, _, err = _run(capsys, ["persona", "show", str(bad)])
+    assert code == 1 and "not valid TOML" in err
+    code, _, err = _run(capsys, ["serve", "--personas-config", str(bad)])
+    assert code == 2 and "not valid TOML" in _one_error_line(err)
+
+
+def test_personas_config_is_read_with_the_toml_helper(tmp_path):
+    from agent.server.config import ConfigError, load_persona_rules
+    cfg = tmp_path / "personas.toml"
+    cfg.write_text('default = "champion"\n[[match]]\nregex = "^Base\\\\.chess\\\\."\npersona = "sanguine"\n')
+    rules, default = load_persona_rules(cfg)
+    assert default == "champion" and rules[0].matches("Base.chess.1") and not rules[0].matches("Basexchess")
+    cfg.write_bytes(b'default = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_persona_rules(cfg)

@@ -153,3 +153,32 @@ def test_cli_subcommand():
     from agent.cli import main
     assert main(["persona", "show", "champion"]) == 0
     assert main(["persona", "list"]) == 0
+
+
+def test_toml_round_trip_keeps_keys_with_backslashes_and_quotes():
+    """The hand-written writer escaped only quotes in keys: ``rel:a\\b`` came back changed
+    (or did not parse).  tomli_w writes them."""
+    base = load_persona("sanguine")
+    keys = ["rel:a\\b", 'rel:q"uote', "rel:tab\there", "rel:ünï", "rel:a.b c"]
+    p = base.replace(utility_lambda=0.5, utility_weights={k: float(i + 1) for i, k in enumerate(keys)},
+                     description='back\\slash "quoted"\nnew line')
+    again = parse_persona(p.to_toml(), "x.toml")
+    assert again == p
+    assert list(again.utility_weights) == keys
+
+
+def test_toml_reader_falls_back_to_the_tomli_backport(monkeypatch):
+    """On Python 3.10 there is no tomllib: tomlio reads with tomli (same API)."""
+    import importlib
+    import sys
+    import tomllib
+
+    from agent import tomlio
+    monkeypatch.setitem(sys.modules, "tomllib", None)   # import tomllib fails, as on 3.10
+    monkeypatch.setitem(sys.modules, "tomli", tomllib)  # the backport, standing in
+    try:
+        importlib.reload(tomlio)
+        assert tomlio.tomllib is tomllib and tomlio.loads('a = "b"') == {"a": "b"}
+    finally:
+        monkeypatch.undo()
+        importlib.reload(tomlio)

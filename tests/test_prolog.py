@@ -31,7 +31,8 @@ from gdl.terms import render
 pytest.importorskip("pyswip")
 
 from agent.reasoner.prolog import PrologReasoner  # noqa: E402
-from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector  # noqa: E402
+from agent.reasoner.statemachine import (CachedStateMachine, ReasonerError, ResourceLimit,  # noqa: E402
+                                         goal_vector)
 
 
 def T(text: str):
@@ -499,6 +500,7 @@ def test_a_term_growing_without_bound_is_stopped_quickly(table):
         assert time.monotonic() - t0 < 30
         message = str(info.value)
         assert "legal moves of r" in message and "grows without bound" in message
+        assert isinstance(info.value, ResourceLimit) and info.value.resource == "table"
         _still_works(sm)
     finally:
         sm.close()
@@ -512,6 +514,7 @@ def test_a_huge_answer_set_hits_the_inference_limit():
             sm.legal_moves(S("(phase 2)"), 0)
         assert time.monotonic() - t0 < 30
         assert str(info.value) == "legal moves of r exceeded 300,000 inferences (runaway rules?)"
+        assert isinstance(info.value, ResourceLimit) and info.value.resource == "inferences"
         _still_works(sm)
     finally:
         sm.close()
@@ -532,6 +535,7 @@ def test_a_long_search_hits_the_inference_limit_or_the_wall_clock_limit():
             sm.is_terminal(S("(phase 3)"))
         assert time.monotonic() - t0 < 20
         assert str(info.value) == "terminal took longer than 1 s (runaway rules?)"
+        assert isinstance(info.value, ResourceLimit) and info.value.resource == "time"
         _still_works(sm)
     finally:
         sm.close()
@@ -641,3 +645,44 @@ def test_cached_state_machine_gives_the_answers_of_the_wrapped_reasoner(rules, t
     finally:
         plain.close()
         counting.sm.close()
+
+
+# ============================================================== what Prolog refuses on load
+
+WIDE = " ".join(f"a{i}" for i in range(1025))
+WIDE_GAME = f"""(role p) (init (s 0)) (legal p go) (<= (next (s 1)) (does p go))
+(<= terminal (true (s 1))) (goal p 100) (wide {WIDE}) (<= (legal p stay) (wide {WIDE}))"""
+
+
+def test_a_clause_prolog_skips_on_load_refuses_the_rules():
+    """SWI-Prolog reports 'max_procedure_arity' for the 1025-argument fact and loads the rest,
+    so the legal moves were [go] instead of [go, stay]: the rules are refused instead."""
+    from agent.reasoner.statemachine import RulesRefused, UnsupportedRules
+    with pytest.raises(UnsupportedRules, match="max_procedure_arity") as e:
+        PrologReasoner(parse_rules(WIDE_GAME))
+    assert isinstance(e.value, RulesRefused) and isinstance(e.value, ReasonerError)
+    assert "line " in str(e.value) and "gdl_" not in str(e.value)  # no temporary file named
+    # the engine is still usable afterwards, and a clean program loads
+    sm = PrologReasoner(parse_rules(WIDE_GAME.replace(WIDE, "a b")))
+    try:
+        assert legal_texts(sm, sm.initial_state()) == [["go", "stay"]]
+    finally:
+        sm.close()
+
+
+def test_every_load_message_counts_not_only_errors():
+    """Warnings on load are refusals too (here: a syntax error in a program of ours)."""
+    from agent.reasoner.prolog import load_program
+    from agent.reasoner.statemachine import RulesRefused
+    with pytest.raises(RulesRefused, match="Syntax error"):
+        load_program(":- module(gdl_bad_syntax, []).\np(a) :- .\n")
+
+
+def test_failures_come_as_classes_not_message_text(pebbles):
+    from agent.reasoner.statemachine import InvalidQuery, PlayoutCap, ResourceLimit
+    s = pebbles.initial_state()
+    with pytest.raises(InvalidQuery, match="one move per role"):
+        pebbles.next_state(s, [T("wait")])
+    with pytest.raises(PlayoutCap) as e:
+        pebbles.random_playout(s, cap=1, seed=3)
+    assert isinstance(e.value, ResourceLimit) and e.value.resource == "playout" and e.value.cap == 1

@@ -514,3 +514,37 @@ def test_corpus_report_lists_the_refusals():
     assert "scripts/validator_report.py" in text
     for key in EXPECTED_REFUSALS:
         assert f"### {key} " in text
+
+
+# ------------------------------------------------------------------ Prolog's limits
+
+def _wide_game(static: int, dynamic: int) -> str:
+    st = " ".join(f"a{i}" for i in range(static))
+    dy = " ".join(f"b{i}" for i in range(dynamic))
+    return f"""(role p) (init (s 0)) (legal p go) (<= (next (s 1)) (does p go))
+    (<= terminal (true (s 1))) (goal p 100)
+    (wide {st}) (<= (legal p stay) (wide {st}))
+    (<= (dyn {dy}) (true (s 0))) (<= (legal p wait) (dyn {dy}))"""
+
+
+def test_relations_wider_than_prolog_predicates_are_errors_with_positions():
+    """SWI-Prolog skips a clause with over 1024 arguments and loads the rest: the reasoner
+    would answer for another game (legal go only), so the validator refuses such rules."""
+    problems = validate(parse_rules(_wide_game(1025, 10), "<wide>"))
+    errors = [p for p in problems if p.level == "error"]
+    assert len(errors) == 1 and verdict(problems) == "invalid"
+    assert errors[0].message.startswith("wide has 1,025 arguments: more than SWI-Prolog's limit of 1,024")
+    assert (errors[0].line, errors[0].col) == (3, 5)
+    # a relation that depends on the state gets two more arguments from the reasoner
+    errors = [p for p in validate(parse_rules(_wide_game(10, 1023), "<wide>")) if p.level == "error"]
+    assert len(errors) == 1 and errors[0].message.startswith("dyn has 1,023 arguments")
+    assert "limit of 1,022" in errors[0].message and errors[0].line == 4
+    assert verdict(validate(parse_rules(_wide_game(1024, 1022), "<wide>"))) != "invalid"
+
+
+def test_check_file_refuses_a_relation_over_1024_arguments(tmp_path):
+    path = tmp_path / "wide.kif"
+    path.write_text(_wide_game(1025, 1))
+    _desc, problems = check_file(path)
+    assert verdict(problems) == "invalid"
+    assert any("SWI-Prolog's limit" in p.message and p.line == 3 for p in problems)

@@ -5,6 +5,7 @@ import numpy as np
 
 from gdl.terms import canonical_sorted
 
+from ..reasoner.statemachine import BrokenRules, InvalidQuery, PlayoutCap
 from . import kernels as K
 
 
@@ -54,10 +55,14 @@ class CompiledEngine:
     def move_index(self, role_index: int, move) -> int:
         k = self._move_index[role_index].get(move)
         if k is None:
-            raise ValueError(f"{move!r} is never a legal move of role {self.roles[role_index]!r}")
+            raise InvalidQuery(f"{move!r} is never a legal move of role {self.roles[role_index]!r}")
         return k
 
     def next_state(self, state, joint_move) -> frozenset:
+        joint_move = tuple(joint_move)
+        if len(joint_move) != len(self.roles):
+            raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
+                               f"got {len(joint_move)}")
         vals = self._load(state)
         joint = np.array([self.move_index(r, m) for r, m in enumerate(joint_move)], dtype=np.int32)
         out = np.zeros(self.game.n_words, dtype=np.uint64)
@@ -80,12 +85,10 @@ class CompiledEngine:
         d = K.random_playout(self.game, self.pack(state), self._vals, cap, goals)
         self._loaded = None  # the work buffer now holds the playout's last state
         if d == -2:
-            from ..reasoner.statemachine import ReasonerError
-            raise ReasonerError("a role has no legal move in a non-terminal state")
+            raise BrokenRules("a role has no legal move in a non-terminal state")
         if d == -1:
-            from ..reasoner.statemachine import ReasonerError
-            raise ReasonerError(f"the playout hit its length cap ({cap})")
+            raise PlayoutCap(cap)
         return int(d), [[int(v)] for v in goals]
 
-    def close(self):
-        pass
+    def close(self) -> None:
+        pass  # nothing outside Python's memory: the arrays go with the object

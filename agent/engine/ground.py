@@ -20,14 +20,11 @@ import numpy as np
 
 from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_atom
 from gdl.kif import Description
-from gdl.terms import Term, signature
+from gdl.terms import Term, render, signature
 
 from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
-from ..reasoner.statemachine import ReasonerError
-
-
-class GroundingError(Exception):
-    """The rules could not be grounded within the budget (or at all)."""
+from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
+                                     RulesRefused)
 
 
 @dataclass
@@ -187,18 +184,23 @@ lid(n(A), Id) :- !, aid(A, I), Id is -(I + 1).
 lid(A, Id) :- aid(A, I), Id is I + 1.
 emit(L, T) :- length(L, N), foldl([R, A0, A]>>(length(R, K), A0 = [K|R1], append(R, A, R1)), L, F, []),
     atomic_list_concat(F, ',', Body), format(atom(T), '~w;~w', [N, Body]).
+% An unsafe rule (a variable bound by no positive literal) has non-ground instances: refused.
+safe(L) :- ( ground(L) -> true ; throw(gdl_error(unsafe_rule(L))) ).
 q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S), pairs_values(S, As),
     format(atom(T), '~w', [As]).
 """)
     for i, (head, body, report) in enumerate(instance_queries):
         goal = ", ".join(body) if body else "true"
-        out.append(f"q_inst({i}, T) :- findall(Ids, (({goal}), maplist(lid, [{head}|[{','.join(report)}]], Ids)), L), "
-                   f"emit(L, T).")
-    load_program("\n".join(out) + "\n")
+        out.append(f"q_inst({i}, T) :- findall(Ids, (({goal}), safe([{head}|[{','.join(report)}]]), "
+                   f"maplist(lid, [{head}|[{','.join(report)}]], Ids)), L), emit(L, T).")
 
     def left() -> float:  # every Prolog call gets the rest of the budget as a wall-clock limit
         return seconds - (time.monotonic() - t0)
     try:
+        try:
+            load_program("\n".join(out) + "\n")
+        except RulesRefused as e:  # e.g. a fluent of over 1024 arguments: Prolog may still play it
+            raise GroundingError(f"the grounding program: {e}") from None
         iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)", left()))
         t_fix = time.monotonic() - t0
         _check_time(t0, seconds, "the relaxed fixpoint")
@@ -208,7 +210,12 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         run_goal(module, "trie_new(Tr), assertz(atom_trie(Tr)), T = x", inferences, "grounding setup")
         chunks, n_rules = [], 0
         for i in range(len(instance_queries)):
-            text = run_goal(module, f"q_inst({i},T)", inferences, f"grounding rule {i + 1}", left())
+            try:
+                text = run_goal(module, f"q_inst({i},T)", inferences, f"grounding rule {i + 1}", left())
+            except RulesRefused:
+                r = rules[i]
+                raise GroundingError(f"the rule for {render(r.head)} at line {r.line} is unsafe: an "
+                                     f"instance keeps a variable that no positive literal binds") from None
             count_text, _, body_text = text.partition(";")
             n_rules += int(count_text)
             if n_rules > max_instances:
@@ -219,10 +226,14 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         inv_rel = {p: sig for sig, p in rel.items()}
         atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms", left()))
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    except GroundingError:
+        raise
+    except ResourceLimit as e:
+        if e.resource == "time" and left() <= 0.05:  # Prolog's message names the time that was
+            raise GroundingError(f"grounding took longer than its {seconds:g} s budget "  # left
+                                 f"(stopped in {e.what})") from None
+        raise GroundingError(str(e)) from None
     except ReasonerError as e:
-        if left() <= 0.05:  # Prolog's own message names the time that was left, not the budget
-            raise GroundingError(f"grounding took longer than its {seconds:g} s budget "
-                                 f"(stopped in {str(e).split(' took longer')[0]})") from None
         raise GroundingError(str(e)) from None
     finally:
         reset_tables()
@@ -255,7 +266,8 @@ def _quote_atom(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
     return p + "(" + ",".join(args + ["x"]) + ")"  # trailing x: keeps zero-arity calls compound
 
 
-_LIT_TOKEN = re.compile(r"[a-z]\d+|[a-z]|[()\[\],]")
+# Every run of other characters is a token too: nothing unexpected is skipped silently.
+_LIT_TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
 
 
 def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
@@ -268,6 +280,9 @@ def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
         nonlocal pos
         tok = toks[pos]
         pos += 1
+        if tok not in unsym:
+            raise GroundingError(f"the grounder's output holds {tok!r} where a game term belongs"
+                                 + (" (an unbound variable: a rule is unsafe)" if tok.startswith("_") else ""))
         name, ar = unsym[tok]
         if pos < len(toks) and toks[pos] == "(":
             pos += 1
@@ -296,7 +311,10 @@ def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
             a = term()
             pos += 1
             return ("does", r, a)
-        name, ar = inv_rel["r" + tok[1:]]  # q<N>(args..., x)
+        sig = inv_rel.get("r" + tok[1:]) if tok[:1] == "q" else None  # q<N>(args..., x)
+        if sig is None:
+            raise GroundingError(f"the grounder's output holds {tok!r} where a literal belongs")
+        name, ar = sig
         pos += 1  # (
         args = []
         while toks[pos] != "x":
@@ -307,11 +325,14 @@ def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
 
     out = []
     pos = 1  # [
-    if toks[pos] == "]":
-        return out
-    while True:
-        out.append(literal())
-        tok = toks[pos]
-        pos += 1
-        if tok == "]":
+    try:
+        if toks[pos] == "]":
             return out
+        while True:
+            out.append(literal())
+            tok = toks[pos]
+            pos += 1
+            if tok == "]":
+                return out
+    except IndexError:
+        raise GroundingError(f"the grounder's output ends early: {text[:200]!r}") from None

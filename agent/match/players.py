@@ -8,14 +8,16 @@
     async abort(match_id) -> None
     async close() -> None
 
-``play`` raises ``PlayerError`` with a ggp-base error code (``TO``, ``CE``, ``IL ...``;
-ggp-facts 3.3) for a late, failed or unparsable reply.  Texts are in the vocabulary the
-player was given (scrambled or not).  Specs (``make_player``):
+``play`` raises ``PlayerError`` with a ggp-base error code (``TO``, ``CE``, ``IL ...``) for
+a late, failed or unparsable reply.  A player with ``wants_legal = True`` (a person, the
+random player) has its ``legal`` attribute set to its legal moves before each ``play``.
+Texts are in the vocabulary the player was given (scrambled or not).  Specs (``make_player``):
 
   persona:NAME|FILE   our player, in processes of its own: the protocol server's match
                       machinery (``agent.server.matches``: referee, player and grounder
                       processes, deadlines, fallback moves), driven without HTTP
   http://HOST:PORT    any GGP player, sent the messages ggp-base's GameServer sends
+  random              a uniformly random legal move (from the legal moves the runner gives)
   human               a person: ``play`` waits for ``submit(move_text)``
 """
 from __future__ import annotations
@@ -67,14 +69,14 @@ def start_message(match_id: str, role: str, rules_text: str, start_clock, play_c
     parentheses' padding: ``(( role x ) ... ) 60 15)``)."""
     inner = rules_text.strip()
     if inner.startswith("("):
-        inner = inner[1:]
+        inner = inner[1:].lstrip()
     return f"( START {match_id} {role} ({inner} {_clock_text(start_clock)} {_clock_text(play_clock)})"
 
 
 def play_message(match_id: str, last_moves, kind: str = "PLAY") -> str:
     if last_moves is None:
         return f"( {kind} {match_id} NIL )"
-    return f"( {kind} {match_id} (" + "".join(f" {m}" for m in last_moves) + " ) )"
+    return f"( {kind} {match_id} (" + "".join(f"{m} " for m in last_moves) + ") )"  # ggp-base: each move, one space
 
 
 # ------------------------------------------------------------------------------ HTTP
@@ -86,6 +88,7 @@ class HttpPlayer:
 
     is_human = False
     CONNECT_TIMEOUT = 5.0
+    MAX_REPLY = 64 * 1024
 
     def __init__(self, url: str, name: str | None = None):
         parts = urlsplit(url)
@@ -98,7 +101,8 @@ class HttpPlayer:
         self.url = f"http://{parts.hostname}:{port}/"
         self.host = parts.hostname
         self.name = name or f"{parts.hostname}:{port}"
-        self.receiver = ""
+        self.named = name is not None
+        self.receiver = ""   # its name as given in INFO (ggp-base's Receiver header)
         self.play_clock = 10.0
 
     async def _send(self, body: str, timeout: float) -> str:
@@ -107,14 +111,22 @@ class HttpPlayer:
         headers = {"Accept": "text/delim", "Sender": "GAMESERVER", "Receiver": self.receiver,
                    "Content-Type": "text/acl"}
         try:
-            async with httpx.AsyncClient(timeout=limit) as client:
-                r = await asyncio.wait_for(client.post(self.url, content=body.encode("utf-8"), headers=headers),
-                                           timeout + self.CONNECT_TIMEOUT)
-                return r.text.strip()
+            return await asyncio.wait_for(self._post(httpx, limit, body, headers), timeout + self.CONNECT_TIMEOUT)
         except (httpx.TimeoutException, asyncio.TimeoutError):
             raise PlayerError("TO", f"no reply from {self.url} within {timeout:g}s") from None
         except (httpx.HTTPError, OSError) as e:
             raise PlayerError("CE", f"{type(e).__name__}: {e}") from None
+
+    async def _post(self, httpx, limit, body: str, headers: dict) -> str:
+        """The reply body, trimmed; at most MAX_REPLY bytes are read (a reply is one move)."""
+        data = b""
+        async with httpx.AsyncClient(timeout=limit) as client:
+            async with client.stream("POST", self.url, content=body.encode("utf-8"), headers=headers) as r:
+                async for chunk in r.aiter_bytes():
+                    data += chunk
+                    if len(data) > self.MAX_REPLY:
+                        raise PlayerError("IL null", f"a reply of more than {self.MAX_REPLY} bytes")
+        return data.decode("utf-8", "replace").strip()
 
     async def prepare(self) -> None:
         """INFO: checks the player is there and learns its name (``( ( name X ) ... )``)."""
@@ -131,7 +143,9 @@ class HttpPlayer:
             for item in node.items:
                 if (not item.is_atom and len(item.items) >= 2 and item.items[0].is_atom
                         and item.items[0].text.lower() == "name" and item.items[1].is_atom):
-                    self.name = self.receiver = item.items[1].text
+                    if not self.receiver and not self.named:  # the first INFO names it
+                        self.name = item.items[1].text
+                    self.receiver = item.items[1].text
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> str:
         """The reply (``ready``), which managers ignore; the runner notes any other."""
@@ -165,6 +179,7 @@ class PersonaPlayer:
     writes its own record with the Q-values and visits of every decision to ``log_dir``."""
 
     is_human = False
+    WARM_TIMEOUT = 300.0  # the first run after an install compiles the numba code
 
     def __init__(self, spec: str, name: str | None = None, log_dir=None, seed: int | None = None,
                  use_engine: bool = True, spare_players: int = 1, spare_referees: int = 1):
@@ -186,7 +201,11 @@ class PersonaPlayer:
         self._tmp = None
 
     async def prepare(self) -> None:
+        """Start the match manager, and wait until its spare player process is warm (numba
+        code loaded), so that no match's start clock pays for it."""
         if self.manager is not None:
+            if self.spares[0] > 0:
+                await self.manager.players.wait_warm(self.WARM_TIMEOUT)
             return
         from agent.server.config import ServerConfig
         from agent.server.matches import MatchManager
@@ -198,22 +217,26 @@ class PersonaPlayer:
         log_dir.mkdir(parents=True, exist_ok=True)
         cfg = ServerConfig(name=self.name, persona=self.spec, log_dir=log_dir, seed=self.seed,
                            spare_players=self.spares[0], spare_referees=self.spares[1],
-                           use_engine=self.use_engine)
+                           use_engine=self.use_engine,
+                           warm_timeout=self.WARM_TIMEOUT if self.spares[0] > 0 else 0.0)
         self.manager = MatchManager(cfg)
         await self.manager.startup()
 
     async def _call(self, text: str):
+        """The manager's reply to a message.  The message is handed over at once and its
+        handling runs to the end even when the caller stops waiting (a late reply): over
+        HTTP a message that was sent is received, and the player must see every joint move."""
         from agent.server.protocol import ProtocolError, parse_message
-        await self.prepare()
+        if self.manager is None:
+            await self.prepare()
         try:
             msg = parse_message(text)
         except ProtocolError as e:
             raise PlayerError("CE", f"message not understood: {e}") from None
         received = time.monotonic()
         method = getattr(self.manager, msg.kind)
-        if msg.kind == "abort":
-            return await method(msg)
-        return await method(msg, received)
+        call = method(msg) if msg.kind == "abort" else method(msg, received)
+        return await asyncio.shield(asyncio.ensure_future(call))
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> str:
         return await self._call(start_message(match_id, role, rules_text, start_clock, play_clock))
@@ -244,10 +267,11 @@ class PersonaPlayer:
 class HumanPlayer:
     """A person: ``play`` waits until ``submit(move_text)`` (from the web page's handler,
     on any thread).  Before each ``play`` the runner sets ``legal`` (the person's legal
-    moves), so ``submit`` can refuse a move that is not legal at once (``ValueError``)
+    moves; ``wants_legal``), so ``submit`` can refuse a move that is not legal at once (``ValueError``)
     and the person tries again; the runner still checks the move like any reply."""
 
     is_human = True
+    wants_legal = True
 
     def __init__(self, name: str = "human"):
         self.name = name
@@ -261,6 +285,9 @@ class HumanPlayer:
     def waiting(self) -> bool:
         """True while a move is asked for."""
         return self._pending is not None and not self._pending.done()
+
+    async def prepare(self) -> None:
+        pass
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
         self.role, self.rules_text = role, rules_text
@@ -319,9 +346,46 @@ class HumanPlayer:
         self._cancel()
 
 
+# ------------------------------------------------------------------------------ random
+
+class RandomPlayer:
+    """A uniformly random legal move, at once (ggp-base's RandomGamer; the baseline of any
+    comparison).  It plays from the legal moves the runner gives it (``legal``), which are
+    the referee's: no reasoner of its own."""
+
+    is_human = False
+    wants_legal = True
+
+    def __init__(self, name: str = "random", seed: int | None = None):
+        import random
+        self.name = name
+        self.legal: list[str] | None = None
+        self.rng = random.Random(seed)
+
+    async def prepare(self) -> None:
+        pass
+
+    async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
+        pass
+
+    async def play(self, match_id, last_moves, timeout) -> str:
+        if not self.legal:
+            raise PlayerError("CE", "no legal moves were given")
+        return self.rng.choice(self.legal)
+
+    async def stop(self, match_id, last_moves) -> None:
+        pass
+
+    async def abort(self, match_id) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 # ------------------------------------------------------------------------------ specs
 
-SPEC_HELP = "persona:NAME|FILE (our player), http://HOST:PORT (any GGP player) or human"
+SPEC_HELP = "persona:NAME|FILE (our player), http://HOST:PORT (any GGP player), random or human"
 
 
 def make_player(spec: str, **options):
@@ -331,6 +395,8 @@ def make_player(spec: str, **options):
     name = options.pop("name", None)
     if spec == "human":
         return HumanPlayer(name or "human")
+    if spec == "random":
+        return RandomPlayer(name or "random", options.get("seed"))
     if spec.startswith("http://") or spec.startswith("https://"):
         if spec.startswith("https://"):
             raise PlayerSpecError(f"{spec}: GGP players speak plain http://")

@@ -3,9 +3,10 @@
 Rules are hostile input (they may come from anyone): the reasoner runs in a separate
 process with a memory limit, and every request has a time limit, so a runaway rule sheet
 ends the match with a reason instead of hanging or killing the runner.  The process owns
-one state machine (SWI-Prolog through the state-machine interface; pyswip wants one thread)
-and answers, for each state: its facts, whether it is terminal, every role's legal moves,
-and the goals when terminal.  All texts are ggp-base's rendering (``( cell 1 1 b )``).
+one state machine, the one ``agent.referee.open_referee`` trusts (the Prolog reasoner, or
+the compiled engine where it is exact), and answers, for each state: its facts, whether it
+is terminal, every role's legal moves, the goals when terminal, and which engine answered.
+All texts are ggp-base's rendering (``( cell 1 1 b )``).
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import multiprocessing
 import threading
 
 _CTX = multiprocessing.get_context("spawn")
-MEMORY_LIMIT_BYTES = 4 * 1024 ** 3
+MEMORY_LIMIT_BYTES = 4 * 1024 ** 3   # the compiled engine's process peaks near 0.6 GB on breakthrough
+MODES = ("standby", "auto", "prolog")
 
 
 class RefereeError(Exception):
@@ -39,7 +41,7 @@ def _describe(sm, state) -> dict:
     return info
 
 
-def _main(conn, rules_text: str) -> None:
+def _main(conn, rules_text: str, mode: str) -> None:
     try:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
@@ -49,18 +51,24 @@ def _main(conn, rules_text: str) -> None:
         from gdl.kif import parse_term
         from gdl.terms import render_spaced
         from agent.player import parse_rules_text
-        from agent.reasoner.prolog import PrologReasoner
         from agent.reasoner.statemachine import CachedStateMachine
-        sm = CachedStateMachine(PrologReasoner(parse_rules_text(rules_text)))
+        from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
+        budget = STANDBY_BUDGET if mode == "standby" else DEFAULT_BUDGET
+        referee = open_referee(parse_rules_text(rules_text), budget, engine=mode)
+        sm = CachedStateMachine(referee.sm)
+
+        def engine() -> dict:  # standby switches engines mid-match
+            return {"engine": getattr(referee.sm, "engine", referee.engine), "reason": referee.reason}
         state = sm.initial_state()
-        conn.send(("ok", {"roles": [render_spaced(r) for r in sm.roles], **_describe(sm, state)}))
+        conn.send(("ok", {"roles": [render_spaced(r) for r in sm.roles], "referee": engine(),
+                          **_describe(sm, state)}))
         while True:
             msg = conn.recv()
             if msg[0] != "step":
                 return
             joint = tuple(parse_term(t) for t in msg[1])
             state = sm.next_state(state, joint)
-            conn.send(("ok", _describe(sm, state)))
+            conn.send(("ok", {"referee": engine(), **_describe(sm, state)}))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except BaseException as e:  # the reason goes to the runner, which ends the match with it
@@ -80,14 +88,20 @@ class Referee:
         self._lock = threading.Lock()
 
     @classmethod
-    async def open(cls, rules_text: str, timeout: float) -> tuple["Referee", dict]:
+    async def open(cls, rules_text: str, timeout: float, mode: str = "standby") -> tuple["Referee", dict]:
+        """``mode`` as ``agent.referee.open_referee``'s ``engine``: ``standby`` (Prolog at
+        once, the exact compiled engine from the first query beyond Prolog's limits), ``auto``
+        (the compiled engine from the start when it builds and is exact: a few seconds more
+        to open, faster steps on big games) or ``prolog``."""
+        if mode not in MODES:
+            raise RefereeError(f"unknown referee mode {mode!r} (expected {', '.join(MODES)})")
         ref = cls()
-        info = await asyncio.to_thread(ref._start, rules_text, timeout)
+        info = await asyncio.to_thread(ref._start, rules_text, timeout, mode)
         return ref, info
 
-    def _start(self, rules_text: str, timeout: float) -> dict:
+    def _start(self, rules_text: str, timeout: float, mode: str) -> dict:
         parent, child = _CTX.Pipe(duplex=True)
-        self.process = _CTX.Process(target=_main, args=(child, rules_text), daemon=True)
+        self.process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True)
         self.process.start()
         child.close()
         self.conn = parent

@@ -19,6 +19,9 @@ as ggp-base records), with ``playerNamesFromHost``, ``isPlayerHuman``, ``errors`
 fields: the rules (``x-rules``), the players (``x-players``) and what each error was
 (``x-error-details``).
 
+The referee is ``agent.referee``'s: the Prolog reasoner, or the compiled engine where it is
+exact (``referee=``); ``x-referee`` says which answered last and why.
+
 Events (``on_event``, called synchronously, in the vocabulary the players see):
   start  match_id, roles, players, is_human, rules (as sent), start_clock, play_clock,
          state (fact texts), legal (per role), to_move (roles with a choice), errors (START)
@@ -47,7 +50,7 @@ log = logging.getLogger("ggp.match")
 
 PLAY_GRACE = 1.0        # ggp-base GameServer: PLAY may take the play clock + 1 s
 ABORT_TIMEOUT = 1.0     # ggp-base GameServer: ABORT 1 s
-REFEREE_TIMEOUT = 150.0  # per referee request (each Prolog query has its own 120 s limit)
+REFEREE_TIMEOUT = 240.0  # per referee request: a Prolog query (its own limit), then maybe building the compiled engine
 
 
 class MatchError(ValueError):
@@ -80,12 +83,13 @@ async def _race(aw, cancel: asyncio.Event | None):
         stopper.cancel()
         return task.result()
     task.cancel()
+    await asyncio.gather(task, return_exceptions=True)  # let it wind down, its outcome read
     raise _Cancelled()
 
 
 class _Match:
     def __init__(self, rules_text, description, players, start_clock, play_clock, match_id, scramble,
-                 seed, out_dir, on_event, cancel, human_clock, max_plies):
+                 seed, out_dir, on_event, cancel, human_clock, max_plies, referee_mode):
         self.real_rules = rules_text
         self.vocab = Scrambler(rules_text, seed) if scramble else Identity()
         self.rules = self.vocab.text(rules_text)
@@ -99,6 +103,7 @@ class _Match:
         self.on_event, self.cancel = on_event, cancel
         self.human_clock = human_clock
         self.max_plies = max_plies
+        self.referee_mode = referee_mode
         self.record = MatchRecord(match_id, "", rules_text, start_clock, play_clock, start_time=now_ms())
         self.errors: list[list[str]] = []
         self.details: list[dict] = []
@@ -123,6 +128,8 @@ class _Match:
                            **({"url": p.url} if getattr(p, "url", None) else {})} for p in self.players]
         if self.details:
             d["x-error-details"] = list(self.details)
+        if self.info.get("referee"):
+            d["x-referee"] = dict(self.info["referee"])
         return d
 
     async def save(self) -> None:
@@ -148,17 +155,19 @@ class _Match:
         return {"state": list(self.info["state"]), "legal": [list(ms) for ms in legal],
                 "to_move": to_move(legal)}
 
-    def error(self, row: list, i: int, code: str, detail: str) -> None:
-        row[i] = self.vocab.unscramble(code)
-        self.details.append({"ply": self.ply, "role": self.vocab.unscramble(self.roles[i]),
-                             "player": self.players[i].name, "error": row[i],
+    def error(self, row: list, i: int, code: str, detail: str, step: int = 0) -> None:
+        """Player ``i``'s error at ``step`` (0: START) into ``row`` (the players' vocabulary)
+        and the details (the record's)."""
+        row[i] = code
+        self.details.append({"ply": step, "role": self.vocab.unscramble(self.roles[i]),
+                             "player": self.players[i].name, "error": self.vocab.unscramble(code),
                              "detail": self.vocab.unscramble(detail)[:500]})
-        log.info("%s: ply %d, %s: %s %s", self.id, self.ply, self.players[i].name, row[i], detail[:200])
+        log.info("%s: step %d, %s: %s %s", self.id, step, self.players[i].name, code, detail[:200])
 
     # -------------------------------------------------------------- phases
     async def open(self) -> None:
         try:
-            self.referee, self.info = await Referee.open(self.rules, REFEREE_TIMEOUT)
+            self.referee, self.info = await Referee.open(self.rules, REFEREE_TIMEOUT, self.referee_mode)
         except RefereeError as e:
             raise MatchError(str(e)) from None
         self.roles = self.info["roles"]
@@ -186,12 +195,16 @@ class _Match:
 
     async def start(self) -> None:
         row = [""] * self.n
-        for i, p in enumerate(self.players):
-            prepare = getattr(p, "prepare", None)
-            if prepare is not None:  # untimed: processes, connections, before any clock
-                _, err = await self._timed(i, _race(prepare(), self.cancel), None)
-                if err:
-                    self.error(row, i, "CE", f"preparing: {err[1]}")
+
+        async def prepare(p):
+            if hasattr(p, "prepare"):
+                await p.prepare()
+        # untimed, all at once: processes, connections, warm-up, before any clock runs
+        prepared = await _race(asyncio.gather(*(self._timed(i, prepare(p), None)
+                                                for i, p in enumerate(self.players))), self.cancel)
+        for i, (_, err) in enumerate(prepared):
+            if err:
+                self.error(row, i, "CE", f"preparing: {err[1]}")
         replies = await _race(asyncio.gather(*(
             self._timed(i, p.start(self.id, self.roles[i], self.rules, self.start_clock, self.play_clock),
                         self.start_clock)
@@ -201,7 +214,7 @@ class _Match:
                 self.error(row, i, *err)
             elif isinstance(reply, str) and reply.strip().lower() != "ready":
                 self.record.note(f"{self.players[i].name} answered START with {reply.strip()[:100]!r}")
-        self.errors.append(row)
+        self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
         self.emit({"type": "start", "match_id": self.id, "roles": list(self.roles),
                    "players": [p.name for p in self.players],
@@ -211,13 +224,14 @@ class _Match:
 
     async def _ask(self, i: int, legal: list[str]):
         p = self.players[i]
+        timeout = self.play_clock + PLAY_GRACE
         if p.is_human:
             if len(legal) == 1:
                 return legal[0], None
+            if self.human_clock is not None:
+                timeout = self.human_clock
+        if getattr(p, "wants_legal", False):  # a person's page, the random player
             p.legal = list(legal)
-            timeout = self.play_clock + PLAY_GRACE if self.human_clock is None else self.human_clock
-        else:
-            timeout = self.play_clock + PLAY_GRACE
         reply, err = await self._timed(i, p.play(self.id, self.last, timeout), timeout)
         if err:
             return None, err
@@ -235,19 +249,19 @@ class _Match:
             raise RefereeError(f"{', '.join(stuck)} has no legal move in a non-terminal state")
         substitutes = [self.rng.choice(ms) for ms in legal]  # drawn before asking, as GameServer
         answers = await _race(asyncio.gather(*(self._ask(i, legal[i]) for i in range(self.n))), self.cancel)
-        self.ply += 1
         row = [""] * self.n
         joint = []
         for i, (move, err) in enumerate(answers):
             if err:
-                self.error(row, i, *err)
+                self.error(row, i, *err, step=self.ply + 1)
                 move = substitutes[i]
             joint.append(move)
         self.info = await _race(self.referee.step(joint, REFEREE_TIMEOUT), self.cancel)
+        self.ply += 1
         self.last = joint
         self.record.add_moves([self.vocab.unscramble(m) for m in joint])
         self.record.set_state(self.ply, self.vocab.unscramble(self.info["state_text"]))
-        self.errors.append(row)
+        self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
         self.emit({"type": "move", "ply": self.ply, "moves": list(joint), "errors": list(row),
                    "terminal": self.info["terminal"], **self._state_event()})
@@ -295,11 +309,16 @@ class _Match:
 async def run_match(rules_text: str, players, *, start_clock, play_clock, match_id: str | None = None,
                     scramble: bool = False, seed: int = 0, out_dir="match_logs", on_event=None,
                     cancel: asyncio.Event | None = None, human_clock: float | None = None,
-                    max_plies: int = 10_000) -> dict:
+                    max_plies: int = 10_000, game_meta_url: str | None = None,
+                    referee: str = "standby") -> dict:
     """Play one match; returns its record (ggp-base Match JSON, also written to
     ``out_dir/<match id>.json``).  ``players`` in role order.  ``rules_text``: a rule sheet
     (KIF) or a rules list.  ``human_clock``: seconds a person has per move (default the play
-    clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).  Raises
+    clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).
+    ``game_meta_url``: the game's repository URL for the record (default: a URN naming the
+    exact rules, ``agent.matchlog.rules_urn``).  ``referee``: ``standby`` (Prolog, and the
+    exact compiled engine where Prolog runs out of limits), ``auto`` (the compiled engine
+    from the start when exact) or ``prolog`` (see ``agent.match.referee``).  Raises
     ``MatchError`` when the match cannot be set up (invalid rules, wrong number of players)."""
     try:
         rules, description = read_rules(rules_text)
@@ -314,7 +333,9 @@ async def run_match(rules_text: str, players, *, start_clock, play_clock, match_
     if not re.fullmatch(r"[^\s()]+", match_id):
         raise MatchError(f"a match id is one word without parentheses, not {match_id!r}")
     m = _Match(rules, description, players, start_clock, play_clock, match_id, scramble, seed,
-               out_dir, on_event, cancel, human_clock, max_plies)
+               out_dir, on_event, cancel, human_clock, max_plies, referee)
+    if game_meta_url:
+        m.record.game_meta_url = game_meta_url
     await m.open()
     try:
         await m.run()

@@ -30,7 +30,8 @@ from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_at
 from gdl.kif import Description, Rule
 from gdl.terms import Term, canonical_sorted, signature, variables
 
-from .statemachine import ReasonerError
+from .statemachine import (BrokenRules, InvalidQuery, PlayoutCap, ReasonerError, ResourceLimit,
+                           RulesRefused, UnsupportedRules)
 
 DEFAULT_INFERENCE_LIMIT = 200_000_000
 PROBE_INFERENCES = 20_000_000
@@ -46,16 +47,52 @@ MAX_TABLE_ANSWER_SIZE = 10_000
 DEFAULT_TIME_LIMIT = 120.0
 
 _API = r"""
-:- module(gdl_api, [gdl_run/5]).
+:- module(gdl_api, [gdl_run/5, gdl_load/2]).
 :- use_module(library(time)).
 % gdl_run(+Module, +Goal, +Limit, +Seconds, -Outcome): Outcome is ok, failed, limit (inferences),
-% time (wall clock; Seconds =< 0: no time limit) or error(E).
+% time (wall clock; Seconds =< 0: no time limit) or error(Kind, E), Kind classifying E.
 gdl_run(M, G, Limit, Secs, Out) :-
     catch(( ( Secs > 0 -> call_with_time_limit(Secs, gdl_inf(M:G, Limit, R)) ; gdl_inf(M:G, Limit, R) )
             -> ( R == inference_limit_exceeded -> Out = limit ; Out = ok )
             ;  Out = failed ),
-          E, ( E == time_limit_exceeded -> Out = time ; Out = error(E) )).
+          E, ( E == time_limit_exceeded -> Out = time ; gdl_kind(E, K), Out = error(K, E) )).
 gdl_inf(G, Limit, R) :- call_with_inference_limit(G, Limit, R).
+gdl_kind(gdl_error(playout_cap(_)), playout) :- !.
+gdl_kind(gdl_error(no_legal_move(_)), broken) :- !.
+gdl_kind(gdl_error(unsafe_rule(_)), unsafe) :- !.
+gdl_kind(error(resource_error(tripwire(max_table_answer_size, _)), _), table) :- !.
+gdl_kind(error(resource_error(table_space), _), table) :- !.
+gdl_kind(error(resource_error(_), _), stack) :- !.
+gdl_kind(_, error).
+% gdl_outcome(+Outcome, -O, -Kind, -Detail): an outcome as atoms for the Python side.
+gdl_outcome(error(playout, gdl_error(playout_cap(C))), error, playout, C) :- !.
+gdl_outcome(error(K, E), error, K, X) :- !, format(atom(X), '~q', [E]).
+gdl_outcome(O, O, none, '').
+
+% gdl_load(+File, -Messages): load File; Messages lists every error and warning printed or
+% raised while loading, as atoms 'Class Text' (Class: limit or refused).  SWI-Prolog reports a clause it cannot take (more than
+% 1024 arguments, say) and loads the rest: the caller refuses the program when the list is
+% not empty.  The hook also keeps these messages off stderr.
+:- dynamic loading/0, load_msg/2.
+:- multifile user:message_hook/3.
+:- dynamic user:message_hook/3.
+user:message_hook(Term, Kind, Lines) :-
+    gdl_api:loading, ( Kind == error ; Kind == warning ), !,
+    with_output_to(string(S0), forall(member(X, Lines), gdl_api:line_part(X))),
+    ( source_location(_, N) -> format(string(S), 'line ~w: ~s', [N, S0]) ; S = S0 ),
+    ( Term = error(Formal, _), ( Formal = representation_error(_) ; Formal = resource_error(_) )
+    -> Class = limit ; Class = refused ),
+    assertz(gdl_api:load_msg(Class, S)).
+line_part(Fmt-Args) :- !, catch(format(Fmt, Args), _, true).
+line_part(nl) :- !, nl.
+line_part(X) :- atomic(X), !, write(X).
+line_part(_).
+gdl_load(File, Msgs) :-
+    retractall(load_msg(_, _)),
+    setup_call_cleanup(assertz(loading),
+                       catch(load_files(File, [silent(true)]), E, print_message(error, E)),
+                       retractall(loading)),
+    findall(A, (retract(load_msg(K, S)), format(atom(A), '~w ~w', [K, S])), Msgs).
 """
 
 _owner_lock = threading.Lock()
@@ -72,7 +109,7 @@ def _engine():
         if _owner_thread is None:
             from pyswip import Prolog
             _prolog = Prolog()
-            _consult_text(_prolog, _API)
+            _consult_text(_prolog, _API, checked=False)
             list(_prolog.query(f"set_prolog_flag(stack_limit, {STACK_LIMIT_BYTES})"))
             list(_prolog.query(f"set_prolog_flag(max_table_answer_size, {MAX_TABLE_ANSWER_SIZE}), "
                                f"set_prolog_flag(max_table_answer_size_action, error)"))
@@ -84,17 +121,36 @@ def _engine():
         return _prolog
 
 
-def _consult_text(prolog, text: str) -> None:
+def _consult_text(prolog, text: str, what: str = "the rules", checked: bool = True) -> None:
+    """Load ``text`` into Prolog.  ``checked``: any error or warning on load refuses it
+    (``UnsupportedRules`` for a limit of SWI-Prolog, else ``RulesRefused``), since SWI-Prolog
+    skips a clause it cannot take and loads the rest: the game would silently change."""
     fd, path = tempfile.mkstemp(suffix=".pl", prefix="gdl_")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        list(prolog.query(f"load_files('{path}', [silent(true)])"))
+        if not checked:  # our own fixed API text
+            list(prolog.query(f"load_files('{path}', [silent(true)])"))
+            return
+        res = list(prolog.query(f"gdl_api:gdl_load('{path}', Ms)", maxresult=1))
     finally:
         os.unlink(path)
+    msgs = [] if not res else [_load_message(m, path) for m in res[0]["Ms"]]
+    if msgs:
+        cls = UnsupportedRules if any(kind == "limit" for kind, _ in msgs) else RulesRefused
+        more = len(msgs) - 3
+        raise cls(f"Prolog refused {what} on load: " + "; ".join(text for _, text in msgs[:3])
+                  + (f" (and {more} more message{'s' * (more > 1)})" if more > 0 else ""))
 
 
-_TOKEN = re.compile(r"[a-z]\d+|[()\[\],]")
+def _load_message(m, path: str) -> tuple:
+    """(class, text on one line naming no temporary file) from gdl_load's 'Class Text'."""
+    m = m.decode() if isinstance(m, bytes) else str(m)
+    kind, _, text = m.partition(" ")
+    return kind, " ".join(text.replace(path, "<program>").split())
+
+
+_TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
 
 
 def new_module_name(kind: str = "game") -> str:
@@ -116,10 +172,12 @@ def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | Non
     """Run ``goal`` (which binds ``T`` to an atom) in ``module`` under an inference limit and,
     when ``seconds`` is given, a wall-clock limit.
 
-    Returns T's text; raises ReasonerError naming ``what`` on failure, a limit or an error."""
+    Returns T's text; raises naming ``what``: ResourceLimit (inferences, time, table, stack),
+    PlayoutCap, BrokenRules (no legal move, a Prolog error in the rules), or ReasonerError."""
     if seconds is not None and seconds <= 0:
-        raise ReasonerError(f"no time left for {what}")
-    q = f"gdl_api:gdl_run({module}, ({goal}), {limit}, {0 if seconds is None else round(seconds, 3)}, O)"
+        raise ResourceLimit(f"no time left for {what}", "time", what)
+    q = (f"gdl_api:gdl_run({module}, ({goal}), {limit}, {0 if seconds is None else round(seconds, 3)}, O0), "
+         f"gdl_api:gdl_outcome(O0, O, K, X)")
     try:
         res = list(_engine().query(q, maxresult=1))
     except ReasonerError:
@@ -134,12 +192,27 @@ def run_goal(module: str, goal: str, limit: int, what: str, seconds: float | Non
         return str(res[0]["T"])
     reset_tables()
     if out == "limit":
-        raise ReasonerError(f"{what} exceeded {limit:,} inferences (runaway rules?)")
+        raise ResourceLimit(f"{what} exceeded {limit:,} inferences (runaway rules?)", "inferences", what)
     if out == "time":
-        raise ReasonerError(f"{what} took longer than {seconds:g} s (runaway rules?)")
+        raise ResourceLimit(f"{what} took longer than {seconds:g} s (runaway rules?)", "time", what)
     if out == "failed":
-        raise ReasonerError(f"{what} failed in Prolog")
-    raise ReasonerError(f"{what} raised a Prolog error: {_explain(out)}")
+        raise BrokenRules(f"{what} failed in Prolog")
+    kind, detail = str(res[0]["K"]), str(res[0]["X"])
+    if kind == "playout":
+        raise PlayoutCap(int(detail))
+    if kind == "table":
+        raise ResourceLimit(f"{what}: a recursive relation derived an answer of over "
+                            f"{MAX_TABLE_ANSWER_SIZE:,} cells (a term that grows without bound "
+                            f"through recursion?)", "table", what)
+    if kind == "stack":
+        raise ResourceLimit(f"{what} ran out of Prolog stack (deep recursion or a huge answer "
+                            f"set)", "stack", what)
+    if kind == "unsafe":
+        raise RulesRefused(f"{what}: an answer keeps a variable that no positive literal binds "
+                           f"(an unsafe rule)")
+    if kind == "broken":
+        raise BrokenRules(f"{what}: a role has no legal move in a non-terminal state")
+    raise BrokenRules(f"{what} raised a Prolog error: {detail[:300]}")
 
 
 def ordered_body(body) -> list:
@@ -234,8 +307,9 @@ class Codec:
                     pos += 1
                     if tok == "]":
                         return items
-            if tok[0] == "s":
-                name, ar = self._unsym[tok]
+            sym = self._unsym.get(tok)
+            if sym is not None:
+                name, ar = sym
                 if pos < len(toks) and toks[pos] == "(":
                     pos += 1
                     args = []
@@ -247,9 +321,14 @@ class Codec:
                             break
                     return (name,) + tuple(args)
                 return (name,) if ar == 0 else name
-            raise ReasonerError(f"unexpected Prolog output {text[:200]!r}")
+            raise BrokenRules(f"Prolog answered with {tok!r}, not a term of the game"
+                              + (" (an unbound variable: a rule is unsafe)" if tok.startswith("_") else "")
+                              + f", in {text[:200]!r}")
 
-        value = parse()
+        try:
+            value = parse()
+        except IndexError:
+            raise BrokenRules(f"Prolog's answer ends early: {text[:200]!r}") from None
         if len(self._dec_cache) < 200_000:
             self._dec_cache[text] = value
         return value
@@ -289,7 +368,13 @@ class PrologReasoner:
         self.codec = Codec()
         self._rel: dict = {}       # relation signature -> generated predicate name
         program = self._translate(description.rules)
-        _consult_text(self.prolog, program)
+        self.closed = True  # until loaded: close() of a half-built reasoner is harmless
+        try:
+            _consult_text(self.prolog, program)
+        except RulesRefused:
+            self.closed = False
+            self.close()  # the clauses Prolog did take
+            raise
         self._roles_enc = [self.codec.enc(r) for r in self.roles]
         self.closed = False
 
@@ -396,7 +481,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
 
     def _run(self, goal: str, what: str) -> str:
         if self.closed:
-            raise ReasonerError("the reasoner was closed")
+            raise InvalidQuery("the reasoner was closed")
         try:
             return run_goal(self.module, goal, self.inference_limit, what, self.time_limit)
         finally:
@@ -413,6 +498,10 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
         return canonical_sorted(moves)
 
     def next_state(self, state, joint_move) -> frozenset:
+        joint_move = tuple(joint_move)
+        if len(joint_move) != len(self.roles):
+            raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
+                               f"got {len(joint_move)}")
         m = ",".join(f"d({r},{self.codec.enc(a)})" for r, a in zip(self._roles_enc, joint_move))
         return frozenset(self.codec.decode(self._run(f"q_next({self._state_text(state)},[{m}],T)", "the next state")))
 
@@ -461,18 +550,5 @@ def _goal_int(v):
         try:
             return int(v)
         except ValueError:
-            raise ReasonerError(f"goal value {v!r} is not an integer") from None
-    raise ReasonerError(f"goal value {v!r} is not a constant")
-
-
-def _explain(out: str) -> str:
-    if "max_table_answer_size" in out:
-        return (f"a recursive relation derived an answer of over {MAX_TABLE_ANSWER_SIZE:,} cells "
-                f"(a term that grows without bound through recursion?)")
-    if "resource_error" in out:
-        return "out of Prolog stack (deep recursion or a huge answer set)"
-    if "playout_cap" in out:
-        return "the playout hit its length cap (the game may not terminate)"
-    if "no_legal_move" in out:
-        return "a role has no legal move in a non-terminal state"
-    return out[:300]
+            raise BrokenRules(f"goal value {v!r} is not an integer") from None
+    raise BrokenRules(f"goal value {v!r} is not a constant")

@@ -11,6 +11,13 @@ search, the server, the trace checker and the validator's simulation checks work
     next_state(state, joint_move) -> State
     is_terminal(state) -> bool
     goal_values(state) -> list[list[int]]       every provable value per role, sorted
+    random_playout(state, cap, seed) -> (joint moves made, goal values at the end)
+                                                uniformly random joint moves until terminal;
+                                                PlayoutCap after ``cap`` joint moves
+    close()                                     free what the engine holds (idempotent)
+
+Failures are exceptions of the classes below, one per kind, so callers decide by class,
+never by reading message text.
 """
 from __future__ import annotations
 
@@ -28,10 +35,57 @@ class StateMachine(Protocol):
     def next_state(self, state: State, joint_move) -> State: ...
     def is_terminal(self, state: State) -> bool: ...
     def goal_values(self, state: State) -> list: ...
+    def random_playout(self, state: State, cap: int = 10_000, seed: int | None = None) -> tuple: ...
+    def close(self) -> None: ...
 
 
 class ReasonerError(Exception):
-    """A query could not be answered: it ran away (limits), or the rules broke at run time."""
+    """Every reasoner or engine failure; the subclasses say which kind."""
+
+
+class RulesRefused(ReasonerError):
+    """Rules that cannot be played as given: unreadable, invalid, our role missing, or refused
+    by Prolog when loaded (every error and warning it reports on load counts)."""
+
+
+class UnsupportedRules(RulesRefused):
+    """Valid GDL beyond a limit of our machinery (SWI-Prolog's 1024 arguments per predicate,
+    its reader's nesting depth): refused rather than played as a different game."""
+
+
+class ResourceLimit(ReasonerError):
+    """A query ran out of a resource before answering: ``resource`` is one of
+    ``inferences``, ``time``, ``table`` (a tabled answer too large), ``stack`` or
+    ``playout`` (a playout reached its length cap); ``what``: the query that ran out."""
+
+    def __init__(self, message: str, resource: str, what: str = ""):
+        super().__init__(message)
+        self.resource = resource
+        self.what = what
+
+
+class PlayoutCap(ResourceLimit):
+    """A random playout made ``cap`` joint moves without reaching a terminal state."""
+
+    def __init__(self, cap: int):
+        super().__init__(f"the playout hit its length cap ({cap} joint moves; the game may not "
+                         f"terminate)", "playout")
+        self.cap = cap
+
+
+class BrokenRules(ReasonerError):
+    """The rules broke in play: a role without a legal move in a non-terminal state, a goal
+    value that is not an integer, a query Prolog raised an error on."""
+
+
+class GroundingError(ReasonerError):
+    """The compiled engine could not be built for these rules (a budget ran out, or the
+    grounder cannot take them); the Prolog reasoner may still play them."""
+
+
+class InvalidQuery(ReasonerError, ValueError):
+    """A question asked wrongly: a joint move with the wrong number of moves, a move the game
+    never has, a closed engine."""
 
 
 def goal_vector(goal_values: list) -> list[int]:
@@ -77,5 +131,12 @@ class CachedStateMachine:
         return [list(v) for v in self._memo(("goals", state),
                                             lambda: tuple(tuple(v) for v in self.sm.goal_values(state)))]
 
-    def __getattr__(self, attr):  # anything else (close, name, ...) goes to the wrapped engine
+    def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
+        return self.sm.random_playout(state, cap=cap, seed=seed)  # random: never memoised
+
+    def close(self) -> None:
+        self._cache.clear()
+        self.sm.close()
+
+    def __getattr__(self, attr):  # anything else (info, game, ...) goes to the wrapped engine
         return getattr(self.sm, attr)

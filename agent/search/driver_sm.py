@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from ..reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerError, goal_vector
 from . import features as F
 from . import tree as T
 from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
@@ -57,8 +57,7 @@ class _Ctx:
             self.util = (cal, F.weight_vector(persona.utility_weights, cal), F.FactIndex(sm.roles))
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
         # playout's moves (MAST off, RAVE off) or its end state (no utility)
-        self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and hasattr(sm, "random_playout"))
+        self.prolog_playout = params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
 
     # ---------------------------------------------------------------- moves
     def ids(self, r: int, moves) -> list:
@@ -156,9 +155,7 @@ class _Ctx:
             try:
                 n, gv = sm.random_playout(s, cap=cd, seed=seed)
                 return True, np.array(goal_vector(gv), np.float64), s, n, True
-            except ReasonerError as e:
-                if "length cap" not in str(e):
-                    raise
+            except PlayoutCap:
                 return False, self.zeros, s, cd, False
         steps = 0
         while steps < cd:

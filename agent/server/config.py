@@ -78,20 +78,15 @@ class ServerConfig:
 def load_persona_rules(path, base: str | None = None) -> tuple[list, str | None]:
     """Rules and the optional default from a TOML file; persona file paths in it are taken
     relative to the config file's folder."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore
-        except ModuleNotFoundError:
-            raise ConfigError("reading a personas config needs Python >= 3.11 (tomllib) or tomli") from None
+    from agent import tomlio
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = tomlio.load_file(path)
     except OSError as e:
         raise ConfigError(f"cannot read personas config {path}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"personas config {path} is not UTF-8 text: {e}") from None
+    except tomlio.TOMLDecodeError as e:
         raise ConfigError(f"personas config {path} is not valid TOML: {e}") from None
     folder = path.parent
 

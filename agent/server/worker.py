@@ -90,7 +90,7 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
     from gdl.terms import render_spaced
     from agent.player import (RulesRefused, parse_rules_text, resolve_joint, role_index_of,
                               state_text, validate_rules)
-    from agent.reasoner.prolog import PrologReasoner
+    from agent.referee import STANDBY_BUDGET, open_referee
     from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
 
     log = logging.getLogger("ggp.referee")
@@ -107,12 +107,15 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
                                f"{'s' * (len(errors) != 1)}): " + "; ".join(p.message for p in errors[:3]))
         role_index = role_index_of(desc, role_text)
         try:
-            sm = CachedStateMachine(PrologReasoner(desc))
+            # Prolog at once; the exact compiled engine where Prolog runs out of its limits
+            referee = open_referee(desc, STANDBY_BUDGET, engine="standby")
+            log.info("referee on the %s engine: %s", referee.engine, referee.reason)
+            sm = CachedStateMachine(referee.sm)
             state = sm.initial_state()
             terminal = sm.is_terminal(state)
             legal = [] if terminal else sm.legal_moves(state, role_index)
         except ReasonerError as e:
-            raise RulesRefused(f"the Prolog reasoner cannot play the rules: {e}") from None
+            raise RulesRefused(f"the rules cannot be played: {e}") from None
     except RulesRefused as e:
         conn.send(("ref_failed", str(e)))
         return
