@@ -266,8 +266,8 @@ def add_web(sub) -> None:
     p.add_argument("--personas", action="append", default=[], metavar="DIR",
                    help="a folder of persona TOML files (e.g. fitted ones) besides the presets; repeatable")
     p.add_argument("--log-dir", default="match_logs", help="where match records go (default match_logs)")
-    p.add_argument("--start-clock", type=float, default=10, help="default start clock, seconds")
-    p.add_argument("--play-clock", type=float, default=5, help="default play clock of the persona, seconds")
+    p.add_argument("--start-clock", type=int, default=10, help="default start clock, whole seconds")
+    p.add_argument("--play-clock", type=int, default=5, help="default play clock of the persona, whole seconds")
     p.set_defaults(func=cmd_web)
 
 

@@ -101,6 +101,14 @@ def test_fitted_personas_from_a_folder_are_offered(client):
     assert "alice_fit (fitted" in r.text and "alice_fit.toml" in r.text and "champion" in r.text
 
 
+def test_a_form_that_does_not_fit_gets_the_problems_page(client):
+    client.cookies.set("person", "carol")
+    r = client.post("/play", data={"key": "games/ticTacToe", "play_clock": "1.5"})
+    assert r.status_code == 400 and 'id="problems"' in r.text and "play_clock" in r.text
+    r = client.post("/upload")                            # no file at all
+    assert r.status_code == 400 and 'id="problems"' in r.text
+
+
 def test_unknown_game_and_persona_upload_errors(client):
     assert client.get("/game", params={"key": "nope"}).status_code == 404
     r = client.post("/persona-upload", files={"persona": ("p.toml", b"limit = 'many'", "text/plain")})

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -81,7 +82,7 @@ class PlaySession:
 
 class WebApp:
     def __init__(self, game_folders=(), persona_folders=(), log_dir="match_logs",
-                 start_clock: float = 10, play_clock: float = 5):
+                 start_clock: int = 10, play_clock: int = 5):
         folders = ([PROJECT_GAMES] if PROJECT_GAMES.is_dir() else []) + [Path(p) for p in game_folders]
         self.games = {g.key: g for g in list_games(folders)}
         self.game_folders = folders
@@ -291,6 +292,16 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         await w.close()
     api = FastAPI(title="ggp-persona web", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     api.state.web = w
+
+    @api.exception_handler(RequestValidationError)
+    async def bad_form(request: Request, exc: RequestValidationError):
+        """A form or query that does not fit (a clock that is not a whole number, a missing
+        file): the problems page, not FastAPI's JSON."""
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": str(exc.errors()[:3])}, status_code=400)
+        return _error_page(w, "The form is not filled in right", [
+            Problem("error", f"{'.'.join(str(x) for x in e.get('loc', ())[1:]) or 'form'}: {e.get('msg', '')}", "form")
+            for e in exc.errors()[:10]])
     api.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     def person_of(request: Request) -> str:
@@ -372,7 +383,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
 
     @api.post("/play")
     async def play(request: Request, key: str = Form(...), role: int = Form(0), persona: str = Form("champion"),
-                   start_clock: float = Form(10), play_clock: float = Form(5), human_clock: float = Form(0)):
+                   start_clock: int = Form(10), play_clock: int = Form(5), human_clock: float = Form(0)):
         from agent.match.players import HumanPlayer, PlayerSpecError
         person = person_of(request)
         problems = []
