@@ -252,8 +252,43 @@ def cmd_persona_show(args) -> int:
     return persona_show(args)
 
 
+# ------------------------------------------------------------------------------- web
+WEB_HELP = "the web page: play any GDL game against a persona, replay recorded matches"
+
+
+def add_web(sub) -> None:
+    p = sub.add_parser("web", help=WEB_HELP, description=WEB_HELP + " (open http://HOST:PORT/).")
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    p.add_argument("--games", action="append", default=[], metavar="DIR",
+                   help="a folder of .kif rule sheets or a game repository (<repo>/games/<key>/); "
+                        "repeatable; the project's games/ are always listed")
+    p.add_argument("--personas", action="append", default=[], metavar="DIR",
+                   help="a folder of persona TOML files (e.g. fitted ones) besides the presets; repeatable")
+    p.add_argument("--log-dir", default="match_logs", help="where match records go (default match_logs)")
+    p.add_argument("--start-clock", type=int, default=10, help="default start clock, whole seconds")
+    p.add_argument("--play-clock", type=int, default=5, help="default play clock of the persona, whole seconds")
+    p.set_defaults(func=cmd_web)
+
+
+def cmd_web(args) -> int:
+    for d in args.games + args.personas:
+        if not os.path.isdir(d):
+            raise UsageError(f"not a folder: {d}")
+    if not (0 < args.port < 65536):
+        raise UsageError(f"bad port {args.port}")
+    import uvicorn
+
+    from agent.web.app import create_app
+    app = create_app(args.games, args.personas, args.log_dir,
+                     start_clock=args.start_clock, play_clock=args.play_clock)
+    print(f"ggp-persona web: open http://{args.host}:{args.port}/", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match, add_persona]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match, add_persona, add_web]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,225 @@
+"""What the page draws for one game: its boards (``gdl.board``) as SVG, the other fluents as
+a list, and which cells each legal move is made by clicking.
+
+Everything here is found from the rules' structure; symbol names are only shown, never
+interpreted.  Glyphs and colours follow each content constant's rank among the board's
+content values, so a constant keeps its glyph throughout a game.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from html import escape
+
+from gdl.board import BoardSpec, cells, detect_board, matches, move_cells, sample_states
+from gdl.kif import parse_term
+from gdl.terms import render
+
+MAX_BOARDS = 3
+PALETTE = ["#c0392b", "#2c3e50", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d", "#2e86c1",
+           "#a04000", "#1b2631", "#b03a2e"]
+SHAPES = ["circle", "square", "triangle", "diamond", "hexagon", "ring", "star"]
+CELL_PX = 44
+LABEL_PX = 18
+
+
+def parse_state(texts) -> frozenset:
+    """A state from fact texts (events and records hold texts)."""
+    return frozenset(parse_term(t) for t in texts)
+
+
+@dataclass
+class BoardView:
+    specs: list                     # BoardSpec, best first (at most MAX_BOARDS drawn)
+    glyphs: dict = field(default_factory=dict)  # (relation, content text) -> (shape, colour)
+
+    def to_dict(self) -> dict:
+        return {"boards": [s.to_dict() for s in self.specs]}
+
+
+def build_view(description, sm, seconds: float = 5.0) -> BoardView:
+    """Detect the boards from the initial state and a few random walks (on ``sm``)."""
+    return view_from_specs(detect_board(description, sample_states(sm, seconds=seconds)), description.roles)
+
+
+def view_from_specs(specs, roles=()) -> BoardView:
+    """Glyph and colour per content constant, by its rank among the board's contents; the
+    contents that are roles come first, in role order, so that each role's pieces get the
+    same glyph and colour in every game."""
+    specs = list(specs)[:MAX_BOARDS]
+    role_texts = [render(r) for r in roles]
+    glyphs = {}
+    for s in specs:
+        kinds = [r for r in role_texts if r in s.content_values and r != s.background]
+        kinds += [c for c in s.content_values if c != s.background and c not in kinds]
+        for i, c in enumerate(kinds):
+            glyphs[(s.relation, c)] = (SHAPES[i % len(SHAPES)], PALETTE[i % len(PALETTE)])
+    return BoardView(specs, glyphs)
+
+
+def _label(text: str) -> str:
+    words = text.split()
+    if len(words) > 1:
+        return "".join(w[0] for w in words)[:3]
+    return text[:3]
+
+
+def _shape(shape: str, cx: float, cy: float, r: float, colour: str) -> str:
+    def poly(points):
+        return f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in points)}" fill="{colour}"/>'
+    if shape == "circle":
+        return f'<circle cx="{cx}" cy="{cy}" r="{r:.1f}" fill="{colour}"/>'
+    if shape == "square":
+        return f'<rect x="{cx - r * .85:.1f}" y="{cy - r * .85:.1f}" width="{r * 1.7:.1f}" height="{r * 1.7:.1f}" rx="3" fill="{colour}"/>'
+    if shape == "triangle":
+        return poly([(cx, cy - r), (cx + r, cy + r * .8), (cx - r, cy + r * .8)])
+    if shape == "diamond":
+        return poly([(cx, cy - r), (cx + r, cy), (cx, cy + r), (cx - r, cy)])
+    if shape == "hexagon":
+        return poly([(cx + r * a, cy + r * b) for a, b in
+                     ((1, 0), (.5, .87), (-.5, .87), (-1, 0), (-.5, -.87), (.5, -.87))])
+    if shape == "ring":
+        return (f'<circle cx="{cx}" cy="{cy}" r="{r * .8:.1f}" fill="none" stroke="{colour}" '
+                f'stroke-width="{r * .35:.1f}"/>')
+    import math
+    pts = []
+    for k in range(10):
+        rr = r if k % 2 == 0 else r * .45
+        a = -math.pi / 2 + k * math.pi / 5
+        pts.append((cx + rr * math.cos(a), cy + rr * math.sin(a)))
+    return poly(pts)
+
+
+def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=()) -> str:
+    """One board as SVG: column 0 on the left, row 0 at the bottom (as coordinates are
+    usually counted); every cell is a ``rect.cell`` with ``data-x``/``data-y``."""
+    w, h = spec.width, spec.height
+    px = max(20, min(CELL_PX, int(440 / max(w, h))))
+    W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
+    occupied = cells(spec, state)
+    nested = len(spec.coord_args) == 4
+    sub_w = len(spec.coord_values[2]) if nested else w
+    sub_h = len(spec.coord_values[3]) if nested else h
+    out = [f'<svg class="board" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
+           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+    hl = set(map(tuple, highlight))
+    for gy in range(h):
+        for gx in range(w):
+            x, y = LABEL_PX + gx * px, 1 + (h - 1 - gy) * px
+            shade = "#f0d9b5" if (gx + gy) % 2 else "#e4c89c"
+            if nested and ((gx // sub_w) + (gy // sub_h)) % 2:
+                shade = "#d9e4ef" if (gx + gy) % 2 else "#c9d7e6"
+            cls = "cell last" if (gx, gy) in hl else "cell"
+            out.append(f'<rect class="{cls}" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
+                       f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"/>')
+            contents = [c for c in occupied.get((gx, gy), []) if c != spec.background]
+            for k, c in enumerate(contents[:4]):
+                shape, colour = view.glyphs.get((spec.relation, c), ("circle", "#555"))
+                n = len(contents[:4])
+                r = px * (0.36 if n == 1 else 0.2)
+                cx = x + px / 2 + (0 if n == 1 else (k % 2 - .5) * px / 2)
+                cy = y + px / 2 + (0 if n == 1 else (k // 2 - .5) * px / 2)
+                out.append(f'<g class="piece" pointer-events="none"><title>{escape(c)}</title>'
+                           + _shape(shape, cx, cy, r, colour)
+                           + f'<text x="{cx:.1f}" y="{cy + r * .3:.1f}" text-anchor="middle" '
+                             f'font-size="{max(8, r * .8):.0f}" fill="#fff" stroke="#000" stroke-width="0.3">'
+                           + escape(_label(c)) + "</text></g>")
+    if nested:  # thick lines between the inner boards
+        for k in range(0, w + 1, sub_w):
+            x = LABEL_PX + k * px
+            out.append(f'<line x1="{x}" y1="1" x2="{x}" y2="{1 + h * px}" stroke="#333" stroke-width="3"/>')
+        for k in range(0, h + 1, sub_h):
+            y = 1 + k * px
+            out.append(f'<line x1="{LABEL_PX}" y1="{y}" x2="{LABEL_PX + w * px}" y2="{y}" stroke="#333" stroke-width="3"/>')
+    xs, ys = (spec.coord_values[2], spec.coord_values[3]) if nested else (spec.coord_values[0], spec.coord_values[1])
+    fs = min(11, px * .4)
+    for gx in range(w):
+        out.append(f'<text x="{LABEL_PX + gx * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
+                   f'fill="#555">{escape(xs[gx % len(xs)][:4])}</text>')
+    for gy in range(h):
+        out.append(f'<text x="{LABEL_PX / 2}" y="{1 + (h - 1 - gy) * px + px / 2 + 4}" text-anchor="middle" '
+                   f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy % len(ys)][:4])}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def changed_cells(view: BoardView, before, after) -> list:
+    """Cells of the first board whose content differs between two states (the last move)."""
+    if not view.specs or before is None:
+        return []
+    a, b = cells(view.specs[0], before), cells(view.specs[0], after)
+    return sorted(xy for xy in set(a) | set(b) if a.get(xy) != b.get(xy))
+
+
+def other_facts(view: BoardView, state) -> list[str]:
+    """Facts on no drawn board, as sorted texts."""
+    return sorted(render(f) for f in state if not any(matches(s, f) for s in view.specs))
+
+
+def legend(view: BoardView) -> list[dict]:
+    return [{"relation": rel, "content": c, "shape": shape, "colour": colour,
+             "svg": f'<svg width="20" height="20">{_shape(shape, 10, 10, 8, colour)}</svg>'}
+            for (rel, c), (shape, colour) in view.glyphs.items()]
+
+
+def render_position(view: BoardView, state, highlight=()) -> dict:
+    """The boards (SVG texts) and the other facts of a state."""
+    return {"boards": [board_svg(view, s, state, i, highlight if i == 0 else ())
+                       for i, s in enumerate(view.specs)],
+            "others": other_facts(view, state)}
+
+
+def click_map(view: BoardView, sm, state, role_index: int, legal_texts: list) -> list[dict]:
+    """For each legal move of the role: the cells of the first board that make it, in click
+    order (``cells``), or a whole column (``column``) when the move names only the column of
+    the cell it changes (dropping a disc).  Moves that name no cell are made from the list."""
+    if not view.specs:
+        return [{"move": m, "cells": [], "column": None} for m in legal_texts]
+    spec = view.specs[0]
+    out, unnamed = [], []
+    for m in legal_texts:
+        term = parse_term(m)
+        cs = move_cells(spec, term)
+        out.append({"move": m, "cells": [list(c) for c in cs], "column": None})
+        if not cs and not isinstance(term, str):
+            unnamed.append(len(out) - 1)
+    if unnamed and sm is not None and len(unnamed) <= 40:
+        # Moves whose arguments are not a whole cell: play each and see which one cell of
+        # the board changes.  Others play their first legal move (turn-taking: a noop).
+        others = [sorted(sm.legal_moves(state, r), key=render) for r in range(len(sm.roles))]
+        if all(others):
+            before = cells(spec, state)
+            for k in unnamed:
+                joint = [o[0] for o in others]
+                joint[role_index] = parse_term(out[k]["move"])
+                after = cells(spec, sm.next_state(state, tuple(joint)))
+                changed = [xy for xy in set(before) | set(after) if before.get(xy) != after.get(xy)]
+                if len(changed) != 1:
+                    continue
+                x, y = changed[0]
+                args = list(_atoms(parse_term(out[k]["move"])))
+                if len(spec.coord_args) == 2 and spec.coord_values[0][x] in args:
+                    args.remove(spec.coord_values[0][x])      # ("drop 1" on cell (1, 1): the
+                    if spec.coord_values[1][y] not in args:   # one argument is the column)
+                        out[k]["column"] = x
+                out[k]["cells"] = [[x, y]]
+    return out
+
+
+def random_position(sm, plies: int, seed: int = 0):
+    """The state after ``plies`` random joint moves (fewer when the game ends): a preview."""
+    from gdl.board import sample_states
+    states = sample_states(sm, walks=1, steps=plies, seed=seed, seconds=30) if plies else [sm.initial_state()]
+    return states[-1]
+
+
+def _atoms(t):
+    if isinstance(t, str):
+        yield t
+    else:
+        for a in t[1:]:
+            yield from _atoms(a)
+
+
+def game_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]

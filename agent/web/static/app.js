@@ -1,0 +1,151 @@
+// ggp-persona web page: polls the match state, draws it, and turns clicks into moves.
+// No framework and no build step: the boards arrive as SVG from the server.
+"use strict";
+const GGP = (() => {
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; };
+
+  function showPosition(pos) {
+    $("boards").innerHTML = pos.boards.join("");
+    $("noboard").hidden = pos.boards.length > 0;
+    const others = $("others"); others.innerHTML = "";
+    for (const f of pos.others) others.appendChild(el("li", f));
+  }
+
+  // ------------------------------------------------------------------ play
+  function play(sid) {
+    let last = null, pending = [], clicks = [], sending = false, deadline = null;
+
+    async function send(move) {
+      if (sending) return;
+      sending = true;
+      $("pending").textContent = "sending " + move;
+      try {
+        const r = await fetch(`/api/play/${sid}/move`, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({move})});
+        if (!r.ok) { $("pending").textContent = (await r.json()).error || "move refused"; }
+        else { $("pending").textContent = "sent " + move; $("moves").innerHTML = ""; clicks = []; mark(); }
+      } finally { sending = false; poll(); }
+    }
+
+    const same = (a, b) => a[0] === b[0] && a[1] === b[1];
+    function candidates(path) {  // moves whose click sequence starts with path
+      return clicks.filter((c) => {
+        if (c.column !== null && path.length === 1) return path[0][0] === c.column;
+        return c.cells.length >= path.length && path.every((p, i) => same(p, c.cells[i]));
+      });
+    }
+    function exact(path) {
+      return candidates(path).filter((c) => (c.column !== null && path.length === 1) || c.cells.length === path.length);
+    }
+    function mark() {  // highlight the cells that can be clicked next
+      const board = document.querySelector('svg.board[data-board="0"]');
+      if (!board) return;
+      for (const r of board.querySelectorAll("rect.cell")) {
+        const xy = [+r.dataset.x, +r.dataset.y];
+        const next = candidates(pending.concat([xy])).length > 0;
+        r.classList.toggle("clickable", next);
+        r.classList.toggle("chosen", pending.some((p) => same(p, xy)));
+      }
+    }
+    function onClick(ev) {
+      const r = ev.target.closest("rect.cell");
+      if (!r || !r.closest('svg.board[data-board="0"]')) return;
+      const xy = [+r.dataset.x, +r.dataset.y];
+      const path = pending.concat([xy]);
+      if (candidates(path).length === 0) { pending = []; mark(); return; }
+      const ex = exact(path), longer = candidates(path).filter((c) => c.cells.length > path.length && c.column === null);
+      if (ex.length === 1 && longer.length === 0) { pending = []; send(ex[0].move); return; }
+      pending = path;
+      if (ex.length > 1 && longer.length === 0) {  // same cells, several moves (a promotion): choose from the list
+        for (const b of $("moves").querySelectorAll("button")) b.classList.toggle("hint", ex.some((c) => c.move === b.dataset.move));
+      }
+      mark();
+    }
+    $("boards").addEventListener("click", onClick);
+
+    function render(s) {
+      const turn = s.to_move.map((r) => s.roles[r]).join(", ");
+      if (s.status === "starting") $("status").textContent = "Starting the match…";
+      else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})` : (turn ? `Waiting for ${turn}` : "Waiting…");
+      else $("status").textContent = s.status === "over" ? "The match is over" : "The match was aborted";
+      $("status").dataset.state = s.your_turn ? "your-turn" : s.status;
+      deadline = s.clock_left === null ? null : Date.now() + 1000 * s.clock_left;
+      if (s.boards.length || s.others.length) showPosition(s);
+      clicks = s.your_turn ? s.clicks : [];
+      if (s.your_turn) $("pending").textContent = "";
+      const moves = $("moves"); moves.innerHTML = "";
+      for (const c of clicks) {
+        const b = el("button", c.move, "move"); b.type = "button"; b.dataset.move = c.move;
+        b.addEventListener("click", () => send(c.move)); moves.appendChild(b);
+      }
+      pending = []; mark();
+      const h = $("history"); h.innerHTML = "";
+      s.history.forEach((jm, i) => {
+        const li = el("li", jm.map((m, r) => `${s.roles[r]}: ${m}`).join("  ·  "));
+        const errs = (s.errors[i] || []).filter((e) => e);
+        if (errs.length) li.appendChild(el("span", "  (" + errs.join(", ") + ")", "err"));
+        h.appendChild(li);
+      });
+      h.scrollTop = h.scrollHeight;
+      if (s.status === "over" || s.status === "aborted") {
+        const res = $("result"); res.hidden = false; res.innerHTML = "";
+        res.appendChild(el("h2", s.status === "over" ? "Result" : "Aborted"));
+        if (s.goals) {
+          const t = el("table"); t.id = "goals";
+          s.roles.forEach((r, i) => { const tr = el("tr"); tr.appendChild(el("td", `${r} (${s.players[i]})`)); tr.appendChild(el("td", String(s.goals[i]))); t.appendChild(tr); });
+          res.appendChild(t);
+          const me = s.goals[s.human_role], best = Math.max(...s.goals);
+          res.appendChild(el("p", me === best && s.goals.filter((g) => g === best).length === 1 ? "You won." : me === best ? "A draw." : "You lost.", "verdict"));
+        }
+        if (s.reason) res.appendChild(el("p", s.reason));
+        if (s.record) { const a = el("a", "replay this match"); a.href = "/replay?file=" + encodeURIComponent(s.record); res.appendChild(a); }
+        $("resign").hidden = true;
+      }
+    }
+
+    async function poll() {
+      try {
+        const r = await fetch(`/api/play/${sid}`);
+        if (r.ok) {
+          const s = await r.json();
+          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.boards.length}`;
+          if (key !== last) { last = key; render(s); }
+          if (s.status === "over" || s.status === "aborted") return;
+        }
+      } catch (e) { /* the server is busy or restarting: try again */ }
+      setTimeout(poll, 300);
+    }
+    setInterval(() => { $("clock").textContent = deadline === null ? "" : `clock: ${Math.max(0, (deadline - Date.now()) / 1000).toFixed(1)} s`; }, 200);
+    $("resign").addEventListener("click", () => fetch(`/api/play/${sid}/resign`, {method: "POST"}));
+    $("advice-btn").addEventListener("click", async () => {
+      $("advice").textContent = "thinking…";
+      const r = await fetch(`/api/play/${sid}/persona`);
+      const a = await r.json();
+      if (!r.ok) { $("advice").textContent = a.error; return; }
+      const t = el("table"); t.id = "advice-table";
+      const hd = el("tr"); for (const x of ["move", "Q", "visits"]) hd.appendChild(el("th", x)); t.appendChild(hd);
+      for (const m of a.moves) { const tr = el("tr"); tr.appendChild(el("td", m.move)); tr.appendChild(el("td", m.q.toFixed(1))); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr); }
+      $("advice").innerHTML = ""; $("advice").appendChild(el("p", `${a.simulations} simulations; it would play ${a.choice}`)); $("advice").appendChild(t);
+    });
+    poll();
+  }
+
+  // ------------------------------------------------------------------ replay
+  function replay() {
+    const steps = JSON.parse($("replay-data").textContent);
+    let i = 0;
+    function show() {
+      showPosition(steps[i]);
+      $("step").textContent = String(i);
+      $("joint").textContent = steps[i].moves ? "last joint move: " + steps[i].moves.join("  ·  ") : "initial state";
+      $("prev").disabled = $("first").disabled = i === 0;
+      $("next").disabled = $("last").disabled = i === steps.length - 1;
+    }
+    const go = (k) => { i = Math.max(0, Math.min(steps.length - 1, k)); show(); };
+    $("first").onclick = () => go(0); $("prev").onclick = () => go(i - 1);
+    $("next").onclick = () => go(i + 1); $("last").onclick = () => go(steps.length - 1);
+    document.addEventListener("keydown", (e) => { if (e.key === "ArrowRight") go(i + 1); if (e.key === "ArrowLeft") go(i - 1); });
+    show();
+  }
+  return {play, replay};
+})();

@@ -1,0 +1,83 @@
+"""Screenshots of the web page's boards, for docs/screenshots/ (regenerate after a change to
+the drawing):
+
+    .venv/bin/python scripts/web_screenshots.py [--games ../shared/corpus/games] [--out docs/screenshots]
+
+Starts ``ggp-persona web`` on a free loopback port, opens each game's page in Debian's
+Chromium after a few random moves (the page's preview) and saves the board area as PNG.  Games of the game repository are used when it
+is given (chess, checkers and the board-of-boards nineBoardTicTacToe come from there).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.webbrowser import WebServer, launch, missing  # noqa: E402
+
+# (file name, game key on the page, random plies played before the shot); keys under
+# games/base/ need --games <corpus games>.
+SHOTS = [
+    ("ticTacToe", "games/ticTacToe", 4),
+    ("connectFour", "games/connectFour", 11),
+    ("breakthrough", "games/breakthrough", 10),
+    ("nineBoardTicTacToe", "games/base/nineBoardTicTacToe", 12),
+    ("checkers", "games/base/checkers", 8),
+    ("chess", "games/base/chess", 6),
+    ("no-grid-nim1", "games/base/nim1", 2),
+]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--games", default=str(ROOT.parent / "shared" / "corpus" / "games"),
+                    help="a game repository folder (default ../shared/corpus/games)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    args = ap.parse_args(argv)
+    why = missing()
+    if why:
+        print(f"web_screenshots: {why}", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+    from rich.progress import track
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    games = [args.games] if Path(args.games).is_dir() else []
+    with tempfile.TemporaryDirectory() as logs:
+        server = WebServer(logs, games)
+        try:
+            with sync_playwright() as pw:
+                browser = launch(pw)
+                page = browser.new_page(viewport={"width": 1100, "height": 800})
+                page.set_default_timeout(180_000)
+                for name, key, plies in track(SHOTS, description="screenshots"):
+                    target = out / f"{name}.png"
+                    resp = page.goto(f"{server.url}/game?key={key}&preview={plies}")
+                    if resp is None or resp.status != 200:
+                        print(f"skip {name}: {key} not available ({resp.status if resp else 'no answer'})")
+                        continue
+                    page.locator(".layout").screenshot(path=str(target))
+                    print(f"wrote {target}")
+                record = sorted((Path(args.games).parent / "matches" / "ggp-base-local-petewall"
+                                 / "connectFour").glob("*/game1.json"))
+                if record:   # the replay viewer on a recorded ggp-base match, half-way through
+                    page.goto(f"{server.url}/")
+                    page.set_input_files("#record-file", str(record[0]))
+                    page.click("#replay-form button")
+                    page.wait_for_selector("#step")
+                    for _ in range(int(page.locator("#steps").inner_text()) // 2):
+                        page.click("#next")
+                    page.screenshot(path=str(out / "replay-connectFour.png"), full_page=True)
+                    print(f"wrote {out / 'replay-connectFour.png'}")
+                browser.close()
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The web page in a real Chromium (Debian's, driven by pip playwright; no browser download).
+
+A person gives a name, plays whole ticTacToe and connectFour matches against a persona by
+clicking the board and reaches the result screen; plays a scrambled breakthrough (every
+non-keyword symbol renamed) from the board; sees the problems of an invalid upload with line
+and column; steps through a recorded ggp-base match.  Under CI (CI=true) a missing Chromium
+or playwright fails these tests instead of skipping them.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED
+from tests.webbrowser import WebServer, launch, missing
+
+GAMES = Path(__file__).resolve().parents[1] / "games"
+PERSONA = "phlegmatic"
+TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes to warm up (up to 300 s)
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    why = missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests must run under CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+    logs = tmp_path_factory.mktemp("match_logs")
+    games = [SHARED / "corpus" / "games"] if SHARED.is_dir() else []
+    server = WebServer(logs, games)
+    pw = sync_playwright().start()
+    browser = launch(pw)
+    try:
+        yield server, browser, logs
+    finally:
+        browser.close()
+        pw.stop()
+        server.stop()
+
+
+@pytest.fixture
+def page(web):
+    server, browser, _ = web
+    ctx = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.goto("/")
+    pg.fill("#name", "alice")
+    pg.click("#name-form button")
+    pg.wait_for_selector("#person")
+    yield pg
+    ctx.close()
+
+
+def start_match(page, key: str, role: int = 0):
+    page.goto(f"/game?key={key}")
+    page.select_option("#role", str(role))
+    page.select_option("#persona", PERSONA)
+    page.fill("#play_clock", "1")
+    page.fill("input[name=start_clock]", "5")
+    page.click("#start")
+    page.wait_for_url("**/play/*")
+
+
+def wait_turn_or_end(page) -> bool:
+    """True when it is the person's turn (and the board is clickable), False at the end."""
+    page.wait_for_function(
+        "document.querySelector('#status').dataset.state === 'your-turn' && "
+        "document.querySelectorAll('rect.cell.clickable').length > 0 "
+        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
+    return page.locator("#result").is_hidden()
+
+
+def click_a_move(page) -> None:
+    """Click cells until a move is sent: the first clickable cell, then (from-cell, to-cell
+    moves) the first cell clickable after it."""
+    ply = page.locator("#history li").count()
+    for _ in range(4):
+        page.locator("rect.cell.clickable").first.click()
+        if page.locator("#pending").inner_text().startswith("sen"):   # sending, or sent
+            break
+    page.wait_for_function(f"document.querySelectorAll('#history li').length > {ply} "
+                           "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
+
+
+def play_to_the_end(page, max_turns: int = 60) -> None:
+    for _ in range(max_turns):
+        if not wait_turn_or_end(page):
+            return
+        click_a_move(page)
+    pytest.fail("the match did not end")
+
+
+def check_result_and_record(page, logs: Path, role: int = 0) -> dict:
+    assert page.locator("#result h2").inner_text() == "Result"
+    assert page.locator("#goals tr").count() == 2
+    assert page.locator("#result .verdict").inner_text() in ("You won.", "You lost.", "A draw.")
+    name = page.locator("#result a").get_attribute("href").split("file=")[1]
+    record = json.loads((logs / name).read_text())
+    assert record["isCompleted"] and record["playerNamesFromHost"][role] == "alice"
+    assert record["isPlayerHuman"] == [r == role for r in range(2)]
+    assert not any(e for row in record["errors"] for e in row)   # every click was a legal move
+    return record
+
+
+def test_tictactoe_whole_match_by_clicking(web, page):
+    _, _, logs = web
+    start_match(page, "games/ticTacToe")
+    assert wait_turn_or_end(page)
+    # the persona's view of the position: its top moves with Q-values and visits
+    page.click("#advice-btn")
+    page.wait_for_selector("#advice-table")
+    rows = page.locator("#advice-table tr")
+    assert rows.count() == 1 + 8                       # header, then the 8 most visited of 9
+    q, visits = rows.nth(1).locator("td").nth(1).inner_text(), rows.nth(1).locator("td").nth(2).inner_text()
+    assert 0 <= float(q) <= 100 and int(visits) > 0
+    play_to_the_end(page)
+    record = check_result_and_record(page, logs)
+    # the page lists the person's matches
+    page.goto("/")
+    assert record["matchId"] in page.locator("#past").inner_text()
+
+
+def test_connect_four_whole_match_by_clicking(web, page):
+    _, _, logs = web
+    start_match(page, "games/connectFour", role=1)
+    play_to_the_end(page)
+    check_result_and_record(page, logs, role=1)
+
+
+def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
+    from agent.match.rules import Scrambler, read_rules
+    rules = read_rules((GAMES / "breakthrough.kif").read_text())[0][1:-1]
+    scrambled = Scrambler(rules, seed=7).text(rules)
+    assert "cell" not in scrambled and "white" not in scrambled
+    f = tmp_path / "mystery.kif"
+    f.write_text(scrambled)
+    page.goto("/")
+    page.set_input_files("#rules-file", str(f))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+    assert page.locator("svg.board rect.cell").count() == 64
+    page.locator("#start").click()
+    page.wait_for_url("**/play/*")
+    for _ in range(3):   # three moves, each a from-cell then a to-cell click
+        assert wait_turn_or_end(page)
+        click_a_move(page)
+    assert page.locator("#history li").count() >= 3
+    assert "(" in page.locator("#history li").first.inner_text()
+    page.click("#resign")
+    page.wait_for_selector("#result:not([hidden])")
+
+
+@pytest.mark.parametrize("content, expect", [
+    (b"(role a)\n(init (p))\n(<= (legal a go) (true (q ?x)) (not (r ?y)))\n", "line"),
+    (b"", "empty"),
+    (b"\x00\x01\x02binary\xff\xfe", "error"),
+    (b"(role a", "error"),
+])
+def test_invalid_upload_shows_its_problems(web, page, tmp_path, content, expect):
+    f = tmp_path / "bad.kif"
+    f.write_bytes(content)
+    page.set_input_files("#rules-file", str(f))
+    page.click("#upload-form button")
+    page.wait_for_selector("#problems")
+    assert "cannot be played" in page.locator("#problems-title").inner_text()
+    rows = page.locator("#problems tr.error")
+    assert rows.count() >= 1
+    if expect == "line":   # the unsafe rule is on line 3, with its column
+        unsafe = rows.filter(has_text="unsafe")
+        assert unsafe.count() == 1
+        assert unsafe.locator("td.line").inner_text() == "3"
+        assert unsafe.locator("td.col").inner_text() != ""
+    elif expect == "empty":
+        assert "empty" in rows.first.inner_text()
+
+
+def test_replay_viewer_steps_through_a_ggp_base_match(web, page):
+    if not SHARED.is_dir():
+        pytest.skip("../shared (recorded matches and game repositories) is not beside this clone")
+    folder = next(iter(sorted((SHARED / "corpus/matches/ggp-base-local-petewall/connectFour").iterdir())))
+    record = folder / "game1.json"
+    n = len(json.loads(record.read_text())["moves"])
+    page.set_input_files("#record-file", str(record))
+    page.click("#replay-form button")
+    page.wait_for_selector("#step")
+    assert "every move legal" in page.locator(".verdict").inner_text()
+    assert page.locator("#steps").inner_text() == str(n)
+    pieces = lambda: page.locator("svg.board g.piece").count()  # noqa: E731
+    assert pieces() == 0 and page.locator("#step").inner_text() == "0"
+    page.click("#next")
+    page.click("#next")
+    assert page.locator("#step").inner_text() == "2" and pieces() == 2
+    page.click("#prev")
+    assert page.locator("#step").inner_text() == "1" and pieces() == 1
+    page.click("#last")
+    assert page.locator("#step").inner_text() == str(n)
+    assert pieces() >= n // 2
