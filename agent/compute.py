@@ -6,7 +6,8 @@ results in task order. By default the tasks go to a local process pool; with
 seeds, so the results are the same on either backend and for any number of workers.
 
 Worker processes are started with "spawn": a forked child would inherit the parent's Prolog
-engine and numba threads, which is not safe. `workers=0` runs in this process (tests,
+engine and numba threads, which is not safe. The pool is kept for the next call (started
+workers keep their imports and loaded kernels). `workers=0` runs in this process (tests,
 debugging). A task that raises stops the run: pending tasks are cancelled and a TaskError
 names the task. Ctrl-C cancels pending tasks and re-raises KeyboardInterrupt after every
 finished result has been handed to `on_result`, so callers that checkpoint there lose
@@ -14,10 +15,12 @@ nothing.
 """
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
@@ -75,14 +78,38 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence, *, scheduler: str | Non
                 done(i, value)
                 bar.advance(handle)
         else:
-            _run_pool(fn, tasks, workers or default_workers(), done, lambda: bar.advance(handle))
+            _run_pool(fn, tasks, max(1, min(workers or default_workers(), len(tasks))), done,
+                      lambda: bar.advance(handle))
     return results
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per size, kept across calls: a GA generation after another would otherwise
+    pay the start of every worker (imports, numba's cached kernels) each time."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        _POOLS[workers] = pool
+    return pool
+
+
+def shutdown_pools() -> None:
+    """End the kept worker processes (at exit, and after an interrupted or broken run)."""
+    while _POOLS:
+        _, pool = _POOLS.popitem()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+atexit.register(shutdown_pools)
+
+
 def _run_pool(fn, tasks, workers, done, advance) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    pool = _pool(workers)
     pending = {}
+    clean = False
     try:
         pending = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
         while pending:
@@ -91,14 +118,21 @@ def _run_pool(fn, tasks, workers, done, advance) -> None:
                 i = pending.pop(fut)
                 try:
                     value = fut.result()
+                except BrokenProcessPool as e:  # a worker died (killed, out of memory)
+                    raise TaskError(i, e) from e
                 except Exception as e:
+                    for other in pending:
+                        other.cancel()
+                    clean = True  # the pool itself is sound; queued tasks are cancelled
                     raise TaskError(i, e) from e
                 done(i, value)
                 advance()
+        clean = True
     finally:
-        for fut in pending:
-            fut.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not clean:  # interrupted or broken: running tasks must not outlive the call
+            for fut in pending:
+                fut.cancel()
+            shutdown_pools()
 
 
 def _run_dask(fn, tasks, scheduler, done, advance) -> None:

@@ -114,3 +114,14 @@ def test_command_line_is_relative_and_names_the_console_script(tmp_path, monkeyp
     (tmp_path / "g.kif").write_text("")
     cmd = command_line(["/some/venv/bin/ggp-persona", "fit", str(tmp_path / "g.kif"), "--x", "a b"])
     assert cmd == "ggp-persona fit g.kif --x 'a b'"
+
+
+def _pid(_task) -> int:
+    import os
+    return os.getpid()
+
+
+def test_the_pool_is_kept_between_calls():
+    first = set(run_tasks(_pid, range(6), workers=2))
+    second = set(run_tasks(_pid, range(6), workers=2))
+    assert first & second  # the same worker processes served both calls
