@@ -276,10 +276,13 @@ def load_dataset(paths, *, repositories=(), game_dirs=(), players=None, roles=No
     for f in files:
         if all(v is not None for v in games.values()):
             break
-        for rec in iter_records([f]):
-            k = game_key(library, rec.data)
-            if k in games and games[k] is None:
-                games[k] = library.description(rec.data)
+        try:
+            for rec in iter_records([f]):
+                k = game_key(library, rec.data)
+                if k in games and games[k] is None:
+                    games[k] = library.description(rec.data)
+        except (ArchiveError, GdlError, OSError, UnicodeDecodeError):
+            continue   # already reported as this file's problem
     if by_name is not None:
         records = [(i, r) for i, r in records if i.get("name") == by_name]
         if not records:

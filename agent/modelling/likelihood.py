@@ -56,13 +56,12 @@ def log_probs(Q, mask, chosen, re: float, nt: float, kappa: float) -> np.ndarray
     return lp[np.arange(len(chosen)), np.asarray(chosen)]
 
 
-def fit_choice(Q, mask, chosen, *, weights=None) -> dict:
+def fit_choice(Q, mask, chosen) -> dict:
     """The (RE, NT, kappa) of the grids maximising the mean log-likelihood per decision
-    (``weights``: optional per-decision weights).  Ties: the first in grid order."""
+    (pooled over decisions, spec 4.5 item 4).  Ties: the first in grid order."""
     chosen = np.asarray(chosen)
     rows = np.arange(len(chosen))
     n = mask.sum(axis=1)
-    w = np.ones(len(chosen)) if weights is None else np.asarray(weights, float)
     best = {"ll": -math.inf}
     for nt in NT_GRID:
         for kappa in KAPPA_GRID:
@@ -71,7 +70,7 @@ def fit_choice(Q, mask, chosen, *, weights=None) -> dict:
                 with np.errstate(divide="ignore"):
                     lp = np.logaddexp(math.log(re) - np.log(n) if re > 0 else -np.inf,
                                       (math.log1p(-re) if re < 1 else -np.inf) + lb)
-                ll = float(np.sum(w * lp) / np.sum(w))
+                ll = float(np.mean(lp))
                 if ll > best["ll"]:
                     best = {"ll": ll, "random_error": re, "nice_threshold": nt, "kappa": kappa}
     return best
