@@ -126,7 +126,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
         fits[lab] = fit_persona(tr, scorer, G.GAConfig(**cfg), name=lab, subsample=s.subsample,
                                 final_size=final, checkpoint=out / "checkpoints" / f"{slug(lab)}.json",
                                 limit=s.limit, log=log)
-        champs[lab] = fit_champion(tr, scorer, limit=s.limit, final_size=final or s.subsample, seed=s.seed)
+        champs[lab] = fit_champion(tr, scorer, limit=s.limit, final_size=final, seed=s.seed)
         freqs[lab] = MoveFrequency(tr)
     pooled = None
     if s.pooled and len(labels) > 1:

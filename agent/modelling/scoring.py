@@ -13,7 +13,6 @@ Scoring is the cost of fitting, so:
 from __future__ import annotations
 
 import hashlib
-import inspect
 import pickle
 from dataclasses import asdict
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from agent.compute import run_tasks
 from agent.matchlog import atomic_write_bytes
 
+SEARCH_VERSION = "thesis-1"   # change when the scoring search changes: old cached Q no longer apply
 CHUNK = 40            # decisions per task: small enough to spread over workers
 
 _ENGINES: dict = {}   # per process: game key -> engine (load_engine reads its disk cache)
@@ -40,27 +40,21 @@ def persona_key(persona, limit: int | None) -> str:
     for k in ("name", "kind", "description", "random_error", "nice_threshold", "kappa"):
         d.pop(k)
     d["limit"] = limit if limit is not None else d["limit"]
+    d["search"] = SEARCH_VERSION
     return hashlib.sha256(repr(sorted(d.items())).encode()).hexdigest()[:24]
-
-
-def _search_batch(engine, items, persona, limit):
-    """The spec's search (no solver, no choice-time filter): ``thesis=True`` where the
-    search offers that switch, else the solver turned off."""
-    from agent.search import search_batch
-    if "thesis" in inspect.signature(search_batch).parameters:
-        return search_batch(engine, items, persona, 0, limit=limit, thesis=True)
-    return search_batch(engine, items, persona, 0, limit=limit, solver=False)
 
 
 def score_task(task: dict) -> list:
     """Worker: Q-values (in each decision's move order) of ``task['persona']`` on
     ``task['items']`` = [(state, role, seed, moves)] of game ``task['game']``."""
     from agent.engine.loader import load_engine
+    from agent.search import search_batch
     eng = _ENGINES.get(task["game"])
     if eng is None:
         eng = _ENGINES[task["game"]] = load_engine(task["rules"])
     items = [(s, r, seed) for s, r, seed, _ in task["items"]]
-    results = _search_batch(eng, items, task["persona"], task["limit"])
+    # thesis=True: exactly the spec's search (no solver, no choice-time filter), spec 4.5
+    results = search_batch(eng, items, task["persona"], 0, limit=task["limit"], thesis=True)
     out = []
     for (_, _, _, moves), res in zip(task["items"], results):
         qmap = {m: float(q) for m, q in zip(res.moves, res.q)}
