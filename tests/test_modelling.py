@@ -379,3 +379,21 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     assert r3.returncode == 0
     again = json.loads((out / "results.json").read_text())
     assert again["metrics"] == res["metrics"] and again["scored_decisions"] == 0
+
+
+def test_scorer_keeps_finished_chunks_when_interrupted(tmp_path, monkeypatch):
+    from agent.modelling import scoring
+
+    def interrupted(fn, tasks, *, on_result, **kw):
+        on_result(0, [np.array([1.0, 2.0, 3.0])] * len(tasks[0]["items"]))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scoring, "run_tasks", interrupted)
+    monkeypatch.setattr(scoring, "CHUNK", 2)
+    ds = [dec(match=f"m{i}") for i in range(4)]
+    f = tmp_path / "q.pkl"
+    s = scoring.Scorer({"g": None}, seed=0, limit=10, cache_file=f, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        s.q([load_persona("champion")], ds)
+    again = scoring.Scorer({"g": None}, seed=0, limit=10, cache_file=f, progress=False)
+    assert len(again.cache) == 2                    # the first chunk survived; the rest is redone

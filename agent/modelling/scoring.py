@@ -108,7 +108,11 @@ class Scorer:
             self.computed += len(result)
 
         if tasks:
-            run_tasks(score_task, tasks, scheduler=self.scheduler, workers=self.workers,
-                      description=f"{description} ({sum(map(len, where))} decisions)",
-                      on_result=keep, progress=self.progress)
+            try:
+                run_tasks(score_task, tasks, scheduler=self.scheduler, workers=self.workers,
+                          description=f"{description} ({sum(map(len, where))} decisions)",
+                          on_result=keep, progress=self.progress)
+            except BaseException:
+                self.save()      # Ctrl-C or a failed task: keep every finished chunk for the resume
+                raise
         return [[self.cache[(pk, self.seed, d.key, replicate)] for d in decisions] for pk in keys]
