@@ -397,3 +397,31 @@ def test_scorer_keeps_finished_chunks_when_interrupted(tmp_path, monkeypatch):
         s.q([load_persona("champion")], ds)
     again = scoring.Scorer({"g": None}, seed=0, limit=10, cache_file=f, progress=False)
     assert len(again.cache) == 2                    # the first chunk survived; the rest is redone
+
+
+class _FakeScorer:
+    """Q-values that depend on the persona's genes only: the GA glue without searches."""
+
+    def q(self, personas, decisions, replicate=0, description=""):
+        return [[np.array([p.exploration_factor, 140 - p.exploration_factor, 70.0])[:len(d.moves)]
+                 for d in decisions] for p in personas]
+
+    def save(self):
+        pass
+
+
+@pytest.mark.parametrize("thesis", [False, True])
+def test_fit_persona_modes(thesis, tmp_path):
+    from agent.modelling.fitting import fit_persona
+    train = [dec(match=f"m{i}", ply=p, chosen=0) for i in range(6) for p in range(3)]
+    cfg = G.GAConfig(population=6, generations=4, thesis=thesis, seed=2)
+    out = fit_persona(train, _FakeScorer(), cfg, name="P", subsample=10, checkpoint=tmp_path / "ga.json",
+                      limit=50, log=lambda m: None)
+    p = out["persona"]
+    assert p.name == "P" and p.kind == "fitted" and p.limit == 50
+    assert len(out["history"]) == 4 and len(out["genome"]) == (16 if thesis else 14)
+    if thesis:   # RE and NT are genes; kappa is the thesis's 0.1
+        assert p.kappa == 0.1 and (p.random_error, p.nice_threshold) == tuple(out["genome"][14:16])
+    else:        # the player always takes move 0, whose Q grows with exploration_factor
+        assert p.exploration_factor > 70 and p.random_error == 0.0
+    assert parse_persona(p.to_toml(), "p.toml") == p

@@ -5,8 +5,8 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-from agent.persona import RANGES
 from agent.report import write_report
 
 from . import ga as G
@@ -25,6 +25,7 @@ def _fitness_figure(result):
         line, = ax.plot(g, [h["best"] for h in f["history"]], marker="o", label=f"{name} best")
         ax.plot(g, [h["mean"] for h in f["history"]], ls="--", color=line.get_color(), alpha=.6)
     ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("fitness (" + ("thesis log F" if result["settings"]["thesis"] else
                                  "mean log-likelihood per decision") + ")")
     ax.legend(fontsize=7)
@@ -207,9 +208,6 @@ def write(out, result, per_decision) -> None:
                          "table": {"columns": ["player", "decisions", "mean |Q1 - Q2|", "same argmax"],
                                    "rows": [[k, v["decisions"], f"{v['mean_abs_q_diff']:.3f}",
                                              f"{v['argmax_agreement']:.3f}"] for k, v in result["q_noise"].items()]}})
-    for sec in sections:
-        for fig, _, _ in sec.get("figures", ()):
-            pass
     write_report(out, "Fitted personas", sections,
                  data={"results.json": result, "metrics.csv": result["metrics"], "paired.csv": result["paired"],
                        "decisions.csv": per_decision}, intro=intro)
@@ -217,6 +215,3 @@ def write(out, result, per_decision) -> None:
         for fig, _, _ in sec.get("figures", ()):
             plt.close(fig)
 
-
-def range_of(field: str):
-    return RANGES[field][1], RANGES[field][2]
