@@ -3,7 +3,8 @@
 A persona file holds the 17 parameters of spec 2.2 (per-role ones as ``[self, others]``),
 ``mast_tau``, ``kappa``, optional ``[utility]`` with ``lambda`` and ``weights``, and ``name``,
 ``kind``, ``description``.  Values are checked against the GA intervals of the thesis
-(spec 2.2); ``limit`` is not evolved (fixed 1000 there) and may be raised for play.
+(spec 2.2); ``limit`` is not evolved (fixed 1000 there) and may be raised for play: a
+persona searches the fewer of its ``limit`` simulations and the clock (skill = limit, 6.6).
 Unknown fields are errors, so a typo never silently falls back to a default.
 
 Presets live in ``agent/personas/`` (package data, so every kind of install has them).

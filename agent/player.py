@@ -318,9 +318,10 @@ class Player:
 
         ``on_best(move_text, simulations)``, if given, is called from this thread while the
         search runs with the best move so far, spelled as the reply would be
-        (``render_spaced``), whenever it changes and at most every 0.1 s; the first call
-        comes as soon as the root's moves are known (before any simulation on a slow
-        engine).  A forced move is reported once."""
+        (``render_spaced``), whenever it changes and at most every 0.1 s, and once more when
+        the search ends if the last call named another move; the first call comes as soon
+        as the root's moves are known (before any simulation on a slow engine).  A forced
+        move is reported once."""
         t0 = time.monotonic()
         legal = self.legal()
         seed = (self.seed * 1_000_003 + self.ply) % (2 ** 63)

@@ -36,13 +36,14 @@ def test_goal_reading():
     assert [L.goal_feature(gr, r) for r in range(3)] == [50.0, 30.0, 50.0]   # spec 6.4 / 8.38
 
 
-@pytest.mark.parametrize("name", ["survivor", "attacker", "sanguine"])
-def test_both_drivers_same_q_and_visits(name):
+@pytest.mark.parametrize("thesis", [False, True], ids=["live", "thesis"])
+@pytest.mark.parametrize("name", ["survivor", "attacker", "sanguine", "champion"])
+def test_both_drivers_same_q_and_visits(name, thesis):
     p = load_persona(name).replace(limit=150)
     g = TicTacToe(TTT, False)
     for state, role in ((g.sm.initial_state(), 0), (g.state("x.. .o. ..x", "o"), 1)):
-        a = search(reasoner(TTT), state, role, p, seed=11)
-        b = search(compiled(TTT), state, role, p, seed=11)
+        a = search(reasoner(TTT), state, role, p, seed=11, thesis=thesis)
+        b = search(compiled(TTT), state, role, p, seed=11, thesis=thesis)
         same_search(a, b)
 
 

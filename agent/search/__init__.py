@@ -19,14 +19,14 @@ fresh tree and MAST table, no solver, a final choice by the spec alone.  ``thesi
 filter of the final choice and, on a clock, the one-ply look-ahead and deadline cut-offs.
 
 ``on_progress(move, simulations)``: called while the search runs with the best-so-far move
-(a term of the legal list) whenever it changes, at most every 0.1 s (``common.Progress``).
+(a term of the legal list) whenever it changes, at most every 0.1 s, and once at the end if
+the last call named another move (``common.Progress``).
 """
 from __future__ import annotations
 
 import hashlib
 import numbers
 
-from . import features as _features
 from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng

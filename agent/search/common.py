@@ -1,4 +1,6 @@
-"""What both drivers hand back: the result of one decision and the reusable tree."""
+"""What both drivers share outside numba: the result of one decision and the reusable
+tree, the final choice at the root (with the one-ply fallback when not one simulation
+finished), and the best-so-far reports of a running search."""
 from __future__ import annotations
 
 import time
@@ -122,19 +124,20 @@ PROGRESS_INTERVAL = 0.1     # seconds between two reports of the best-so-far mov
 class Progress:
     """Reports the best-so-far move while a search runs: ``callback(move_term, simulations)``
     when it differs from the last one reported, at most every ``PROGRESS_INTERVAL`` seconds
-    (the first report as soon as there is a move).  Drivers call it between simulations
-    (driver_sm) or chunks (driver_compiled)."""
+    (the first report as soon as there is a move), and once more at the end (``final``) if
+    the last report is out of date.  Drivers call it between simulations (driver_sm) or
+    chunks (driver_compiled)."""
 
     def __init__(self, callback, params, me: int, default: float):
         self.callback, self.params, self.me, self.default = callback, params, me, default
         self.last = None
         self.when = -1e18
 
-    def __call__(self, st: "SearchTree", sims: int) -> None:
+    def __call__(self, st: "SearchTree", sims: int, final: bool = False) -> None:
         if self.callback is None:
             return
         now = time.perf_counter()
-        if now - self.when < PROGRESS_INTERVAL:
+        if now - self.when < PROGRESS_INTERVAL and not final:
             return
         a = st.arrays
         k = best_so_far(a, self.params, self.me, self.default)

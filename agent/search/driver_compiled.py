@@ -416,6 +416,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             # chunks of about 20 ms, never past the deadline by much
             rate = n / max(now - c0, 1e-6)
             chunk = int(max(1, min(rate * 0.02, rate * (deadline - now))))
+    progress(st, sims, final=True)
     return _finish(st, data, params, rp, rng, role_index, sims, t0)
 
 

@@ -37,6 +37,39 @@ def cached(sm):
         return CachedStateMachine(sm)
 
 
+class _Clocked:
+    """A state machine whose queries are timed: ``cost`` estimates what the next real query
+    takes (a moving average of those that missed the cache), so that a search on a clock
+    starts no query it cannot finish by its deadline."""
+
+    REAL = 1e-3          # shorter than this: a cache hit, says nothing of the engine
+
+    def __init__(self, sm):
+        self.sm = sm
+        self.roles = sm.roles
+        self.cost = 0.0
+
+    def _timed(self, fn, *args):
+        t = time.perf_counter()
+        out = fn(*args)
+        dt = time.perf_counter() - t
+        if dt > self.REAL:
+            self.cost = dt if self.cost == 0.0 else 0.7 * self.cost + 0.3 * dt
+        return out
+
+    def legal_moves(self, s, r):
+        return self._timed(self.sm.legal_moves, s, r)
+
+    def next_state(self, s, joint):
+        return self._timed(self.sm.next_state, s, joint)
+
+    def is_terminal(self, s):
+        return self._timed(self.sm.is_terminal, s)
+
+    def goal_values(self, s):
+        return self._timed(self.sm.goal_values, s)
+
+
 class _Ctx:
     """Everything one decision's simulations share."""
 
@@ -60,6 +93,8 @@ class _Ctx:
             self.w = F.weight_vector(persona.utility_weights, cal)
             self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
             self.raw = np.zeros(len(self.w))
+        if deadline is not None:
+            self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
         # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
@@ -68,7 +103,8 @@ class _Ctx:
                                and deadline is None and not thesis and hasattr(sm, "random_playout"))
 
     def late(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        """Past the deadline, or too near it to finish another reasoner query."""
+        return self.deadline is not None and time.perf_counter() + self.sm.cost >= self.deadline
 
     # ---------------------------------------------------------------- moves
     def ids(self, r: int, moves) -> list:
@@ -98,7 +134,7 @@ class _Ctx:
             self.st.arrays = T.grow(a, max_slots=2 * a.slot_move.shape[0] + len(moves))
         return bool(T.init_slots(self.st.arrays, node, counts, moves))
 
-    def widen_root(self) -> None:
+    def widen_root(self, progress) -> None:
         """One-ply look-ahead (live play, on a clock): generate every child of the root where
         only the deciding role moves, before any playout, until the deadline.  A slow engine
         then still knows its immediate wins and losses (``common.fallback_choice``) when
@@ -116,9 +152,12 @@ class _Ctx:
                 continue
             joint = [st.move_terms[r][a.slot_move[slots[r]]] for r in range(self.R)]
             s2 = sm.next_state(st.states[0], joint)
+            if self.late():
+                return
             term = sm.is_terminal(s2)
             T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
             st.states.append(s2)
+            progress(st, 0)
 
     # ---------------------------------------------------------------- one simulation
     def simulate(self) -> bool:
@@ -156,6 +195,8 @@ class _Ctx:
                     return False
                 joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
                 s2 = sm.next_state(st.states[node], joint)
+                if self.late():
+                    return False
                 term = sm.is_terminal(s2)
                 goals = self.scores(s2) if term else self.zeros
                 child = int(T.add_child(a, node, self.out, term, goals))
@@ -201,12 +242,18 @@ class _Ctx:
                     raise
                 return False, self.zeros, s, cd, False
         steps = 0
-        while steps < cd and not self.late():
+        terminal = False
+        while steps < cd:
+            # the clock is read before every query: one query is all a deadline can overrun
+            if self.late():
+                break
             if steps > 0 and sm.is_terminal(s):
-                return True, self.scores(s), s, steps, True
-            joint, ids_row = [], []
-            counts = []
+                terminal = True
+                break
+            joint, ids_row, counts = [], [], []
             for r in range(self.R):
+                if self.late():
+                    break
                 legal = sm.legal_moves(s, r)
                 if not legal:
                     raise ReasonerError("a role has no legal move in a non-terminal state")
@@ -216,11 +263,15 @@ class _Ctx:
                 joint.append(legal[k])
                 ids_row.append(ids[k])
                 counts.append(len(legal))
+            if len(joint) < self.R or self.late():
+                break                       # cut by the deadline within this ply
             L.carry_mobility(mobility, np.array(counts, np.int64))
             pm.append(ids_row)
             s = sm.next_state(s, joint)
             steps += 1
-        if steps > 0 and sm.is_terminal(s):
+        if not terminal and steps == cd and steps > 0 and not self.late():
+            terminal = sm.is_terminal(s)    # reached in the last step allowed
+        if terminal:
             return True, self.scores(s), s, steps, True
         return False, self.zeros, s, steps, False
 
@@ -234,7 +285,7 @@ class _Ctx:
         """The raw features of the end state ``s`` into ``self.raw``."""
         cal, facts = self.util
         sm = self.sm
-        if not terminal:
+        if not terminal and not self.late():   # past the deadline: mobility as carried so far
             L.carry_mobility(mobility, np.array([len(sm.legal_moves(s, r)) for r in range(self.R)], np.int64))
         self.raw[:] = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
                                      facts, cal.relations)
@@ -279,13 +330,14 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
-    if deadline is not None and not thesis:
-        ctx.widen_root()
     progress(ctx.st, 0)
+    if deadline is not None and not thesis:
+        ctx.widen_root(progress)
     sims = 0
     while (n_limit is None or sims < n_limit) and not ctx.late():
         sims += ctx.simulate()
         progress(ctx.st, sims)
+    progress(ctx.st, sims, final=True)
     return finish(ctx.st, params, rp, rng, role_index, sims, t0)
 
 
