@@ -425,3 +425,16 @@ def test_fit_persona_modes(thesis, tmp_path):
     else:        # the player always takes move 0, whose Q grows with exploration_factor
         assert p.exploration_factor > 70 and p.random_error == 0.0
     assert parse_persona(p.to_toml(), "p.toml") == p
+
+
+@needs_shared
+def test_dataset_selection_by_label_file(bulk, tmp_path):
+    from agent.modelling.dataset import load_dataset
+    ds, kw = bulk
+    first = sorted({d.match_id for d in ds.decisions if "connectFour" in d.match_id})[:2]
+    f = tmp_path / "labels.csv"
+    f.write_text(f"match id,role,label\n{first[0]},red,Sanguine\n{first[1]},1,Choleric\n")
+    lab = load_dataset([BULK], labels=read_labels(f), **kw)
+    assert {(d.match_id, d.role, d.label) for d in lab.decisions} == {(first[0], 0, "Sanguine"),
+                                                                      (first[1], 1, "Choleric")}
+    assert lab.summary["warnings"]                       # far fewer than 200 decisions per label
