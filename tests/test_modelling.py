@@ -8,7 +8,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from agent.modelling import attribution as A
 from agent.modelling import ga as G
 from agent.modelling.baselines import MoveFrequency
-from agent.modelling.dataset import Decision, parse_aliases, read_labels, DatasetError
+from agent.modelling.dataset import DatasetError, Decision, parse_aliases, read_labels
 from agent.modelling.fitting import stratified_subsample
 from agent.modelling.likelihood import fit_choice, log_probs, pad, thesis_log_fitness
 from agent.modelling.metrics import decision_metrics, interval, paired_interval, random_metrics
@@ -24,7 +23,7 @@ from agent.modelling.scoring import decision_seed, persona_key
 from agent.modelling.splits import group_kfold, later_matches
 from agent.persona import load_persona, parse_persona
 
-from conftest import needs_shared, SHARED, ROOT
+from conftest import ROOT, SHARED, needs_shared
 
 
 def dec(match="m", role=0, ply=0, label="A", start=0.0, n=3, chosen=0, state=None, prev=None):

@@ -10,7 +10,6 @@ import os
 import sys
 from pathlib import Path
 
-DEFAULT_ALIASES = ()
 CACHE_DIR = Path(".cache") / "modelling"
 
 
