@@ -437,3 +437,12 @@ def test_dataset_selection_by_label_file(bulk, tmp_path):
     assert {(d.match_id, d.role, d.label) for d in lab.decisions} == {(first[0], 0, "Sanguine"),
                                                                       (first[1], 1, "Choleric")}
     assert lab.summary["warnings"]                       # far fewer than 200 decisions per label
+
+
+def test_ga_generation_zero_holds_the_seed_genome():
+    # README: generation 0 holds the champion's genes (spec 3.3 "can seed the GA")
+    gl = G.genes()
+    lo, hi = G.bounds(gl)
+    seed = list(lo + 0.25 * (hi - lo))
+    st = G.run_ga(_quadratic, G.GAConfig(population=5, generations=1, seed=0), initial=[seed])
+    assert st.population[0] == pytest.approx(seed) and len(st.population) == 5
