@@ -287,8 +287,47 @@ def cmd_web(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- modelling
+DATASET_HELP = "decisions of selected players from match records (replayed; forced and substituted moves left out)"
+FIT_HELP = "fit personas to recorded players; report against baselines (persona-model 4.5)"
+ATTRIBUTE_HELP = "rank fitted personas by the likelihood of a player's recorded decisions"
+
+
+def add_dataset(sub) -> None:
+    from agent.modelling import commands
+    p = sub.add_parser("dataset", help=DATASET_HELP, description=DATASET_HELP)
+    commands.add_dataset(p)
+    p.set_defaults(func=cmd_modelling("cmd_dataset"))
+
+
+def add_fit(sub) -> None:
+    from agent.modelling import commands
+    p = sub.add_parser("fit", help=FIT_HELP, description=FIT_HELP)
+    commands.add_fit(p)
+    p.set_defaults(func=cmd_modelling("cmd_fit"))
+
+
+def add_attribute(sub) -> None:
+    from agent.modelling import commands
+    p = sub.add_parser("attribute", help=ATTRIBUTE_HELP, description=ATTRIBUTE_HELP)
+    commands.add_attribute(p)
+    p.set_defaults(func=cmd_modelling("cmd_attribute"))
+
+
+def cmd_modelling(name: str):
+    """The modelling command ``name``, with its input errors turned into usage errors."""
+    def run(args) -> int:
+        from agent.modelling import commands
+        try:
+            return getattr(commands, name)(args)
+        except commands.ModellingUsage as e:
+            raise UsageError(str(e)) from None
+    return run
+
+
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match, add_persona, add_web]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match,
+               add_persona, add_web, add_dataset, add_fit, add_attribute]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,252 @@
+"""The whole fit: split, fit a persona per label and a pooled one, evaluate against the
+baselines on the same test decisions, the persona x label matrix, attribution, report.
+
+Everything expensive is resumable: GA checkpoints per fit (``checkpoints/``) and the
+Q-value cache (``cache/q.pkl``) live in the output folder, so running the same command
+again after Ctrl-C or a crash continues where it stopped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from agent.matchlog import atomic_write_bytes
+
+from . import attribution as A
+from . import ga as G
+from .baselines import MoveFrequency
+from .fitting import fit_champion, fit_persona
+from .likelihood import log_probs_all, pad
+from .metrics import decision_metrics, interval, paired_interval, random_metrics
+from .scoring import Scorer
+from .splits import group_kfold, later_matches
+
+MODELS = ("fitted", "pooled", "champion", "move-frequency", "random")
+SHOWN = (("logp", "log-likelihood / decision"), ("argmax", "AAR of argmax"), ("choose", "AAR of CHOOSE"),
+         ("expected", "expected AAR"), ("top2", "top-2"), ("top5", "top-5"), ("regret", "Q-regret"))
+
+
+class FitError(ValueError):
+    """A fit that cannot run as asked (no decisions, several games...)."""
+
+
+@dataclass
+class Settings:
+    limit: int = 1000
+    population: int = 100
+    generations: int = 50
+    patience: int = 10
+    subsample: int = 300
+    final_size: int = 0          # decisions to rank the finalists on (0: all training decisions)
+    split: str = "later"         # "later" or "kfold"
+    test_fraction: float = 0.3
+    folds: int = 5
+    fold: int = 0
+    test_pms: int = 0            # evaluate on at most this many test player-matches per label (0: all)
+    seed: int = 0
+    thesis: bool = False
+    replicates: int = 2
+    noise_decisions: int = 100   # test decisions per label re-scored with replicate 1
+    n_boot: int = 1000
+    pooled: bool = True
+
+
+def slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "player"
+
+
+def split(decisions, s: Settings):
+    if s.split == "later":
+        return later_matches(decisions, s.test_fraction)
+    if s.split == "kfold":
+        folds = group_kfold(decisions, s.folds, s.seed)
+        if not 0 <= s.fold < len(folds):
+            raise FitError(f"fold {s.fold} does not exist (0..{len(folds) - 1})")
+        return folds[s.fold]
+    raise FitError(f"unknown split {s.split!r} (later, kfold)")
+
+
+def _cap_test(test, n: int, seed: int) -> list:
+    """At most ``n`` test player-matches per label, drawn with a fixed seed."""
+    if n <= 0:
+        return test
+    by: dict = {}
+    for d in test:
+        by.setdefault(d.label, set()).add(d.pm)
+    keep = set()
+    rng = np.random.default_rng(seed)
+    for lab in sorted(by):
+        pms = sorted(by[lab])
+        keep.update(pms[i] for i in rng.permutation(len(pms))[:n])
+    return [d for d in test if d.pm in keep]
+
+
+def _persona_logp(qs, decisions, choice) -> list:
+    Q, mask = pad(qs)
+    lp = log_probs_all(Q, mask, choice.get("random_error", 0.0), choice.get("nice_threshold", 0.0),
+                       choice.get("kappa", 0.1))
+    return [lp[i, :len(d.moves)] for i, d in enumerate(decisions)]
+
+
+def _persona_metrics(qs, decisions, choice) -> dict:
+    return decision_metrics(qs, _persona_logp(qs, decisions, choice), [d.chosen for d in decisions],
+                            choice=choice, is_q=True)
+
+
+def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress=True, log=print) -> dict:
+    out = Path(out_dir)
+    decisions = dataset.decisions
+    if not decisions:
+        raise FitError("no decisions selected (check --player, --role, --labels)")
+    games = sorted({d.game for d in decisions})
+    if len(games) > 1:
+        raise FitError(f"the selected records hold {len(games)} different games; fit one at a time "
+                       f"with --game NAME")
+    labels = sorted({d.label for d in decisions})
+    train, test = split(decisions, s)
+    test = _cap_test(test, s.test_pms, s.seed)
+    if not train or not test:
+        raise FitError("the split left no training or no test decisions (too few player-matches)")
+    scorer = Scorer(dataset.games, seed=s.seed, limit=s.limit, cache_file=out / "cache" / "q.pkl",
+                    scheduler=scheduler, workers=workers, progress=progress)
+    cfg = dict(population=s.population, generations=s.generations, patience=s.patience,
+               thesis=s.thesis, seed=s.seed)
+    final = s.final_size if s.final_size > 0 else 0
+    fits, champs, freqs = {}, {}, {}
+    for lab in labels:
+        tr = [d for d in train if d.label == lab]
+        if not tr:
+            raise FitError(f"{lab}: no training decisions")
+        log(f"fitting {lab} on {len(tr)} training decisions")
+        fits[lab] = fit_persona(tr, scorer, G.GAConfig(**cfg), name=lab, subsample=s.subsample,
+                                final_size=final, checkpoint=out / "checkpoints" / f"{slug(lab)}.json",
+                                limit=s.limit, log=log)
+        champs[lab] = fit_champion(tr, scorer, limit=s.limit, final_size=final, seed=s.seed)
+        freqs[lab] = MoveFrequency(tr)
+    pooled = None
+    if s.pooled and len(labels) > 1:
+        log(f"fitting the pooled persona on {len(train)} training decisions of {len(labels)} players")
+        pooled = fit_persona(train, scorer, G.GAConfig(**cfg), name="pooled", subsample=s.subsample,
+                             final_size=final, checkpoint=out / "checkpoints" / "pooled.json",
+                             limit=s.limit, log=log)
+    # ---- evaluation: every persona scored once on every test decision
+    personas = [fits[lab]["persona"] for lab in labels] + ([pooled["persona"]] if pooled else [])
+    champion = next(iter(champs.values()))["persona"]
+    qs = scorer.q(personas + [champion], test, description="test decisions")
+    scorer.save()
+    q_fit = dict(zip(labels, qs[:len(labels)]))
+    q_pool = qs[len(labels)] if pooled else None
+    q_champ = qs[-1]
+    idx = {lab: [i for i, d in enumerate(test) if d.label == lab] for lab in labels}
+    rows, diffs, per_decision = [], [], []
+    summary: dict = {}
+    for lab in labels:
+        ds = [test[i] for i in idx[lab]]
+        pms = [d.pm for d in ds]
+        if not ds:
+            continue
+        m = {"fitted": _persona_metrics([q_fit[lab][i] for i in idx[lab]], ds, fits[lab]["choice"]),
+             "champion": _persona_metrics([q_champ[i] for i in idx[lab]], ds, champs[lab]["choice"]),
+             "random": random_metrics([len(d.moves) for d in ds])}
+        if pooled:
+            m["pooled"] = _persona_metrics([q_pool[i] for i in idx[lab]], ds, pooled["choice"])
+        lps = [freqs[lab].logp(d) for d in ds]
+        m["move-frequency"] = decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
+        summary[lab] = {"decisions": len(ds), "player_matches": len(set(pms))}
+        for model in MODELS:
+            if model not in m:
+                continue
+            r = {"label": lab, "model": model, "decisions": len(ds), "player_matches": len(set(pms))}
+            for key, _ in SHOWN:
+                v, lo, hi = interval(pms, m[model][key], n_boot=s.n_boot, seed=s.seed)
+                r.update({key: v, f"{key}_lo": lo, f"{key}_hi": hi})
+            r["geo_mean_p"] = math.exp(r["logp"])
+            rows.append(r)
+        for model in MODELS[1:]:
+            if model not in m:
+                continue
+            for key in ("logp", "argmax", "expected"):
+                d_, lo, hi = paired_interval(pms, m["fitted"][key], m[model][key], n_boot=s.n_boot, seed=s.seed)
+                diffs.append({"label": lab, "baseline": model, "metric": key, "diff": d_, "lo": lo, "hi": hi,
+                              "beats": bool(lo > 0)})
+        for j, d in enumerate(ds):
+            per_decision.append({"label": lab, "match_id": d.match_id, "role": d.role, "ply": d.ply,
+                                 "moves": len(d.moves), **{f"{mo}_logp": float(m[mo]["logp"][j]) for mo in m},
+                                 **{f"{mo}_argmax": float(m[mo]["argmax"][j]) for mo in m}})
+    # ---- persona x label matrix (row = trace owner, column = fitted persona)
+    logp_by_persona = {}
+    matrix_logp, matrix_aar = [], []
+    for col in labels:
+        logp_by_persona[col] = [lp[d.chosen] for lp, d in zip(_persona_logp(q_fit[col], test, fits[col]["choice"]), test)]
+    for row in labels:
+        ml, ma = [], []
+        for col in labels:
+            ds = [test[i] for i in idx[row]]
+            mm = _persona_metrics([q_fit[col][i] for i in idx[row]], ds, fits[col]["choice"])
+            ml.append(float(np.mean(mm["logp"])) if ds else math.nan)
+            ma.append(float(np.mean(mm["argmax"])) if ds else math.nan)
+        matrix_logp.append(ml)
+        matrix_aar.append(ma)
+    diagonal = [bool(np.argmax(r) == i) for i, r in enumerate(matrix_logp)]
+    attribution = A.accuracy(test, logp_by_persona, {lab: lab for lab in labels}) if len(labels) > 1 else []
+    # ---- residual Q noise: replicate 1 of a few test decisions per label (spec 4.5 item 1)
+    noise = {}
+    if s.replicates > 1:
+        for lab in labels:
+            sub = [test[i] for i in idx[lab][:s.noise_decisions]]
+            if not sub:
+                continue
+            q0 = [q_fit[lab][i] for i in idx[lab][:s.noise_decisions]]
+            (q1,) = scorer.q([fits[lab]["persona"]], sub, replicate=1, description=f"{lab}: replicate 1")
+            noise[lab] = {"decisions": len(sub),
+                          "mean_abs_q_diff": float(np.mean([np.mean(np.abs(a - b)) for a, b in zip(q0, q1)])),
+                          "argmax_agreement": float(np.mean([np.argmax(a) == np.argmax(b) for a, b in zip(q0, q1)]))}
+        scorer.save()
+    # ---- outputs
+    pdir = out / "personas"
+    pdir.mkdir(parents=True, exist_ok=True)
+    for lab in labels:
+        atomic_write_bytes(pdir / f"{slug(lab)}.toml", fits[lab]["persona"].to_toml().encode())
+    if pooled:
+        atomic_write_bytes(pdir / "pooled.toml", pooled["persona"].to_toml().encode())
+    result = {
+        "settings": asdict(s), "labels": labels, "game": games[0],
+        "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
+                 "train_player_matches": len({d.pm for d in train}),
+                 "test_player_matches": len({d.pm for d in test})},
+        "fits": {lab: _fit_json(f) for lab, f in fits.items()},
+        "pooled": _fit_json(pooled) if pooled else None,
+        "champion_choice": {lab: c["choice"] for lab, c in champs.items()},
+        "move_frequency": {lab: f.params() for lab, f in freqs.items()},
+        "metrics": rows, "paired": diffs, "matrix": {"rows": labels, "columns": labels,
+                                                       "logp": matrix_logp, "argmax": matrix_aar,
+                                                       "diagonal_max": diagonal},
+        "attribution": attribution, "q_noise": noise, "scored_decisions": scorer.computed,
+        "bar": _bar(labels, diffs, diagonal, pooled is not None),
+    }
+    atomic_write_bytes(out / "results.json", json.dumps(result, indent=1, default=float).encode())
+    from .fitreport import write
+    write(out, result, per_decision)
+    return result
+
+
+def _fit_json(f) -> dict:
+    return {"persona": f["persona"].name, "genome": f["genome"], "choice": f["choice"], "stopped": f["stopped"],
+            "train_fitness": f["train_fitness"], "ranking_decisions": f["ranking_decisions"],
+            "history": [{k: v for k, v in h.items() if k != "fitness"} for h in f["history"]]}
+
+
+def _bar(labels, diffs, diagonal, has_pooled) -> dict:
+    """The issue's bar: per label, the paired differences of log-likelihood and argmax AAR
+    against champion and pooled all above 0; and the matrix diagonal dominant."""
+    per = {}
+    for lab in labels:
+        need = [d for d in diffs if d["label"] == lab and d["metric"] in ("logp", "argmax")
+                and d["baseline"] in ("champion", "pooled")]
+        per[lab] = bool(need) and all(d["beats"] for d in need) and (has_pooled or len(need) == 2)
+    return {"per_label": per, "labels_meeting": sum(per.values()), "diagonal_all": all(diagonal)}

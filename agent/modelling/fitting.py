@@ -1,0 +1,108 @@
+"""Fit one persona to a set of training decisions (spec 4.5), and the champion baseline.
+
+The GA (ga.py) evolves search genes; an individual's fitness is computed from its Q-values
+on a seeded, stratified subsample of the training decisions (one per generation, the same
+for every individual: CRN), via the behaviour likelihood with its choice parameters fitted
+by grid (default) or the thesis fitness F (thesis mode).  The five best of the last
+generation and the best ever are then ranked on the final ranking set, and the winner's
+choice parameters fitted there.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+import numpy as np
+
+from agent.persona import load_persona
+
+from . import ga as G
+from .likelihood import THESIS_KAPPA, fit_choice, pad, thesis_log_fitness
+
+
+def stratified_subsample(decisions, n: int, seed) -> list:
+    """Up to ``n`` decisions spread evenly over player-matches (round robin over shuffled
+    player-matches, shuffled decisions within each); all of them when there are fewer."""
+    if n <= 0 or len(decisions) <= n:
+        return list(decisions)
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(repr(seed).encode()).digest()[:8], "little"))
+    by = defaultdict(list)
+    for d in decisions:
+        by[d.pm].append(d)
+    groups = [by[k] for k in sorted(by)]
+    groups = [[g[i] for i in rng.permutation(len(g))] for g in (groups[j] for j in rng.permutation(len(groups)))]
+    out, depth = [], 0
+    while len(out) < n:
+        for g in groups:
+            if depth < len(g):
+                out.append(g[depth])
+                if len(out) == n:
+                    break
+        depth += 1
+    return out
+
+
+def objective(qs, decisions, thesis: bool) -> tuple[float, dict]:
+    """(fitness, choice parameters): the best grid likelihood per decision, or thesis log F."""
+    Q, mask = pad(qs)
+    chosen = [d.chosen for d in decisions]
+    if thesis:
+        return thesis_log_fitness(Q, mask, chosen, [d.pm for d in decisions]), {"kappa": THESIS_KAPPA}
+    c = fit_choice(Q, mask, chosen)
+    return c.pop("ll"), c
+
+
+def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 300,
+                final_size: int = 0, checkpoint=None, limit: int = 1000, log=print) -> dict:
+    """GA fit on ``train``; returns {persona, history, stopped, train_fitness, choice}."""
+    gl = G.genes(cfg.thesis)
+
+    def personas(pop):
+        return [G.decode(g, gl, name=name, limit=limit) for g in pop]
+
+    def evaluate(pop, gen):
+        sub = stratified_subsample(train, subsample, (cfg.seed, gen, 1))
+        qs = scorer.q(personas(pop), sub, description=f"{name}: generation {gen + 1}")
+        scorer.save()
+        return np.array([objective(q, sub, cfg.thesis)[0] for q in qs])
+
+    def report(st):
+        h = st.history[-1]
+        log(f"{name}: generation {h['generation'] + 1}: best {h['best']:.4f}, mean {h['mean']:.4f}, "
+            f"spread {h['diversity']:.3f}" + (f"; stop: {st.stopped}" if st.stopped else ""))
+
+    champion = load_persona("champion")
+    seed_genome = [getattr(champion, f)[k] if k is not None else getattr(champion, f) for _, f, k in gl]
+    state = G.run_ga(evaluate, cfg, checkpoint=checkpoint, initial=[seed_genome], on_generation=report)
+    last = np.array(state.population)
+    fit = np.array(state.history[-1]["fitness"])
+    finalists = [last[i] for i in np.argsort(-fit)[:5]]
+    if state.best is not None:
+        finalists.append(np.array(state.best))
+    uniq = {tuple(np.round(f, 9)): f for f in finalists}
+    finalists = list(uniq.values())
+    ranking = stratified_subsample(train, final_size, (cfg.seed, "final"))
+    qs = scorer.q(personas(finalists), ranking, description=f"{name}: ranking {len(finalists)} finalists")
+    scorer.save()
+    scored = [objective(q, ranking, cfg.thesis) for q in qs]
+    b = int(np.argmax([s[0] for s in scored]))
+    choice = dict(scored[b][1])
+    if cfg.thesis:  # RE and NT are genes there; the likelihood still uses only kappa
+        genome = dict(zip([g for g, _, _ in gl], finalists[b]))
+        choice.update(random_error=float(genome["random_error"]), nice_threshold=float(genome["nice_threshold"]))
+    persona = G.decode(finalists[b], gl, name=name, limit=limit, choice=choice,
+                       description=f"fitted to {name} ({len(train)} training decisions, "
+                                   f"{'thesis' if cfg.thesis else 'behaviour-likelihood'} GA)")
+    return {"persona": persona, "genome": list(map(float, finalists[b])), "history": state.history,
+            "stopped": state.stopped, "train_fitness": float(scored[b][0]), "choice": choice,
+            "ranking_decisions": len(ranking)}
+
+
+def fit_champion(train, scorer, *, limit: int, final_size: int = 0, seed=0) -> dict:
+    """The champion preset with its choice parameters (RE, NT, kappa) fitted on ``train``."""
+    ranking = stratified_subsample(train, final_size, (seed, "final"))
+    champ = load_persona("champion").replace(limit=limit)
+    (qs,) = scorer.q([champ], ranking, description="champion: training decisions")
+    scorer.save()
+    ll, choice = objective(qs, ranking, False)
+    return {"persona": champ.replace(**choice), "train_fitness": ll, "choice": choice}

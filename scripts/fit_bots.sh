@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Fit a persona to each of the four bots of ../shared/corpus/matches, per game, and report
+# them against the baselines on the later-matches test set (docs/reports/fit-<game>/).
+#
+#   bash scripts/fit_bots.sh            # the committed, session-sized run (SIZE=small)
+#   SIZE=full bash scripts/fit_bots.sh  # the spec's sizes: 1000 simulations, population 100,
+#                                       # up to 50 generations, 300 decisions per generation
+#
+# Resumable: run the same command again after Ctrl-C or a crash; GA checkpoints and the
+# Q-value cache live in each output folder (cache/, checkpoints/, not committed).
+# SCHEDULER=tcp://HOST:8786 sends the scoring to a Dask cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+SIZE=${SIZE:-small}
+case "$SIZE" in
+  small) ARGS=(--limit 100 --population 12 --generations 5 --subsample 60 --final-size 150
+               --test-pms 20 --workers 0) ;;
+  full)  ARGS=() ;;   # the defaults are the spec's
+  *) echo "SIZE must be small or full" >&2; exit 2 ;;
+esac
+OUT=${OUT:-docs/reports}
+[ -n "${SCHEDULER:-}" ] && ARGS+=(--scheduler "$SCHEDULER")
+export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.cache/numba}
+for game in ${GAMES:-connectFour nineBoardTicTacToe}; do
+  suffix=$([ "$SIZE" = small ] && echo "" || echo "-$SIZE")
+  .venv/bin/ggp-persona fit "$SHARED/corpus/matches/ggp-base-local-petewall" \
+    --games "$SHARED/corpus/games" --game "$game" --alias ConfidenceAgent=ConfidencePlayer \
+    --drop-duplicates --out "$OUT/fit-$game$suffix" "${ARGS[@]}"
+done
