@@ -223,8 +223,24 @@ def cmd_persona_show(args) -> int:
     return persona_show(args)
 
 
+# ------------------------------------------------------------------------------- playtest
+def add_playtest(sub) -> None:
+    from agent.playtest import command
+    p = sub.add_parser("playtest", help=command.HELP, description=command.HELP)
+    command.add_arguments(p)
+    p.set_defaults(func=cmd_playtest)
+
+
+def cmd_playtest(args) -> int:
+    from agent.playtest.command import PlaytestError, cmd_playtest as run
+    try:
+        return run(args)
+    except PlaytestError as e:
+        raise UsageError(str(e)) from None
+
+
 # ------------------------------------------------------------------------------- main
-SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_persona]
+SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_persona, add_playtest]
 
 
 def build_parser() -> argparse.ArgumentParser:
