@@ -99,7 +99,7 @@ def cmd_playtest(args) -> int:
 
     print(f"validating {len(vs)} variant(s) ...", file=sys.stderr)
     warnings, props, boards = {}, {}, {}
-    base_engine, _ = engine_for(base.rules_text, base.key)
+    base_engine = engine_for(base.rules_text, base.key)
     roles = [render(r) for r in base_engine.roles]
     role = 0
     if args.role is not None:
@@ -108,7 +108,7 @@ def cmd_playtest(args) -> int:
         role = roles.index(args.role)
     for v in vs:
         try:
-            engine, _ = engine_for(v.rules_text, v.key)
+            engine = engine_for(v.rules_text, v.key)
         except Exception as e:     # grounding or reasoner failure: name the variant
             raise PlaytestError(f"variant {v.name}: cannot build an engine: {e}") from None
         if [render(r) for r in engine.roles] != roles:

@@ -20,7 +20,7 @@ import random
 
 from gdl.terms import render
 
-_ENGINES: dict = {}     # per worker process: rules key -> (engine, calibration)
+_ENGINES: dict = {}     # per worker process: rules key -> engine
 
 
 def sub_seed(*parts) -> int:
@@ -33,9 +33,7 @@ def engine_for(rules_text: str, key: str, budget: float = 60.0):
     if hit is None:
         from agent.engine import load_engine
         from gdl.kif import parse_rules
-        engine = load_engine(parse_rules(rules_text, key), budget_seconds=budget)
-        from agent.search import features as F
-        hit = _ENGINES[key] = (engine, F.calibrate(engine))
+        hit = _ENGINES[key] = load_engine(parse_rules(rules_text, key), budget_seconds=budget)
     return hit
 
 
@@ -57,7 +55,8 @@ def play_run(task: dict) -> dict:
     from agent.search import features as F
     from agent.search import search
 
-    engine, cal = engine_for(task["rules_text"], task["rules_key"])
+    engine = engine_for(task["rules_text"], task["rules_key"])
+    cal = F.calibrate(engine)          # cached per engine; the same for every persona
     me = task["role"]
     persona = persona_from_dict(task["persona"], "persona")
     opp = task["opponent"]
@@ -115,7 +114,7 @@ def agreement_task(task: dict) -> list:
     from agent.search import search_batch
     from gdl.kif import parse_term
 
-    engine, _ = engine_for(task["rules_text"], task["rules_key"])
+    engine = engine_for(task["rules_text"], task["rules_key"])
     persona = persona_from_dict(task["persona"], "persona")
     states = [frozenset(parse_term(f) for f in facts) for facts, _ in task["items"]]
     results = search_batch(engine, [(st, task["role"]) for st in states], persona,

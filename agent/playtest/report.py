@@ -54,17 +54,21 @@ def outcome_figure(summ, players, variants):
 
 
 def metric_figure(summ, players, variants):
-    names = [m for m in BAR_METRICS if all(m in summ[p][v] for p in players for v in variants)]
+    # a feature that is the same in every run (e.g. opponents' facts in a one-player game)
+    # says nothing: left out
+    names = [m for m in BAR_METRICS if all(m in summ[p][v] for p in players for v in variants)
+             and len({round(summ[p][v][m][k], 9) for p in players for v in variants for k in (0, 1, 2)}) > 1]
     cols = 3
     rows = math.ceil(len(names) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.4 * rows), constrained_layout=True,
                              squeeze=False)
     for ax, m in zip(axes.flat, names):
         _bars(ax, players, {v: [summ[p][v][m] for p in players] for v in variants}, m)
-        ax.set_title(f"{m} at the end of play (mean, 95 % t interval)", fontsize=9)
+        ax.set_title(f"{m} (mean, 95 % t interval)", fontsize=9)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
-    axes[0][0].legend(title="variant", fontsize=8)
+    if names:
+        axes[0][0].legend(title="variant", fontsize=8)
     return fig
 
 

@@ -109,7 +109,7 @@ def _cached(folder: Path, tasks: list, fn, description: str, setup: Setup) -> li
 def play_all(setup: Setup) -> list:
     """Every run (cached); each record carries variant, player and run index."""
     tasks = run_tasks_for(setup)
-    results = _cached(setup.out / "runs", tasks, play_run,
+    results = _cached(setup.out / "cache" / "runs", tasks, play_run,
                       f"playtest runs ({len(tasks)})", setup)
     for t, r in zip(tasks, results):
         r.update(variant=t["variant"], player=t["player"], run=t["run"])
@@ -139,7 +139,7 @@ def agreement_all(setup: Setup, runs: list) -> dict:
                               "items": [(d["state"], d["move"]) for _, d in sample],
                               "runs": [run for run, _ in sample]})
                 owners.append(a.label)
-    results = _cached(setup.out / "agreement", tasks, agreement_task,
+    results = _cached(setup.out / "cache" / "agreement", tasks, agreement_task,
                       f"agreement ({len(tasks)} owner x judge x variant)", setup)
     hits: dict = {}
     for t, res in zip(tasks, results):
@@ -154,7 +154,7 @@ def variant_properties(v: Variant, playouts: int = 30, cap: int = 500) -> dict:
     """Structure of a variant from seeded uniform random playouts: mean branching factor
     (legal moves of the roles that have a choice), mean playout length, initial facts and
     ground fluents."""
-    engine, _ = engine_for(v.rules_text, v.key)
+    engine = engine_for(v.rules_text, v.key)
     rnd = random.Random(sub_seed("properties", v.key))
     n = len(engine.roles)
     s0 = engine.initial_state()

@@ -215,4 +215,27 @@ def check_variant(v: Variant, base_engine=None, engine=None) -> list:
                 msg.append("unexpectedly true: " + ", ".join(extra[:8]))
             raise VariantError(f"variant {v.name}: the initial state is not the edited one: "
                                + "; ".join(msg))
-    return [str(p) for p in problems]
+    out = [str(p) for p in problems]
+    read = _relations_read(desc)
+    for f in v.added + v.removed:
+        rel = f[1:].split()[0].rstrip(")") if f.startswith("(") else f
+        if rel not in read:
+            out.append(f"edit {f}: no rule reads {rel} facts (true ...), so it cannot change play")
+    return out
+
+
+def _relations_read(desc: Description) -> set:
+    """Relations of the ``(true ...)`` literals in rule bodies: the facts play can depend on."""
+    out = set()
+
+    def walk(lit):
+        if isinstance(lit, tuple):
+            if lit[0] == "true" and len(lit) == 2:
+                out.add(lit[1][0] if isinstance(lit[1], tuple) else lit[1])
+            else:
+                for a in lit[1:]:
+                    walk(a)
+    for r in desc.rules:
+        for lit in r.body:
+            walk(lit)
+    return out
