@@ -225,3 +225,19 @@ def test_command_writes_the_report(tmp_path, capsys):
     # bad input: one line, exit 2, no traceback
     assert main(["playtest", str(f), "--variant", "x: -(nothing)", "--out", str(out)]) == 2
     assert "not an init fact" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- heat maps
+def test_board_shares_by_hand():
+    import numpy as np
+
+    from agent.playtest import heatmap
+    from gdl.board import BoardSpec
+    spec = BoardSpec("cell", 3, (0, 1), (("1", "2"), ("1", "2")), (2,), ("b", "x"), "b")
+    shares = {"(cell 1 2 x)": 0.5, "(cell 2 1 x)": 1.0, "(cell 1 1 b)": 1.0, "(other 1 1 x)": 1.0}
+    grids = heatmap.board_shares(spec, shares)
+    assert set(grids) == {"x", "b"}
+    # rows are y, columns x: (cell 1 2 x) is row 1, column 0
+    assert np.array_equal(grids["x"], np.array([[0.0, 1.0], [0.5, 0.0]]))
+    assert heatmap.pick_contents(spec, {"p": grids}) == ["x"]      # the empty square is left out
+    assert heatmap.board_figure(spec, {"p": grids, "q": {}}, "t") is not None
