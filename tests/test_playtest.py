@@ -241,3 +241,16 @@ def test_board_shares_by_hand():
     assert np.array_equal(grids["x"], np.array([[0.0, 1.0], [0.5, 0.0]]))
     assert heatmap.pick_contents(spec, {"p": grids}) == ["x"]      # the empty square is left out
     assert heatmap.board_figure(spec, {"p": grids, "q": {}}, "t") is not None
+
+
+def test_skill_sweep_labels_and_bad_limits():
+    from agent.playtest.command import PlaytestError, _limits, _personas
+    players = _personas("collector,attacker", _limits("100,1000"))
+    assert [(p.label, p.limit) for p in players] == [
+        ("collector@100", 100), ("collector@1000", 1000), ("attacker@100", 100), ("attacker@1000", 1000)]
+    assert [p.label for p in _personas("collector", [50])] == ["collector"]
+    for bad in ("0", "ten", ""):
+        with pytest.raises(PlaytestError):
+            _limits(bad)
+    with pytest.raises(PlaytestError, match="no persona"):
+        _personas("nobody", [10])

@@ -77,7 +77,7 @@ def board_figure(spec, per_player: dict, title: str):
                 ax.set_title(p, fontsize=9)
             if j == 0:
                 ax.set_ylabel(f"{spec.relation} … {c}" if c else spec.relation, fontsize=8)
-    fig.colorbar(im, ax=axes, shrink=0.8, label="share of runs in which the fact became true")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="share of runs")
     fig.suptitle(title, fontsize=10)
     return fig
 

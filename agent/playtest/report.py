@@ -76,7 +76,9 @@ def length_figure(runs, players, variants):
     fig, axes = plt.subplots(1, len(variants), figsize=(4.4 * len(variants), 3.4),
                              constrained_layout=True, squeeze=False, sharey=True)
     lengths = [r["length"] for r in runs]
-    bins = np.linspace(min(lengths), max(lengths) + 1, 16) if lengths else 10
+    lo, hi = (min(lengths), max(lengths)) if lengths else (0, 1)
+    step = max(1, int(np.ceil((hi - lo + 1) / 25)))       # whole plies per bin, at most ~25 bins
+    bins = np.arange(lo - 0.5, hi + step + 0.5, step)
     g = _groups(runs, "variant", "player")
     for ax, v in zip(axes[0], variants):
         for p in players:
@@ -161,13 +163,23 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                if a["diagonal_dominant"] else
                "The diagonal is NOT higher than every off-diagonal entry.")
     pairs = ", ".join(f"{x} / {y}" for x, y in a["not_separated"])
+    flat = [f for f in metrics.FEATURES
+            if len({r["features"][f] for r in runs}) == 1]
     text = (f"Agreement matrix (persona-model 5.1): row A = whose decision states, column B = "
             f"whose choice (the persona's own choice rule) on them; within-persona agreement uses "
             f"a fresh seed. Within-persona agreement {w[0]:.3f} [{w[1]:.3f}, {w[2]:.3f}] vs "
             f"between {b[0]:.3f} [{b[1]:.3f}, {b[2]:.3f}] (per-run AARs; Welch t = {a['t']:.2f}, "
             f"p = {a['p']:.3g}). {verdict}")
     if pairs:
-        text += f"\n\nThese pairs do not separate in this game (one agrees with the other as much as with itself): {pairs}."
+        text += (f"\n\nThese pairs do not separate in this game (one agrees with the other at "
+                 f"least as much as with itself): {pairs}.")
+        if not (a["p"] < 0.05 and a["within"][0] > a["between"][0]):
+            text += (" Within-persona agreement is not significantly higher than between-persona "
+                     "agreement: in this game, at this search size, the personas do not separate "
+                     "as a whole.")
+        if flat:
+            text += (f" These 6.4 features never change in any run of this game: "
+                     f"{', '.join(flat)}; personas that differ in their weights play alike here.")
     sections.append({"heading": "Are the personas distinct?", "text": text,
                      "figures": [(agreement_figure(a), "agreement",
                                   "Agreement matrix: share of A's decisions where B chose the same move.")]})
@@ -196,11 +208,15 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
     corr = metrics.correlations(props, means)
     crow = [[c["persona"], c["property"], c["metric"], c["n"], c["r"], c["p"]] for c in corr
             if not math.isnan(c["r"])]
+    best = [[p, max(variants, key=lambda v: summ[p][v]["final goal"][0]),
+             min(variants, key=lambda v: summ[p][v]["final goal"][0])] for p in players]
     sections.append({"heading": "Variant properties against persona metrics (Pearson)", "text":
                      f"r across the {len(variants)} variants; with so few variants r is descriptive "
                      "and its p-value weak. Rows where a side is constant are left out.",
                      "table": {"columns": ["persona", "property", "metric", "variants", "r", "p"],
                                "rows": crow}})
+    sections.append({"heading": "Best and worst variant per persona (by mean final goal)",
+                     "table": {"columns": ["persona", "best", "worst"], "rows": best}})
 
     # --- heat maps
     figs = []
@@ -215,7 +231,8 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                 if fig is not None:
                     figs.append((fig, f"board_{v.name}_{k}",
                                  f"Variant {v.name}: share of runs in which each {spec.relation} fact "
-                                 f"became true, on the board (row 1 at the bottom)."))
+                                 f"became true, on the board (x: first coordinate, left to right; y: second "
+                                 f"coordinate, first value at the bottom)."))
         else:
             notes.append(v.name)
             fig = heatmap.top_facts_figure(shares, f"variant {v.name}: facts that separate the personas")
