@@ -70,9 +70,14 @@ def _limits(text: str) -> list:
 
 
 def cmd_playtest(args) -> int:
+    import warnings
+
     from agent.persona import PersonaError, load_persona
     from gdl.terms import render
 
+    # Welch on nearly constant samples makes scipy warn about precision; the page says
+    # where samples are constant, so the warning is noise on the console
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
     from . import heatmap, report, runner, variants as V
     from .play import engine_for
 
@@ -135,7 +140,8 @@ def cmd_playtest(args) -> int:
                          max_plies=args.max_plies, agreement_states=args.agreement_states,
                          workers=args.workers, scheduler=args.scheduler, out=out,
                          role_name=roles[role],
-                         opponent_label=("uniformly random moves" if opponent == "random" else
+                         opponent_label=("no one (a one-player game)" if len(roles) == 1 else
+                                         "uniformly random moves" if opponent == "random" else
                                          f"{opponent.name} (limit {args.opponent_limit or 'as the persona'})"),
                          extra={"boards": boards})
     runs = runner.play_all(setup)
@@ -148,6 +154,9 @@ def cmd_playtest(args) -> int:
              f"(seed {args.seed}), limit {args.limit} simulations per decision, persona in role "
              f"{roles[role]} against {setup.opponent_label}. Agreement from up to "
              f"{args.agreement_states} decisions per persona and variant.")
+    if args.runs < 50 or max(limits) < 1000:
+        intro += (" This is smaller than the default size (50 runs, limit 1000), so intervals are "
+                  "wider and the search weaker than in a full-size playtest.")
     page = report.build(setup, runs, agr, props, warnings, title, intro)
     print(f"wrote {page}")
     return 0
