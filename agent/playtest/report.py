@@ -43,13 +43,20 @@ def _bars(ax, labels, series: dict, ylabel: str, ylim=None):
     ax.grid(axis="y", alpha=0.3)
 
 
+def _legend(fig, ax):
+    """One variant legend above the panels, where it hides no bar."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, title="variant", loc="outside upper center",
+               ncol=min(6, len(labels)), fontsize=8)
+
+
 def outcome_figure(summ, players, variants):
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
     for ax, o in zip(axes, metrics.OUTCOMES):
         _bars(ax, players, {v: [summ[p][v][o] for p in players] for v in variants},
               f"{o} rate", (0, 1.05))
         ax.set_title(f"{o} rate (95 % Wilson interval)", fontsize=10)
-    axes[0].legend(title="variant", fontsize=8)
+    _legend(fig, axes[0])
     return fig
 
 
@@ -60,7 +67,7 @@ def metric_figure(summ, players, variants):
              and len({round(summ[p][v][m][k], 9) for p in players for v in variants for k in (0, 1, 2)}) > 1]
     cols = 3
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.4 * rows), constrained_layout=True,
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.4 * rows + 0.6), layout="constrained",
                              squeeze=False)
     for ax, m in zip(axes.flat, names):
         _bars(ax, players, {v: [summ[p][v][m] for p in players] for v in variants}, m)
@@ -68,7 +75,7 @@ def metric_figure(summ, players, variants):
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     if names:
-        axes[0][0].legend(title="variant", fontsize=8)
+        _legend(fig, axes[0][0])
     return fig
 
 
