@@ -241,6 +241,9 @@ def test_board_shares_by_hand():
     assert np.array_equal(grids["x"], np.array([[0.0, 1.0], [0.5, 0.0]]))
     assert heatmap.pick_contents(spec, {"p": grids}) == ["x"]      # the empty square is left out
     assert heatmap.board_figure(spec, {"p": grids, "q": {}}, "t") is not None
+    assert not heatmap.static({"p": grids, "q": grids})          # shares of 0.5: play varies
+    walls = {"x": np.array([[1.0, 0.0], [0.0, 1.0]])}
+    assert heatmap.static({"p": walls, "q": {"x": walls["x"].copy()}})
 
 
 def test_skill_sweep_labels_and_bad_limits():

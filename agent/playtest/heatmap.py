@@ -39,6 +39,22 @@ def board_shares(spec, shares: dict) -> dict:
     return out
 
 
+def static(per_player: dict) -> bool:
+    """True when a board looks the same in every run of every player (each cell's share 0
+    or 1, equal for all): walls, holes, fixed marks; nothing to compare."""
+    grids = list(per_player.values())
+    if not grids:
+        return True
+    first = grids[0]
+    for g in grids:
+        if set(g) != set(first):
+            return False
+        for c, a in g.items():
+            if not np.array_equal(a, first[c]) or not np.isin(a, (0.0, 1.0)).all():
+                return False
+    return True
+
+
 def pick_contents(spec, per_player: dict) -> list:
     """The contents to draw: not the background (the empty square), most often true first."""
     totals: dict = {}

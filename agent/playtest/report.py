@@ -228,12 +228,16 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
     # --- heat maps
     figs = []
     notes = []
+    notes_static = []
     for v in setup.variants:
         shares = {p: metrics.fact_shares(by_pv[p][v.name]) for p in players}
         specs = setup.extra.get("boards", {}).get(v.name)
         if specs:
             for k, spec in enumerate(specs[:2]):
                 grids = {p: heatmap.board_shares(spec, shares[p]) for p in players}
+                if heatmap.static(grids):
+                    notes_static.append(f"{spec.relation} ({v.name})")
+                    continue
                 fig = heatmap.board_figure(spec, grids, f"variant {v.name}: board {spec.relation}")
                 if fig is not None:
                     figs.append((fig, f"board_{v.name}_{k}",
@@ -251,6 +255,9 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             "square (the content filling most of the initial board) is left out.")
     if notes:
         text += f"\n\nNo board found in: {', '.join(notes)} (drawn as bars instead)."
+    if notes_static:
+        text += (f"\n\nNot drawn, the same in every run of every persona: "
+                 f"{', '.join(notes_static)}.")
     sections.append({"heading": "Heat maps", "text": text, "figures": figs})
 
     data = {
