@@ -25,15 +25,17 @@ def _groups(runs, key_a, key_b):
     return out
 
 
-def _bars(ax, labels, series: dict, ylabel: str, ylim=None):
-    """Grouped bars with 95 % intervals: ``series[name] = [(mean, lo, hi) per label]``."""
+def _bars(ax, labels, series: dict, ylabel: str, ylim=None, bounds=(0.0, None)):
+    """Grouped bars with 95 % intervals: ``series[name] = [(mean, lo, hi) per label]``; the
+    intervals are clipped to the metric's possible range (``bounds``): a t interval on a few
+    goals of 0 and 100 reaches below 0, which no run can."""
     n = max(1, len(series))
     w = 0.8 / n
     x = np.arange(len(labels))
     for k, (name, vals) in enumerate(series.items()):
         m = np.array([v[0] for v in vals], float)
-        lo = np.array([v[1] for v in vals], float)
-        hi = np.array([v[2] for v in vals], float)
+        lo = np.clip(np.array([v[1] for v in vals], float), bounds[0], bounds[1])
+        hi = np.clip(np.array([v[2] for v in vals], float), bounds[0], bounds[1])
         err = np.vstack([np.nan_to_num(m - lo), np.nan_to_num(hi - m)])
         ax.bar(x + (k - (n - 1) / 2) * w, m, w, yerr=err, capsize=2, label=name)
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
@@ -70,7 +72,9 @@ def metric_figure(summ, players, variants):
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.4 * rows + 0.6), layout="constrained",
                              squeeze=False)
     for ax, m in zip(axes.flat, names):
-        _bars(ax, players, {v: [summ[p][v][m] for p in players] for v in variants}, m)
+        top = 100.0 if m in ("final goal", "end utility") else None
+        _bars(ax, players, {v: [summ[p][v][m] for p in players] for v in variants}, m,
+              bounds=(0.0, top))
         ax.set_title(f"{m} (mean, 95 % t interval)", fontsize=9)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
@@ -159,7 +163,8 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                                   "Win, draw and loss rates per persona and variant, 95 % Wilson intervals."),
                                  (metric_figure(summ, players, variants), "metrics",
                                   "Game length, final goal, the persona's utility and the 6.4 features "
-                                  "of the final state (raw values), means with 95 % t intervals."),
+                                  "of the final state (raw values), means with 95 % t intervals (clipped to the "
+                                  "possible range)."),
                                  (length_figure(runs, players, variants), "lengths",
                                   "Game length histograms per variant.")]})
 
