@@ -280,4 +280,6 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
         "pearson.csv": corr,
         "fact_shares.json": {v: {p: metrics.fact_shares(by_pv[p][v]) for p in players} for v in variants},
     }
+    for old in [*setup.out.glob("board_*.png"), *setup.out.glob("facts_*.png")]:
+        old.unlink()            # a figure this page no longer draws must not linger beside it
     return write_report(setup.out, title, sections, data, intro=intro)
