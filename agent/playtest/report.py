@@ -84,21 +84,25 @@ def metric_figure(summ, players, variants):
 
 
 def length_figure(runs, players, variants):
-    fig, axes = plt.subplots(1, len(variants), figsize=(4.4 * len(variants), 3.4),
-                             constrained_layout=True, squeeze=False, sharey=True)
+    """Per variant, one histogram of game lengths, stacked by persona (overlaid outlines of
+    six personas with few runs each are unreadable)."""
+    from matplotlib.ticker import MaxNLocator
+    fig, axes = plt.subplots(1, len(variants), figsize=(4.4 * len(variants), 3.6),
+                             layout="constrained", squeeze=False, sharey=True)
     lengths = [r["length"] for r in runs]
     lo, hi = (min(lengths), max(lengths)) if lengths else (0, 1)
-    step = max(1, int(np.ceil((hi - lo + 1) / 25)))       # whole plies per bin, at most ~25 bins
+    step = max(1, int(np.ceil((hi - lo + 1) / 15)))       # whole plies per bin, at most ~15 bins
     bins = np.arange(lo - 0.5, hi + step + 0.5, step)
     g = _groups(runs, "variant", "player")
     for ax, v in zip(axes[0], variants):
-        for p in players:
-            ax.hist([r["length"] for r in g.get(v, {}).get(p, [])], bins=bins, histtype="step",
-                    linewidth=1.6, label=p)
+        ax.hist([[r["length"] for r in g.get(v, {}).get(p, [])] for p in players], bins=bins,
+                stacked=True, label=players, edgecolor="white", linewidth=0.5)
         ax.set_title(f"variant {v}", fontsize=10)
         ax.set_xlabel("game length (plies)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][0].set_ylabel("runs")
-    axes[0][-1].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8, title="persona")
     return fig
 
 
@@ -166,7 +170,7 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                                   "of the final state (raw values), means with 95 % t intervals (clipped to the "
                                   "possible range)."),
                                  (length_figure(runs, players, variants), "lengths",
-                                  "Game length histograms per variant.")]})
+                                  "Game length histograms per variant, stacked by persona.")]})
 
     # --- agreement
     a = agr
