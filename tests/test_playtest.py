@@ -257,3 +257,14 @@ def test_skill_sweep_labels_and_bad_limits():
             _limits(bad)
     with pytest.raises(PlaytestError, match="no persona"):
         _personas("nobody", [10])
+
+
+def test_same_seed_same_runs_in_process_and_in_a_pool(tmp_path):
+    v = duel_variant(tmp_path)
+    players = [R.Player("champion", load_persona("champion"), 20)]
+
+    def runs(workers, out):
+        setup = R.Setup(variants=[v], players=players, opponent="random", runs=3,
+                        workers=workers, out=tmp_path / out)
+        return [(r["decisions"], r["goals"], r["facts"]) for r in R.play_all(setup)]
+    assert runs(0, "a") == runs(2, "b")
