@@ -232,11 +232,15 @@ def add_playtest(sub) -> None:
 
 
 def cmd_playtest(args) -> int:
+    from agent.compute import TaskError
     from agent.playtest.command import PlaytestError, cmd_playtest as run
     try:
         return run(args)
     except PlaytestError as e:
         raise UsageError(str(e)) from None
+    except TaskError as e:       # a run failed: finished runs are cached, the rerun resumes
+        raise CommandFailed(f"playtest stopped: {e} (finished runs are kept in "
+                            f"{args.out}/cache; run the command again to resume)") from None
 
 
 # ------------------------------------------------------------------------------- main
