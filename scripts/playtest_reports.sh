@@ -38,6 +38,6 @@ $PT $G/pawnWhopping/v1/pawnWhopping.kif \
 # breakthrough again with a stronger search, fewer personas: do they separate with more search?
 $PT $G/breakthrough/v0/breakthrough.kif \
   --variant 'white-short: -(cellHolds 1 1 white) -(cellHolds 8 1 white)' \
-  --personas finisher,survivor,attacker,collector --agreement-states 24 \
-  --runs 6 --limit 400 --workers "$W" --title "Playtest: breakthrough at limit 400" \
+  --personas finisher,survivor,attacker,collector --agreement-states 16 \
+  --runs 5 --limit 400 --workers 1 --title "Playtest: breakthrough at limit 400" \
   --out docs/reports/playtest/breakthrough-limit400
