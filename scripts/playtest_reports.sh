@@ -41,3 +41,11 @@ $PT $G/breakthrough/v0/breakthrough.kif \
   --personas finisher,survivor,attacker,collector --agreement-states 16 \
   --runs 5 --limit 400 --workers 1 --title "Playtest: breakthrough at limit 400" \
   --out docs/reports/playtest/breakthrough-limit400
+
+# two players, mandatory captures and kings (small: long games are slow on a loaded machine)
+$PT $G/englishDraughts/v0/englishDraughts.kif \
+  --variant 'white-king: -(cell b 1 white pawn) +(cell b 1 white king)' \
+  --variant 'black-short: -(cell a 6 black pawn)' \
+  --personas finisher,survivor,attacker,collector --agreement-states 16 \
+  --runs 3 --limit 50 --workers 1 --title "Playtest: English draughts (captures, kings)" \
+  --out docs/reports/playtest/englishDraughts
