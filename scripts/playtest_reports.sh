@@ -49,3 +49,10 @@ $PT $G/englishDraughts/v0/englishDraughts.kif \
   --personas finisher,survivor,attacker,collector --agreement-states 16 \
   --runs 3 --limit 50 --workers 1 --title "Playtest: English draughts (captures, kings)" \
   --out docs/reports/playtest/englishDraughts
+
+# ... and at the thesis's limit of 1000 simulations
+$PT $G/breakthrough/v0/breakthrough.kif \
+  --variant 'white-short: -(cellHolds 1 1 white) -(cellHolds 8 1 white)' \
+  --personas finisher,survivor,attacker,collector --agreement-states 16 \
+  --runs 4 --limit 1000 --workers 1 --title "Playtest: breakthrough at limit 1000" \
+  --out docs/reports/playtest/breakthrough-limit1000
