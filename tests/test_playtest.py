@@ -114,6 +114,8 @@ def test_inline_and_toml_edits(tmp_path):
     base = duel_variant(tmp_path)
     v = V.inline_variant(base, "more: +(token b 3) -(token a 1)")
     assert v.added == ["(token b 3)"] and v.removed == ["(token a 1)"]
+    w = V.inline_variant(base, "signs: + (token b -3)-start")      # spacing and negatives
+    assert w.added == ["(token b -3)"] and w.removed == ["start"]
     assert "(init (token b 3))" in v.rules_text and "(init (token a 1))" not in v.rules_text
     t = tmp_path / "lvl.toml"
     t.write_text('name = "lvl"\nremove = ["(token b 2)"]\n')

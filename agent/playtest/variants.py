@@ -23,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gdl.kif import Description, GdlError, Rule, decode_bytes, parse_rules, read_nodes, _Builder
+from gdl.kif import Description, GdlError, Rule, decode_bytes, parse_rules, parse_term, read_nodes
 from gdl.terms import is_ground, render
 
 
@@ -81,12 +81,12 @@ def parse_facts(text: str, source: str) -> list:
         nodes = read_nodes(text, source)
     except GdlError as e:
         raise VariantError(f"{source}: {e}") from None
-    b = _Builder(source)
     out = []
     for n in nodes:
-        t = b.term(n)
-        if t is None or b.problems:
-            raise VariantError(f"{source}: not a fact: {n!r}")
+        try:
+            t = parse_term(repr(n))
+        except GdlError:
+            raise VariantError(f"{source}: not a fact: {n!r}") from None
         if not is_ground(t):
             raise VariantError(f"{source}: {render(t)} has variables; a fact must be ground")
         out.append(t)
@@ -131,21 +131,25 @@ def inline_variant(base: Variant, spec: str) -> Variant:
     name = name.strip()
     if not sep or not name:
         raise VariantError(f"variant {spec!r}: write NAME: -(fact) +(fact) ...")
+    # KIF tokens: "+(cell 1 1 b)" reads as the atom "+" then a list; "-start" as one atom
+    try:
+        nodes = read_nodes(rest, f"variant {name}")
+    except GdlError as e:
+        raise VariantError(f"variant {name}: {e}") from None
     add, remove = [], []
-    tokens = rest.strip()
-    while tokens:
-        sign, tokens = tokens[0], tokens[1:].lstrip()
-        if sign not in "+-":
+    i = 0
+    while i < len(nodes):
+        n = nodes[i]
+        text = n.text if n.is_atom else None
+        if text in ("+", "-") and i + 1 < len(nodes):
+            sign, fact, i = text, nodes[i + 1], i + 2
+        elif text and text[0] in "+-" and len(text) > 1:
+            sign, fact, i = text[0], text[1:], i + 1
+        else:
             raise VariantError(f"variant {name}: each fact needs + (add) or - (remove) before it, "
-                               f"at {sign + tokens!r}")
-        nxt = [i for i in (tokens.find(" +"), tokens.find(" -"), tokens.find(")+"), tokens.find(")-"))
-               if i >= 0]
-        cut = min(nxt) + 1 if nxt else len(tokens)
-        facts = parse_facts(tokens[:cut], f"variant {name}")
-        if len(facts) != 1:
-            raise VariantError(f"variant {name}: one fact after each + or -, got {tokens[:cut]!r}")
-        (add if sign == "+" else remove).append(facts[0])
-        tokens = tokens[cut:].lstrip()
+                               f"at {n!r}")
+        (add if sign == "+" else remove).extend(parse_facts(str(fact) if isinstance(fact, str)
+                                                            else repr(fact), f"variant {name}"))
     if not add and not remove:
         raise VariantError(f"variant {name}: no edits (write -(fact) or +(fact))")
     return edited(base, name, add, remove, f"{base.name} edited on the command line")
