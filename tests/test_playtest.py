@@ -92,12 +92,13 @@ def test_agreement_matrix_by_hand():
             ("Y", "Y"): [[1, 1, 1]], ("Y", "X"): [[0, 1, 0]]}
     a = M.agreement_matrix(hits, ["X", "Y"])
     assert a["matrix"] == [[0.75, 0.25], [1 / 3, 1.0]]
-    assert a["diagonal_dominant"] and a["not_separated"] == []
+    assert a["diagonal_dominant"] and a["not_separated"] == [] and a["self_dominant"] == ["X", "Y"]
     assert a["within"][0] == pytest.approx((1 + 0.5 + 1) / 3)       # per-run AARs
     assert a["between"][0] == pytest.approx((0 + 0.5 + 1 / 3) / 3)
     same = M.agreement_matrix({("X", "X"): [[1, 0]], ("X", "Y"): [[1, 0]],
                                ("Y", "Y"): [[1]], ("Y", "X"): [[0]]}, ["X", "Y"])
     assert not same["diagonal_dominant"] and same["not_separated"] == [("X", "Y")]
+    assert same["self_dominant"] == ["Y"]
 
 
 def test_correlations_and_fact_shares():

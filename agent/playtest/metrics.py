@@ -86,7 +86,10 @@ def agreement_matrix(hits: dict, owners: list) -> dict:
             "between": mean_ci(between), "t": t, "p": p, "diagonal": diag,
             "diagonal_dominant": all(matrix[i][i] > matrix[i][j] for i in range(len(owners))
                                      for j in range(len(owners)) if i != j),
-            "not_separated": not_separated}
+            "not_separated": not_separated,
+            # personas whose own choices on their states beat every other persona's
+            "self_dominant": [a for i, a in enumerate(owners)
+                              if all(matrix[i][i] > matrix[i][j] for j in range(len(owners)) if j != i)]}
 
 
 def correlations(properties: dict, metrics: dict) -> list:

@@ -174,6 +174,7 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
 
     # --- agreement
     a = agr
+    owners_ = a["owners"]
     w, b = a["within"], a["between"]
     verdict = ("The diagonal is higher than every off-diagonal entry: the personas are distinct."
                if a["diagonal_dominant"] else
@@ -185,7 +186,9 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             f"whose choice (the persona's own choice rule) on them; within-persona agreement uses "
             f"a fresh seed. Within-persona agreement {w[0]:.3f} [{w[1]:.3f}, {w[2]:.3f}] vs "
             f"between {b[0]:.3f} [{b[1]:.3f}, {b[2]:.3f}] (per-run AARs; Welch t = {a['t']:.2f}, "
-            f"p = {a['p']:.3g}). {verdict}")
+            f"p = {a['p']:.3g}). {verdict} {len(a['self_dominant'])} of {len(owners_)} personas "
+            f"agree with themselves more than with any other persona on their own states"
+            f"{': ' + ', '.join(a['self_dominant']) if a['self_dominant'] else ''}.")
     if pairs:
         text += (f"\n\nThese pairs do not separate in this game (one agrees with the other at "
                  f"least as much as with itself): {pairs}.")
