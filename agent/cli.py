@@ -325,9 +325,29 @@ def cmd_modelling(name: str):
     return run
 
 
+# ------------------------------------------------------------------------------- playtest
+def add_playtest(sub) -> None:
+    from agent.playtest import command
+    p = sub.add_parser("playtest", help=command.HELP, description=command.HELP)
+    command.add_arguments(p)
+    p.set_defaults(func=cmd_playtest)
+
+
+def cmd_playtest(args) -> int:
+    from agent.compute import TaskError
+    from agent.playtest.command import PlaytestError, cmd_playtest as run
+    try:
+        return run(args)
+    except PlaytestError as e:
+        raise UsageError(str(e)) from None
+    except TaskError as e:       # a run failed: finished runs are cached, the rerun resumes
+        raise CommandFailed(f"playtest stopped: {e} (finished runs are kept in "
+                            f"{args.out}/cache; run the command again to resume)") from None
+
+
 # ------------------------------------------------------------------------------- main
 SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match,
-               add_persona, add_web, add_dataset, add_fit, add_attribute]
+               add_persona, add_web, add_dataset, add_fit, add_attribute, add_playtest]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,122 @@
+"""One playtest run: a persona plays one role of a game to the end against a fixed opponent.
+
+``play_run(task)`` is the task function of the compute backend (top level, picklable, no
+shared state): it loads the variant's engine (from the structure-keyed cache after the first
+time), plays the game from the initial state, calling the search for each role that has a
+choice (the persona for its role, the opponent for the others; ``random`` picks uniformly),
+and returns plain data:
+
+    goals, length (plies), outcome (win/draw/loss for the persona's role, spec 6.4),
+    features (raw 6.4 features of the final state), utility (the persona's u at the end),
+    facts (every ground fact that was true at some point, rendered),
+    decisions (the persona's non-forced decisions: ply, state, chosen move)
+
+Every random choice comes from the run's seed, so the same task gives the same run.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+
+from gdl.terms import render
+
+_ENGINES: dict = {}     # per worker process: rules key -> engine
+
+
+def sub_seed(*parts) -> int:
+    text = "|".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def engine_for(rules_text: str, key: str, budget: float = 60.0):
+    hit = _ENGINES.get(key)
+    if hit is None:
+        from agent.engine import load_engine
+        from gdl.kif import parse_rules
+        hit = _ENGINES[key] = load_engine(parse_rules(rules_text, key), budget_seconds=budget)
+    return hit
+
+
+def outcome(goals: list, role: int) -> str:
+    """Spec 6.4: win / loss against the best other role; one role: 100 wins, 0 loses."""
+    g = goals[role]
+    others = [x for q, x in enumerate(goals) if q != role]
+    if not others:
+        return "win" if g >= 100 else "loss" if g <= 0 else "draw"
+    best = max(others)
+    return "win" if g > best else "loss" if g < best else "draw"
+
+
+def play_run(task: dict) -> dict:
+    """Task keys: rules_text, rules_key, persona (dict), role, opponent (dict or "random"),
+    limit, opponent_limit, seed, max_plies."""
+    from agent.persona import persona_from_dict
+    from agent.reasoner.statemachine import goal_vector
+    from agent.search import features as F
+    from agent.search import search
+
+    engine = engine_for(task["rules_text"], task["rules_key"])
+    cal = F.calibrate(engine)          # cached per engine; the same for every persona
+    me = task["role"]
+    persona = persona_from_dict(task["persona"], "persona")
+    opp = task["opponent"]
+    opponent = None if opp == "random" else persona_from_dict(opp, "opponent")
+    rnd = random.Random(sub_seed(task["seed"], "random-opponent"))
+    n = len(engine.roles)
+    facts_index = F.FactIndex(engine.roles)
+    s = engine.initial_state()
+    seen = set(s)
+    mobility = [1] * n
+    decisions = []
+    ply = 0
+    trees = [None] * n
+    while not engine.is_terminal(s):
+        if ply >= task["max_plies"]:
+            break
+        legal = [engine.legal_moves(s, r) for r in range(n)]
+        F.carry_mobility(mobility, [len(m) for m in legal])
+        joint = []
+        for r in range(n):
+            if len(legal[r]) == 1:
+                joint.append(legal[r][0])
+                continue
+            seed = sub_seed(task["seed"], ply, r)
+            if r == me:
+                res = search(engine, s, r, persona, seed=seed, limit=task["limit"])
+                decisions.append({"ply": ply, "state": sorted(render(f) for f in s),
+                                  "move": render(res.move), "n_moves": len(legal[r])})
+                joint.append(res.move)
+            elif opponent is None:
+                joint.append(rnd.choice(legal[r]))
+            else:
+                joint.append(search(engine, s, r, opponent, seed=seed,
+                                    limit=task["opponent_limit"]).move)
+        s = engine.next_state(s, joint)
+        seen.update(s)
+        ply += 1
+    terminal = engine.is_terminal(s)
+    gv = engine.goal_values(s)
+    goals = goal_vector(gv)
+    raw = F.raw_features(s, terminal, gv, ply, mobility, me, facts_index, cal.relations)
+    w = F.weight_vector(persona.utility_weights, cal)
+    u = float(F.utility(raw, cal.lo[me], cal.hi[me], w)) if any(w) else float("nan")
+    return {"role": me, "goals": goals, "length": ply, "terminal": bool(terminal),
+            "outcome": outcome(goals, me) if terminal else "unfinished",
+            "features": {name: float(raw[i]) for i, name in enumerate(F.FIXED)},
+            "utility": u, "facts": sorted(render(f) for f in seen), "decisions": decisions}
+
+
+def agreement_task(task: dict) -> list:
+    """Persona B's choices on persona A's decision states: 1/0 per item, in item order.
+    Task keys: rules_text, rules_key, persona (B, dict), role, limit, seed,
+    items [(state facts rendered, move rendered)]."""
+    from agent.persona import persona_from_dict
+    from agent.search import search_batch
+    from gdl.kif import parse_term
+
+    engine = engine_for(task["rules_text"], task["rules_key"])
+    persona = persona_from_dict(task["persona"], "persona")
+    states = [frozenset(parse_term(f) for f in facts) for facts, _ in task["items"]]
+    results = search_batch(engine, [(st, task["role"]) for st in states], persona,
+                           seed=task["seed"], limit=task["limit"])
+    return [int(render(r.move) == move) for r, (_, move) in zip(results, task["items"])]
