@@ -90,7 +90,7 @@ def create_app(config: ServerConfig, manager: MatchManager | None = None) -> Fas
     @asynccontextmanager
     async def lifespan(app):
         await manager.startup()
-        log.info("%s ready on http://%s:%s/ (persona %s)", config.name, config.host, config.port,
+        log.info("%s listening on http://%s:%s/ (persona %s)", config.name, config.host, config.port,
                  config.persona or "default")
         try:
             yield
