@@ -90,6 +90,21 @@ def test_exploding_rules_end_the_match_cleanly(server):
     assert server.alive()
 
 
+def test_server_memory_budget_ends_the_largest_match(tmp_path):
+    """Workers under their own cap, but all matches together over the server's budget: the
+    match using most is ended, with the reason recorded."""
+    with ServerProcess(tmp_path / "match_logs", "--worker-memory-mb", "8000", "--prolog-stack-mb", "8000",
+                       "--memory-budget-mb", "1500") as s:
+        mid = "explode.budget"
+        assert s.send(start_message(mid, "red", exploding_rules(), 3, 2)) == "ready"
+        first = s.send(play_message(mid, None))
+        assert parse_term(first)[0] == "mark"
+        s.send(play_message(mid, [first, "noop"]))
+        d = record(s, mid, until=lambda d: "x-end-reason" in d, wait=90)
+        assert d is not None and "1500 MB budget" in d.get("x-end-reason", ""), s.log_text()
+        assert "status available" in s.send("( INFO )") and s.alive()
+
+
 # --------------------------------------------------------------------------- slow clients
 
 def _closed_within(sock: socket.socket, seconds: float) -> bool:
@@ -198,7 +213,7 @@ def test_start_clock_builds_the_engine_and_reply_uses_the_play_clock(server):
     rules = rules_list(TTT) + [f"( unusedfact {time.time_ns()} )"]  # a new structure: no cache hit
     reply, secs = timed_send(server, start_message(mid, "cross", rules, 40, 1))
     assert reply == "ready" and secs < 40, (reply, secs)
-    d = record(server, mid, until=lambda d: True)
+    d = record(server, mid, until=lambda d: "x-engine" in d, wait=10)
     assert d.get("x-engine") not in (None, "prolog"), (d.get("x-engine"), d.get("x-notes"))
     reply = server.send(play_message(mid, None))
     assert parse_term(reply)[0] == "place"
@@ -235,7 +250,10 @@ def test_listens_at_once_and_plays_while_warming_up(tmp_path):
                 with socket.create_connection((s.host, s.port), timeout=1) as c:
                     c.sendall(raw_request("( INFO )"))
                     c.settimeout(5)
-                    first = split_response(c.recv(4096))[2]
+                    data = b""
+                    while chunk := c.recv(4096):
+                        data += chunk
+                    first = split_response(data)[2]
             except OSError:
                 time.sleep(0.05)
         assert first == "( ( name ggp-persona ) ( status busy ) )", (first, s.log_text())

@@ -139,8 +139,10 @@ def test_four_matches_at_once_with_info_and_abort(server):
     for res in (r1, r3):
         check_match(res, 2, server)
     assert r2.errors == [] and r2.stop_reply == "aborted" and max(r2.latencies) < 2
-    assert max(info_latencies) < 0.5, sorted(info_latencies)[-5:]
-    assert abort_latency[0] < 0.5
+    # Only the protocol's limits: ggp-base waits 1 s for INFO and for ABORT (ggp-facts 3.1).
+    # How fast they really are, idle and under load: docs/benchmarks/server.md.
+    assert max(info_latencies) < 1.0, sorted(info_latencies)[-5:]
+    assert abort_latency[0] < 1.0
     MEASURED["info_during_4_matches_median"] = round(statistics.median(info_latencies), 4)
     MEASURED["info_during_4_matches_max"] = round(max(info_latencies), 4)
     MEASURED["abort_while_thinking"] = round(abort_latency[0], 4)

@@ -68,7 +68,7 @@ class Match:
         self.player_legal: dict = {}  # ply -> legal move texts, from the player
         self.decisions: dict = {}     # req -> decision dict, or None when the player gave up on it
         self.interim: dict = {}       # req -> the player's best decision so far, while it searches
-        self.engine_status = None     # None (being built) | upgraded | none
+        self.engine_status = None     # None (being built) | switching | upgraded | none
         self.req = 0                  # PLAY messages so far
         self.ply = 0                  # joint moves received so far
         self.ref_ply = 0              # states the referee has computed
@@ -212,6 +212,7 @@ class Match:
             if info.get("ok"):
                 log.info("%s: compiled engine built in %ss", self.id, info.get("seconds"))
                 if self.player is not None:
+                    self.engine_status = "switching"  # until the player says it switched
                     self.player.send(("engine",))
             else:
                 self.engine_status = "none"
@@ -452,7 +453,8 @@ class MatchManager:
                 return True
             if m.ref_status in ("failed", "dead") or m.player_status == "failed":
                 return True
-            engine_done = not cfg.use_engine or m.engine_status is not None or m.player_status == "dead"
+            engine_done = (not cfg.use_engine or m.engine_status in ("upgraded", "none")
+                           or m.player_status == "dead")
             return m.ref_status == "ready" and m.player_status in ("ready", "dead") and engine_done
 
         await m.wait_until(settled, ready_at)
@@ -474,7 +476,7 @@ class MatchManager:
             log.warning("%s: referee not ready at the start deadline; replying ready anyway", m.id)
         if m.player_status != "ready":
             log.warning("%s: player not ready at the start deadline (%s); it keeps loading", m.id, m.player_status)
-        elif cfg.use_engine and m.engine_status is None:
+        elif cfg.use_engine and m.engine_status not in ("upgraded", "none"):
             m.record.note("the compiled engine was not built by the start deadline; Prolog plays meanwhile")
         m.status = "playing"
         m.save()
