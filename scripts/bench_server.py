@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -118,21 +119,23 @@ def write_report(results: dict, path: Path, command: str) -> None:
              "`yes > /dev/null` processes. Matches are played by the tests' ggp-base-like manager",
              "over raw HTTP/1.0 on 127.0.0.1, two at a time, 12 plies each, an INFO ping every 0.2 s.", "",
              f"Command: `{command}`", "",
-             "| phase | INFO median s | INFO p99 s | INFO max s | play clock s | replies | reply median s | reply p99 s | reply max s | least left of the clock s | errors |",
+             "| phase (load average, start-end) | INFO median s | INFO p99 s | INFO max s | play clock s | replies | reply median s | reply p99 s | reply max s | least left of the clock s | errors |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for phase in ("idle", "load"):
         r = results.get(phase)
         if not r:
             continue
         for clock, p in r["play"].items():
-            lines.append(f"| {phase} | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
+            la = r.get("loadavg", ["?", "?"])
+            lines.append(f"| {phase} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
                          f"| {clock} | {p['n']} | {p.get('median')} | {p.get('p99')} | {p.get('max')} "
                          f"| {p.get('min_left')} | {len(r['errors'])} |")
     for key in ("chess-before", "chess"):
         c = results.get(key)
         if c and "moves" in c:
-            lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s: moves by origin "
-                      f"{json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
+            la = c.get("loadavg", ["?", "?"])
+            lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s, load average "
+                      f"{la[0]}-{la[1]}: moves by origin {json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
     lines += ["", "Reading: the reply leaves at the play clock minus the margin (0.3 s, or 5 % of long",
               "clocks), minus what the loop needs to wake up and write; \"least left\" is what remained",
               "of the clock when the slowest reply reached the manager. ggp-base and Dresden accept a",
@@ -160,12 +163,13 @@ def main(argv=None) -> int:
     from agent.matchlog import atomic_write_bytes
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(Path(tmp) / "match_logs", "--seed", "1") as server, \
             Progress() as progress:
-        for phase in args.phases.split(","):
+        for phase in [p for p in args.phases.split(",") if p]:
             key = args.chess_key if phase == "chess" else phase
             if key in results:
                 progress.console.print(f"{key}: done before, kept")
                 continue
             load = start_load(args.load) if phase == "load" else []
+            load_before = os.getloadavg()[0]
             try:
                 if phase == "chess":
                     task = progress.add_task("chess", total=None)
@@ -175,6 +179,7 @@ def main(argv=None) -> int:
                     task = progress.add_task(phase, total=args.matches * len(clocks))
                     results[key] = asyncio.run(latency_phase(server, args.matches, clocks, progress, task))
                 progress.update(task, completed=progress.tasks[task].total or 1, total=progress.tasks[task].total or 1)
+                results[key]["loadavg"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
             finally:
                 stop_load(load)
             atomic_write_bytes(args.out, json.dumps(results, indent=1).encode())

@@ -69,3 +69,19 @@ def test_the_player_reports_its_best_move_while_it_searches():
     p, reported = _Player(), []
     decide_reporting(p, time.monotonic() + 0.05, reported.append)
     assert reported == [] and len(p.deadlines) == 1
+
+
+class _ReportingPlayer:
+    """A player whose search calls back with its best move (the search's ``on_best``)."""
+
+    def decide(self, deadline, ponder=False, on_best=None):
+        for i, move in enumerate(("( go 1 )", "( go 2 )")):
+            on_best(move, 10 * (i + 1))
+        return {"move": "( go 2 )", "simulations": 30}
+
+
+def test_a_search_that_reports_its_best_move_is_used_directly():
+    reported = []
+    final = decide_reporting(_ReportingPlayer(), time.monotonic() + 2.0, reported.append)
+    assert reported == [{"move": "( go 1 )", "simulations": 10}, {"move": "( go 2 )", "simulations": 20}]
+    assert final["simulations"] == 30

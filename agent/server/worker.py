@@ -15,6 +15,7 @@ is one clock for every process of the machine (CLOCK_MONOTONIC).
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -218,17 +219,19 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
 # ------------------------------------------------------------------------- player
 
 PONDER_SLICE = 0.5
-# While it searches for a PLAY, the player reports its best move so far at these fractions of
-# the time it has; the server sends that one if the final answer comes too late (a search
-# on a slow reasoner).  The tree carries over between the slices, so the search is the same
-# one, cut at these points.
+# While it searches for a PLAY, the player reports its best move so far; the server sends
+# that one if the final answer comes too late (a search on a slow reasoner).  A player whose
+# search calls back with its best move (``decide(..., on_best=f)``) reports through that;
+# otherwise the search is cut at these fractions of its time and resumed on the same tree.
 INTERIM_AT = (0.4, 0.75)
 MIN_SLICE = 0.15
 
 
 def decide_reporting(player, deadline: float, report) -> dict:
-    """``player.decide(deadline)``, with ``report(decision)`` called with the best move so far
-    at the checkpoints ``INTERIM_AT``."""
+    """``player.decide(deadline)``, calling ``report({"move": text, ...})`` with the best move
+    so far while the search runs."""
+    if "on_best" in inspect.signature(player.decide).parameters:
+        return player.decide(deadline, on_best=lambda move, sims: report({"move": move, "simulations": sims}))
     t0 = time.monotonic()
     span = deadline - t0
     if span >= MIN_SLICE * (len(INTERIM_AT) + 1):
