@@ -114,7 +114,7 @@ def stop_load(procs) -> None:
 
 def write_report(results: dict, path: Path, command: str) -> None:
     lines = ["# Protocol server latency", "",
-             "What the reply margin (`serve --margin`, default 0.3 s) and the server tests' timing",
+             "What the reply margin (`serve --margin`, default 0.5 s) and the server tests' timing",
              "limits are set from. 2-core machine shared with other work; \"load\" adds two",
              "`yes > /dev/null` processes. Matches are played by the tests' ggp-base-like manager",
              "over raw HTTP/1.0 on 127.0.0.1, two at a time, 12 plies each, an INFO ping every 0.2 s.", "",
@@ -125,9 +125,10 @@ def write_report(results: dict, path: Path, command: str) -> None:
         r = results.get(phase)
         if not r:
             continue
+        label = {"idle": "no added load", "load": "+ yes processes"}[phase]
         for clock, p in r["play"].items():
             la = r.get("loadavg", ["?", "?"])
-            lines.append(f"| {phase} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
+            lines.append(f"| {label} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
                          f"| {clock} | {p['n']} | {p.get('median')} | {p.get('p99')} | {p.get('max')} "
                          f"| {p.get('min_left')} | {len(r['errors'])} |")
     for key in ("chess-before", "chess"):
@@ -136,7 +137,7 @@ def write_report(results: dict, path: Path, command: str) -> None:
             la = c.get("loadavg", ["?", "?"])
             lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s, load average "
                       f"{la[0]}-{la[1]}: moves by origin {json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
-    lines += ["", "Reading: the reply leaves at the play clock minus the margin (0.3 s, or 5 % of long",
+    lines += ["", "Reading: the reply leaves at the play clock minus the margin (0.5 s, or 5 % of long",
               "clocks), minus what the loop needs to wake up and write; \"least left\" is what remained",
               "of the clock when the slowest reply reached the manager. ggp-base and Dresden accept a",
               "PLAY reply until the play clock + 1 s, Tiltyard + 5 s (`../shared/docs/ggp-facts.md` 3.1),",

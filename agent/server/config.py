@@ -23,7 +23,7 @@ from pathlib import Path
 DEFAULT_PORT = 9147
 DEFAULT_NAME = "ggp-persona"
 MAX_BODY_BYTES = 16 * 1024 * 1024
-DEFAULT_MARGIN = 0.3
+DEFAULT_MARGIN = 0.5
 DEFAULT_MARGIN_FRACTION = 0.05
 # Slow clients on a public port.  A manager writes its whole request at once (ggp-base's
 # HttpWriter) and waits for the reply with one connection per request, so a request that
@@ -63,9 +63,11 @@ class ServerConfig:
     log_dir: Path = Path("match_logs")
     # Reply this long before a clock ends: max(margin_min, margin_fraction * clock).  It covers
     # what happens between our deadline and the manager reading the reply: the event loop
-    # waking up, the reply's write, the network.  Measured on a loaded 2-core machine
-    # (docs/benchmarks/server.md) the first two stay far under 0.1 s, so 0.3 s leaves room for
-    # a few hundred ms of network; managers add 1-5 s of grace to PLAY on top (ggp-facts 3.1).
+    # waking up, the reply's write, the local part of the network.  Measured from a manager on
+    # the same 2-core machine (docs/benchmarks/server.md): the median reply is a few ms after
+    # our deadline, but with the machine oversubscribed ten times over (load average 20-29)
+    # the worst replies came up to 0.52 s after it.  0.5 s covers that; managers add 1-5 s of
+    # grace to PLAY on top (ggp-facts 3.1), which is left for the network.
     margin_min: float = DEFAULT_MARGIN
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
     max_matches: int = 8                     # START beyond this is answered busy
