@@ -121,22 +121,28 @@ def write_report(results: dict, path: Path, command: str) -> None:
              f"Command: `{command}`", "",
              "| phase (load average, start-end) | INFO median s | INFO p99 s | INFO max s | play clock s | replies | reply median s | reply p99 s | reply max s | least left of the clock s | errors |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for phase in ("idle", "load"):
-        r = results.get(phase)
-        if not r:
-            continue
-        label = {"idle": "no added load", "load": "+ yes processes"}[phase]
-        for clock, p in r["play"].items():
-            la = r.get("loadavg", ["?", "?"])
-            lines.append(f"| {label} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
-                         f"| {clock} | {p['n']} | {p.get('median')} | {p.get('p99')} | {p.get('max')} "
-                         f"| {p.get('min_left')} | {len(r['errors'])} |")
-    for key in ("chess-before", "chess"):
-        c = results.get(key)
+    # Earlier runs with other settings are kept under a key of their own (e.g. "margin-0.3").
+    runs = [("", results)] + [(f"{k}: ", v) for k, v in results.items() if isinstance(v, dict) and "idle" in v]
+    for prefix, run in runs:
+        for phase in ("idle", "load"):
+            r = run.get(phase)
+            if not r:
+                continue
+            label = prefix + {"idle": "no added load", "load": "+ yes processes"}[phase]
+            for clock, p in r["play"].items():
+                la = r.get("loadavg", ["?", "?"])
+                lines.append(f"| {label} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
+                             f"| {clock} | {p['n']} | {p.get('median')} | {p.get('p99')} | {p.get('max')} "
+                             f"| {p.get('min_left')} | {len(r['errors'])} |")
+    chess = [(k, results.get(k)) for k in ("chess-before", "chess")]
+    chess += [(f"{k}: chess", v.get("chess")) for k, v in results.items() if isinstance(v, dict) and "idle" in v]
+    for key, c in chess:
         if c and "moves" in c:
             la = c.get("loadavg", ["?", "?"])
             lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s, load average "
                       f"{la[0]}-{la[1]}: moves by origin {json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
+    lines += ["", "Replies include forced moves (our noop turns), sent at once: the medians mix both kinds;",
+              "the p99 and max are the replies that waited for the deadline."]
     lines += ["", "Reading: the reply leaves at the play clock minus the margin (0.5 s, or 5 % of long",
               "clocks), minus what the loop needs to wake up and write; \"least left\" is what remained",
               "of the clock when the slowest reply reached the manager. ggp-base and Dresden accept a",
