@@ -24,7 +24,8 @@ import random
 import time
 import zlib
 
-from agent.player import DEFAULT_PERSONA, load_persona_spec, persona_dict
+from agent.player import (DEFAULT_PERSONA, RulesRefused, load_persona_spec, parse_rules_text, persona_dict,
+                          role_index_of)
 from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
 
 from .config import ServerConfig
@@ -41,6 +42,12 @@ def ipc_slack(clock: float) -> float:
     """How much earlier than our own deadline the player must answer: pipe, pickling, and
     this process waking up (a few ms idle; more on a loaded machine)."""
     return min(0.5, 0.05 + 0.03 * max(clock, 0.0))
+
+
+def check_readable(rules_text: str, role: str) -> None:
+    """Raise ``RulesRefused`` when the rules do not read or lack the role (cheap checks; the
+    referee validates the rules in full)."""
+    role_index_of(parse_rules_text(rules_text), role)
 
 
 class Match:
@@ -423,6 +430,12 @@ class MatchManager:
             m.path = await asyncio.to_thread(create_record_file, cfg.log_dir, m.id, m.record.to_json())
         except OSError as e:
             log.error("%s: cannot create a match record in %s: %s", m.id, cfg.log_dir, e)
+        # Rules that do not read, or lack our role, are refused here at once: on a loaded
+        # machine a freshly started referee can take longer than the start clock to say so.
+        try:
+            await asyncio.to_thread(check_readable, msg.rules_text or "", msg.role)
+        except RulesRefused as e:
+            return self._refuse(m, str(e))
         ready_at = received + msg.start_clock - cfg.margin(msg.start_clock)
         m.referee = await self.referees.take()
         m.referee.attach(m.on_referee)
@@ -462,15 +475,7 @@ class MatchManager:
             log.info("START %s answered busy: the match was %s during START", m.id, m.status)
             return "busy"
         if m.ref_status == "failed" or m.player_status == "failed":
-            reason = m.ref_reason or m.player_reason
-            log.error("START %s refused (busy): %s", m.id, reason)
-            m.record.refused = reason
-            m.record.abort()
-            m.status = "refused"
-            m.kill()
-            m.save()
-            self.matches.pop(m.id, None)
-            return "busy"
+            return self._refuse(m, m.ref_reason or m.player_reason)
         if m.ref_status != "ready":
             m.record.note("the referee was not ready at the start deadline")
             log.warning("%s: referee not ready at the start deadline; replying ready anyway", m.id)
@@ -481,6 +486,16 @@ class MatchManager:
         m.status = "playing"
         m.save()
         return "ready"
+
+    def _refuse(self, m: Match, reason: str) -> str:
+        log.error("START %s refused (busy): %s", m.id, reason)
+        m.record.refused = reason
+        m.record.abort()
+        m.status = "refused"
+        m.kill()
+        m.save()
+        self.matches.pop(m.id, None)
+        return "busy"
 
     async def play(self, msg: Message, received: float) -> str:
         m = self.matches.get(msg.match_id)
