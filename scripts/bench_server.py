@@ -134,13 +134,21 @@ def write_report(results: dict, path: Path, command: str) -> None:
                 lines.append(f"| {label} ({la[0]}-{la[1]}) | {r['info'].get('median')} | {r['info'].get('p99')} | {r['info'].get('max')} "
                              f"| {clock} | {p['n']} | {p.get('median')} | {p.get('p99')} | {p.get('max')} "
                              f"| {p.get('min_left')} | {len(r['errors'])} |")
-    chess = [(k, results.get(k)) for k in ("chess-before", "chess")]
+    chess = [(k, v) for k, v in results.items() if k.startswith("chess")]
     chess += [(f"{k}: chess", v.get("chess")) for k, v in results.items() if isinstance(v, dict) and "idle" in v]
     for key, c in chess:
         if c and "moves" in c:
             la = c.get("loadavg", ["?", "?"])
             lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s, load average "
                       f"{la[0]}-{la[1]}: moves by origin {json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
+    lines += ["", "Chess keys: `chess-before` is the server before the best-so-far fallback (every late move",
+              "random); `chess` is this server with the search cut into slices; `chess-with-anytime-search`",
+              "adds a player whose search reports its best move through `on_best`. Chess runs on",
+              "Prolog, and on this machine at load average 20-30 the player's own next state and legal",
+              "moves took most of a 5 s clock, so the search rarely reported anything before the deadline;",
+              "the one manager error (`IL noop`) is most likely a move guessed from the previous state's",
+              "legal moves when neither the referee nor the player had computed the new state in time",
+              "(that run's record was not kept). A measurement at low load is still to be made."]
     lines += ["", "Replies include forced moves (our noop turns), sent at once: the medians mix both kinds;",
               "the p99 and max are the replies that waited for the deadline."]
     lines += ["", "Reading: the reply leaves at the play clock minus the margin (0.5 s, or 5 % of long",
