@@ -85,3 +85,12 @@ def test_a_search_that_reports_its_best_move_is_used_directly():
     final = decide_reporting(_ReportingPlayer(), time.monotonic() + 2.0, reported.append)
     assert reported == [{"move": "( go 1 )", "simulations": 10}, {"move": "( go 2 )", "simulations": 20}]
     assert final["simulations"] == 30
+
+
+def test_guess_from_the_latest_state_with_a_choice():
+    """No legal moves known for this state in time: a guess, from the latest state where we
+    had a real choice (a state with only a noop says little), recorded as a guess."""
+    m = _match()
+    m.ref_legal[1] = ["noop"]
+    move, entry = m.choose(1, 2, time.monotonic())
+    assert move in m.ref_legal[0] and entry["fallback_move"] == "guess" and "legal" not in entry

@@ -210,8 +210,8 @@ def test_start_clock_builds_the_engine_and_reply_uses_the_play_clock(server):
     answered once the compiled engine plays (not on Prolog), and the first move is searched."""
     mid = "useclock.1"
     rules = rules_list(TTT) + [f"( unusedfact {time.time_ns()} )"]  # a new structure: no cache hit
-    reply, secs = timed_send(server, start_message(mid, "cross", rules, 40, 1))
-    assert reply == "ready" and secs < 40, (reply, secs)
+    reply, secs = timed_send(server, start_message(mid, "cross", rules, 90, 1))
+    assert reply == "ready" and secs < 90, (reply, secs)
     d = record(server, mid, until=lambda d: "x-engine" in d, wait=10)
     assert d.get("x-engine") not in (None, "prolog"), (d.get("x-engine"), d.get("x-notes"))
     reply = server.send(play_message(mid, None))

@@ -17,6 +17,7 @@ A game manager writes each request at once and then waits, so it is never the ol
 from __future__ import annotations
 
 import logging
+import time
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -29,7 +30,7 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type:
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
-            self.opened_at = self.loop.time()
+            self.opened_at = time.monotonic()
             self.request_complete = False
             self.read_timer = self.loop.call_later(read_timeout, self._read_timed_out)
             if len(self.connections) > max_connections:
@@ -42,7 +43,7 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type:
                 victim = min(reading, key=lambda c: c.opened_at)
                 log.warning("%d connections open (cap %d): closing the oldest one still sending its "
                             "request (%s, open %.1fs)", len(self.connections), max_connections,
-                            _peer(victim), self.loop.time() - victim.opened_at)
+                            _peer(victim), time.monotonic() - victim.opened_at)
                 victim._close()
             else:
                 log.warning("%d connections open (cap %d), all waiting for replies: refusing %s",
@@ -61,6 +62,10 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type:
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
+            if self.scope is not None:
+                # When the connection opened: the manager's clock started no later than this
+                # (a loaded machine may run the endpoint much later).
+                self.scope.setdefault("ggp.opened_at", self.opened_at)
             if not self.request_complete and self.cycle is not None and not self.cycle.more_body:
                 self.request_complete = True
                 self.read_timer.cancel()

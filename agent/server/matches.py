@@ -290,6 +290,9 @@ class Match:
                 entry["fallback_move"] = "random"
             else:
                 older = [self.known_legal(p) for p in range(ply - 1, -1, -1) if self.known_legal(p)]
+                # A state where we had a single move (a noop while another role moves) says
+                # little about this one: guess from the latest state with a real choice.
+                older = [o for o in older if len(o) > 1] or older
                 if older:
                     move = self.rng.choice(older[0])
                     entry["fallback_move"] = "guess"
