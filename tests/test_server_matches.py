@@ -163,7 +163,10 @@ def test_logs_load_and_replay_exactly(server):
     records = list(iter_records([server.log_dir]))
     assert len(records) >= 4
     results = replay_paths([server.log_dir])
-    assert all(r.ok for r in results), [r.line() for r in results if not r.ok]
+    # A match aborted before its first state was known is skipped, with the reason.
+    assert all(r.ok or (r.skipped and "aborted before any state" in r.problem) for r in results), \
+        [r.line() for r in results if not r.ok]
+    assert sum(r.ok for r in results) >= 4
     completed = [r.data for r in records if r.data["isCompleted"]]
     assert completed and all("goalValues" in d for d in completed)
     for d in records:

@@ -530,9 +530,10 @@ class MatchManager:
 
         await m.wait_until(answerable, deadline)
         if req not in m.decisions and m.known_legal(ply) is None and m.status in ACTIVE:
-            # Nothing at all yet: the referee may be a moment away, use the last of the margin.
-            await m.wait_until(lambda: m.known_legal(ply) is not None,
-                               received + m.play_clock - cfg.margin_min / 2)
+            # No legal move known yet (a slow referee on a loaded machine): wait for it up to
+            # the clock itself.  Managers accept replies until the clock + 1 s or more
+            # (ggp-facts 3.1), and a late legal move beats a guess that may be illegal.
+            await m.wait_until(lambda: m.known_legal(ply) is not None, received + m.play_clock)
         move, entry = m.choose(req, ply, received)
         m.record.add_decision(entry)
         if entry["fallback"]:
