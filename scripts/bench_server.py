@@ -13,7 +13,7 @@ Results are kept per phase in ``--out`` (JSON): an interrupted run resumes where
 
     python scripts/bench_server.py --phases idle,load --out docs/benchmarks/server.json \
         --report docs/benchmarks/server.md
-    python scripts/bench_server.py --phases chess --out /tmp/chess.json   # chess moves only
+    python scripts/bench_server.py --phases chess --out chess.json   # chess moves only
 """
 from __future__ import annotations
 
