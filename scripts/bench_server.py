@@ -142,7 +142,8 @@ def write_report(results: dict, path: Path, command: str) -> None:
             lines += ["", f"Chess ({key}), Prolog reasoner, play clock {c['play_clock']} s, load average "
                       f"{la[0]}-{la[1]}: moves by origin {json.dumps(c['moves'])}; manager errors {len(c['errors'])}."]
     lines += ["", "Chess keys: `chess-before` is the server before the best-so-far fallback (every late move",
-              "random); `chess` is this server with the search cut into slices; `chess-with-anytime-search`",
+              "random); `chess` and `chess-final` are this server with the search cut into slices (the",
+              "second with the final code, at lower load); `chess-with-anytime-search`",
               "adds a player whose search reports its best move through `on_best`. Chess runs on",
               "Prolog, and on this machine at load average 20-30 the player's own next state and legal",
               "moves took most of a 5 s clock, so the search rarely reported anything before the deadline;",
