@@ -145,7 +145,7 @@ def write_report(results: dict, path: Path, command: str) -> None:
               "random); `chess` and `chess-final` are this server with the search cut into slices (the",
               "second with the final code, at lower load); `chess-with-anytime-search`",
               "adds a player whose search reports its best move through `on_best`. Chess runs on",
-              "Prolog, and on this machine at load average 20-30 the player's own next state and legal",
+              "Prolog, and on this machine at load average 10-30 the player's own next state and legal",
               "moves took most of a 5 s clock, so the search rarely reported anything before the deadline;",
               "the one manager error (`IL noop`) is most likely a move guessed from the previous state's",
               "legal moves when neither the referee nor the player had computed the new state in time",
