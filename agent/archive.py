@@ -203,6 +203,12 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
         res.skipped, res.problem = True, f"START was refused: {data['x-refused']}"
         return res
     states, moves = data.get("states"), data.get("moves")
+    if data.get("isAborted") and not states and not moves:
+        # Ended before the first state was known (ABORT or STOP during START, or soon after
+        # on a slow machine): nothing to check.
+        why = data.get("x-end-reason") or "aborted"
+        res.skipped, res.problem = True, f"aborted before any state was recorded, nothing to replay: {why}"
+        return res
     if not isinstance(states, list) or not isinstance(moves, list) or not states:
         res.problem = "no states or moves"
         return res

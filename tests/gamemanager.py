@@ -26,6 +26,10 @@ import httpx
 from gdl.kif import GdlError, parse_rules, parse_term, read_nodes
 from gdl.terms import render_spaced
 
+# ggp-base's GameServer waits for a PLAY reply until the play clock + 1 s (ggp-facts 3.1);
+# later is a timeout (TO).  Our server aims at the clock minus its margin; this is the limit.
+PLAY_GRACE = 1.0
+
 NEVER_SCRAMBLED = {"init", "true", "next", "role", "does", "goal", "legal", "terminal", "base",
                    "input", "random", "_", "<=", "not", "distinct", "or"}
 
@@ -222,7 +226,7 @@ class GameManager:
                     ours = None
                 if ours is None or ours not in legal[our_role]:
                     res.errors.append((ply, "IL", reply))
-                elif secs > play_clock:
+                elif secs > play_clock + PLAY_GRACE:
                     res.errors.append((ply, "TO", f"{secs:.3f}s"))
                 else:
                     joint[our_role] = ours

@@ -95,3 +95,10 @@ def test_fuzz_parser_only_raises_protocol_error(text):
     except ProtocolError:
         return
     assert m.kind in ("info", "preview", "start", "play", "stop", "abort")
+
+
+@pytest.mark.parametrize("clocks", ["-5 10", "10 -1", "0 10", "10 0", "10 1e12", "86401 10"])
+def test_start_clocks_must_be_positive_and_sane(clocks):
+    with pytest.raises(ProtocolError, match="clock must be a number of seconds in"):
+        parse_message(f"( START m r (( role r ) ) {clocks} )")
+    assert parse_message("( START m r (( role r ) ) 86400 0.5 )").play_clock == 0.5

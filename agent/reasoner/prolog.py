@@ -121,6 +121,15 @@ def _engine():
         return _prolog
 
 
+def set_memory_limits(stack_limit: int | None = None, table_space: int | None = None) -> None:
+    """Set SWI-Prolog's stack limit and table space (bytes) for this process's engine; the
+    server sets them per worker process from its memory cap."""
+    prolog = _engine()
+    for flag, value in (("stack_limit", stack_limit), ("table_space", table_space)):
+        if value is not None:
+            list(prolog.query(f"set_prolog_flag({flag}, {int(value)})"))
+
+
 def _consult_text(prolog, text: str, what: str = "the rules", checked: bool = True) -> None:
     """Load ``text`` into Prolog.  ``checked``: any error or warning on load refuses it
     (``UnsupportedRules`` for a limit of SWI-Prolog, else ``RulesRefused``), since SWI-Prolog

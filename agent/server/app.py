@@ -90,7 +90,7 @@ def create_app(config: ServerConfig, manager: MatchManager | None = None) -> Fas
     @asynccontextmanager
     async def lifespan(app):
         await manager.startup()
-        log.info("%s ready on http://%s:%s/ (persona %s)", config.name, config.host, config.port,
+        log.info("%s listening on http://%s:%s/ (persona %s)", config.name, config.host, config.port,
                  config.persona or "default")
         try:
             yield
@@ -101,7 +101,9 @@ def create_app(config: ServerConfig, manager: MatchManager | None = None) -> Fas
     app.state.manager = manager
 
     async def endpoint(request: Request):
-        received = time.monotonic()  # the manager's clock started no later than this
+        # The manager's clock started no later than the connection opened (the protocol
+        # notes when, on time.monotonic()).
+        received = min(time.monotonic(), request.scope.get("ggp.opened_at", float("inf")))
         method = request.method.upper()
         if method == "OPTIONS" or method not in ("GET", "POST"):
             return AclResponse("")

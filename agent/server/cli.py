@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 from pathlib import Path
 
-from .config import DEFAULT_NAME, DEFAULT_PORT, ConfigError, ServerConfig, check_persona, load_persona_rules
+from .config import (DEFAULT_MARGIN, DEFAULT_MARGIN_FRACTION, DEFAULT_NAME, DEFAULT_PORT, MAX_CONNECTIONS,
+                     READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb,
+                     load_persona_rules)
 
 HELP = "run the GGP player server (register http://HOST:PORT/ with a game manager)"
 
@@ -21,10 +24,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--personas-config", metavar="FILE", default=None,
                    help="TOML file mapping match-id prefixes or regexes to personas (see README.md, Choosing the persona)")
     p.add_argument("--log-dir", default="match_logs", help="folder for match records (default match_logs)")
-    p.add_argument("--margin", type=float, default=0.75, metavar="SECONDS",
-                   help="reply at least this long before a clock runs out (default 0.75)")
-    p.add_argument("--margin-fraction", type=float, default=0.10, metavar="F",
-                   help="... or this fraction of the clock, if larger (default 0.10)")
+    p.add_argument("--margin", type=float, default=DEFAULT_MARGIN, metavar="SECONDS",
+                   help=f"reply at least this long before a clock runs out, for the network and a loaded "
+                        f"machine (default {DEFAULT_MARGIN}; docs/benchmarks/server.md has the measurements)")
+    p.add_argument("--margin-fraction", type=float, default=DEFAULT_MARGIN_FRACTION, metavar="F",
+                   help=f"... or this fraction of the clock, if larger (default {DEFAULT_MARGIN_FRACTION})")
+    p.add_argument("--read-timeout", type=float, default=READ_TIMEOUT, metavar="SECONDS",
+                   help=f"close a connection whose request is not complete after this long (default {READ_TIMEOUT:g})")
+    p.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                   help=f"open connections at most; slow ones make room (default {MAX_CONNECTIONS})")
+    p.add_argument("--worker-memory-mb", type=int, default=2048, metavar="MB",
+                   help="memory cap of each worker process; a referee or player over it ends its match (default 2048)")
+    p.add_argument("--prolog-stack-mb", type=int, default=None, metavar="MB",
+                   help="SWI-Prolog's stack limit in each worker (default half of --worker-memory-mb), so a "
+                        "runaway query usually fails inside Prolog before the cap is reached")
+    p.add_argument("--memory-budget-mb", type=int, default=None, metavar="MB",
+                   help="memory of all matches together; over it the largest match is ended "
+                        f"(default three quarters of this machine's memory: {default_memory_budget_mb()})")
     p.add_argument("--max-matches", type=int, default=8, help="matches played at once (default 8)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -37,11 +53,19 @@ def config_from_args(args) -> ServerConfig:
         raise ConfigError("--margin must be >= 0 and --margin-fraction in [0, 1)")
     if args.max_matches < 1:
         raise ConfigError("--max-matches must be at least 1")
+    if not args.read_timeout > 0 or args.max_connections < 2:
+        raise ConfigError("--read-timeout must be > 0 and --max-connections at least 2")
+    if args.worker_memory_mb < 64 or (args.memory_budget_mb is not None and args.memory_budget_mb < 64):
+        raise ConfigError("--worker-memory-mb and --memory-budget-mb must be at least 64")
     if args.name.strip() == "" or any(c in args.name for c in "() \t\r\n"):
         raise ConfigError("--name must be one word without parentheses (it goes into ( name ... ))")
     cfg = ServerConfig(host=args.host, port=args.port, name=args.name, persona=args.persona,
                        log_dir=Path(args.log_dir), margin_min=args.margin,
-                       margin_fraction=args.margin_fraction, max_matches=args.max_matches, seed=args.seed)
+                       margin_fraction=args.margin_fraction, max_matches=args.max_matches, seed=args.seed,
+                       read_timeout=args.read_timeout, max_connections=args.max_connections,
+                       worker_memory_mb=args.worker_memory_mb, prolog_stack_mb=args.prolog_stack_mb)
+    if args.memory_budget_mb is not None:
+        cfg.memory_budget_mb = args.memory_budget_mb
     if args.personas_config:
         rules, default = load_persona_rules(args.personas_config)
         cfg.persona_rules = rules
@@ -57,6 +81,7 @@ def run(cfg: ServerConfig, log_level: str = "info") -> int:
     import uvicorn
 
     from .app import create_app
+    from .connections import guarded_protocol
 
     logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -64,13 +89,25 @@ def run(cfg: ServerConfig, log_level: str = "info") -> int:
         cfg.log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the match log folder {cfg.log_dir}: {e.strerror or e}") from None
+    # Bind before anything else: a port in use is a clear error and a non-zero exit, and the
+    # server listens (answering INFO with busy) while the worker processes warm up.
+    sock = listen_socket(cfg.host, cfg.port)
     app = create_app(cfg)
     server = uvicorn.Server(uvicorn.Config(
-        app, host=cfg.host, port=cfg.port, http="h11", lifespan="on", access_log=False,
+        app, host=cfg.host, port=cfg.port, lifespan="on", access_log=False,
+        http=guarded_protocol(cfg.read_timeout, cfg.max_connections),
         server_header=False, date_header=False, log_level=log_level,
         h11_max_incomplete_event_size=64 * 1024))
-    server.run()
-    return 0
+    server.run(sockets=[sock])
+    return 0 if server.started else 1
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as e:
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 def cmd_serve(args) -> int:

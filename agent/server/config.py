@@ -15,6 +15,7 @@ Personas config (TOML), first matching rule wins, else ``default``, else the ser
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,16 @@ from pathlib import Path
 DEFAULT_PORT = 9147
 DEFAULT_NAME = "ggp-persona"
 MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MARGIN = 0.5
+DEFAULT_MARGIN_FRACTION = 0.05
+# Slow clients on a public port.  A manager writes its whole request at once (ggp-base's
+# HttpWriter) and waits for the reply with one connection per request, so a request that
+# is not complete after READ_TIMEOUT seconds is not a manager's; a 16 MB START needs about
+# 1.3 MB/s to make it.  At most MAX_CONNECTIONS connections are open; when one more arrives
+# the oldest connection still sending its request is closed (requests already complete,
+# which wait for their reply, are never closed), so slow clients cannot lock managers out.
+READ_TIMEOUT = 12.0
+MAX_CONNECTIONS = 64
 
 
 class ConfigError(ValueError):
@@ -50,12 +61,29 @@ class ServerConfig:
     persona: str | None = None               # server default: a persona name or file
     persona_rules: list = field(default_factory=list)
     log_dir: Path = Path("match_logs")
-    # Reply this long before the play clock ends: max(margin_min, margin_fraction * clock).
-    # Covers network time and scheduling delays on a loaded machine.
-    margin_min: float = 0.75
-    margin_fraction: float = 0.10
+    # Reply this long before a clock ends: max(margin_min, margin_fraction * clock).  It covers
+    # what happens between our deadline and the manager reading the reply: the event loop
+    # waking up, the reply's write, the local part of the network.  Measured from a manager on
+    # the same 2-core machine (docs/benchmarks/server.md): the median reply is a few ms after
+    # our deadline, but with the machine oversubscribed ten times over (load average 20-29)
+    # the worst replies came up to 0.52 s after it.  0.5 s covers that; managers add 1-5 s of
+    # grace to PLAY on top (ggp-facts 3.1), which is left for the network.
+    margin_min: float = DEFAULT_MARGIN
+    margin_fraction: float = DEFAULT_MARGIN_FRACTION
     max_matches: int = 8                     # START beyond this is answered busy
     max_body: int = MAX_BODY_BYTES
+    read_timeout: float = READ_TIMEOUT
+    max_connections: int = MAX_CONNECTIONS
+    # Memory.  Each worker process (referee, player, grounder) is killed when its resident
+    # memory passes worker_memory_mb; the match's processes together with every other match's
+    # may not pass memory_budget_mb (the match using most is ended).  A referee or player over
+    # its cap ends its match, with the reason in the record; a grounder over it only means no
+    # compiled engine (Prolog plays).  SWI-Prolog's own stack and table limits sit below the
+    # cap, so a runaway query usually fails cleanly inside Prolog before the process is killed.
+    worker_memory_mb: int = 2048
+    prolog_stack_mb: int | None = None       # SWI-Prolog stack limit per worker; None: half the cap
+    memory_budget_mb: int = field(default_factory=lambda: default_memory_budget_mb())
+    memory_poll: float = 0.2                 # seconds between two looks at the workers' memory
     spare_players: int = 1                   # pre-started, warmed player processes (fast START)
     spare_referees: int = 4                  # pre-started referee processes
     worker_nice: int = 5                     # players yield the CPU to the HTTP loop and referees
@@ -65,6 +93,12 @@ class ServerConfig:
     use_engine: bool = True                  # False: Prolog only (tests, or a suspect engine)
     use_search: bool = True                  # False: flat Monte Carlo instead of agent.search
 
+    def prolog_limits(self) -> dict:
+        """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""
+        cap = self.worker_memory_mb * 1024 * 1024
+        stack = cap // 2 if self.prolog_stack_mb is None else self.prolog_stack_mb * 1024 * 1024
+        return {"stack_limit": stack, "table_space": cap // 4}
+
     def margin(self, clock: float) -> float:
         return max(self.margin_min, self.margin_fraction * max(clock, 0.0))
 
@@ -73,6 +107,15 @@ class ServerConfig:
             if rule.matches(match_id):
                 return rule.persona
         return self.persona
+
+
+def default_memory_budget_mb() -> int:
+    """Three quarters of the machine's memory (what the matches may use together)."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        return max(1024, int(pages * size * 0.75) // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        return 8192
 
 
 def load_persona_rules(path, base: str | None = None) -> tuple[list, str | None]:

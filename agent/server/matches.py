@@ -7,9 +7,14 @@ at once and always has a legal move to send:
 
   PLAY received at t, play clock c:  reply by  t + c - margin(c)
     * the player's decision, if it came in time and the referee agrees it is legal;
+    * else the player's best move so far (it reports one while it searches);
     * else a uniformly random move from the legal moves already known for that state
       (the referee's, else the player's);
     * if the referee has exactly one legal move, it is sent at once.
+
+A watchdog looks at the workers' memory: a referee or player over its cap, or all matches
+together over the server's budget, ends the match (the reason goes into the record); later
+messages for it are still answered.
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ import random
 import time
 import zlib
 
-from agent.player import DEFAULT_PERSONA, load_persona_spec, persona_dict
+from agent.player import (DEFAULT_PERSONA, RulesRefused, load_persona_spec, parse_rules_text, persona_dict,
+                          role_index_of)
 from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
 
 from .config import ServerConfig
@@ -29,12 +35,19 @@ from .protocol import Message, info_reply
 log = logging.getLogger("ggp.server")
 
 ACTIVE = ("starting", "playing")
+ENDED = "ended"  # ended by us (memory): later PLAYs get fallback moves, STOP/ABORT forget it
 
 
 def ipc_slack(clock: float) -> float:
     """How much earlier than our own deadline the player must answer: pipe, pickling, and
     this process waking up (a few ms idle; more on a loaded machine)."""
     return min(0.5, 0.05 + 0.03 * max(clock, 0.0))
+
+
+def check_readable(rules_text: str, role: str) -> None:
+    """Raise ``RulesRefused`` when the rules do not read or lack the role (cheap checks; the
+    referee validates the rules in full)."""
+    role_index_of(parse_rules_text(rules_text), role)
 
 
 class Match:
@@ -61,6 +74,8 @@ class Match:
         self.ref_terminal: dict = {}  # ply -> goals when the referee found the state terminal
         self.player_legal: dict = {}  # ply -> legal move texts, from the player
         self.decisions: dict = {}     # req -> decision dict, or None when the player gave up on it
+        self.interim: dict = {}       # req -> the player's best decision so far, while it searches
+        self.engine_status = None     # None (being built) | switching | upgraded | none
         self.req = 0                  # PLAY messages so far
         self.ply = 0                  # joint moves received so far
         self.ref_ply = 0              # states the referee has computed
@@ -102,7 +117,9 @@ class Match:
     def on_referee(self, msg) -> None:
         kind = msg[0]
         rec = self.record
-        if kind == "ref_ready":
+        if kind == "ref_legal":  # the initial state's legal moves, before anything expensive
+            self.ref_legal.setdefault(msg[1], msg[2])
+        elif kind == "ref_ready":
             info = msg[1]
             self.ref_status = "ready"
             self.roles = info["roles"]
@@ -169,6 +186,7 @@ class Match:
             self.player_status = "ready"
         elif kind == "upgraded":
             info = msg[1]
+            self.engine_status = "upgraded" if info.get("engine") != "prolog" else "none"
             rec.extra["x-engine"] = info.get("engine")
             rec.note(f"player switched to {info.get('engine')} at ply {self.ply}")
             for n in info.get("notes", []):
@@ -177,6 +195,8 @@ class Match:
                      "; ".join(info.get("notes", [])))
         elif kind == "move":
             self.decisions[msg[1]] = msg[2]
+        elif kind == "interim":
+            self.interim[msg[1]] = msg[2]
         elif kind == "skipped":
             self.decisions.setdefault(msg[1], None)
         elif kind == "error":
@@ -199,14 +219,18 @@ class Match:
             if info.get("ok"):
                 log.info("%s: compiled engine built in %ss", self.id, info.get("seconds"))
                 if self.player is not None:
+                    self.engine_status = "switching"  # until the player says it switched
                     self.player.send(("engine",))
             else:
+                self.engine_status = "none"
                 self.record.note(f"no compiled engine: {info.get('reason')}")
                 log.warning("%s: no compiled engine: %s", self.id, info.get("reason"))
             self.stop_grounder()
         elif msg[0] in ("exit", "crashed") and self.grounder is not None and self.status in ACTIVE:
             self.record.note(f"grounder process ended ({msg[1]})")
             self.grounder = None
+            self.engine_status = self.engine_status or "none"
+        self._notify()
 
     def stop_grounder(self, why: str | None = None) -> None:
         if self.grounder is not None:
@@ -215,6 +239,9 @@ class Match:
                 log.warning("%s: %s", self.id, why)
             g, self.grounder = self.grounder, None
             g.kill()
+            if self.engine_status is None:
+                self.engine_status = "none"
+                self._notify()
 
     # ---------------------------------------------------------------- moves
     def joint_texts(self, msg: Message):
@@ -238,6 +265,7 @@ class Match:
         ref = self.ref_legal.get(ply)
         legal = self.known_legal(ply)
         d = self.decisions.get(req)
+        best = self.interim.get(req) if d is None else None
         entry = {"ply": ply, "req": req}
         if d is not None:
             entry.update(d)
@@ -251,15 +279,27 @@ class Match:
             else:
                 reason = f"player's move {d['move']} is not legal by the referee"
                 entry["player_move"] = d["move"]
-            if legal:
+            if best is not None and (ref is None or best["move"] in ref):
+                # The search had not finished: its best move so far beats a random one.
+                entry.update(best)
+                move = best["move"]
+                entry["fallback_move"] = "best so far"
+                reason += "; sent the player's best move so far"
+            elif legal:
                 move = self.rng.choice(legal)
+                entry["fallback_move"] = "random"
             else:
                 older = [self.known_legal(p) for p in range(ply - 1, -1, -1) if self.known_legal(p)]
+                # A state where we had a single move (a noop while another role moves) says
+                # little about this one: guess from the latest state with a real choice.
+                older = [o for o in older if len(o) > 1] or older
                 if older:
                     move = self.rng.choice(older[0])
+                    entry["fallback_move"] = "guess"
                     reason += "; no legal moves known for this state, guessed from an earlier one"
                 else:
                     move = "nil"
+                    entry["fallback_move"] = "none"
                     reason += "; no legal moves known at all"
         if legal is not None:
             entry["legal"] = legal
@@ -307,11 +347,15 @@ class MatchManager:
         self.config = config
         self.matches: dict[str, Match] = {}
         level = logging.getLogger().level or logging.INFO
-        self.players = Pool(config.spare_players, config.worker_nice, level, full_warm=True)
+        limits = {"prolog": config.prolog_limits()}
+        self.players = Pool(config.spare_players, config.worker_nice, level, full_warm=True, limits=limits)
         # Referees are light and their answers are the fallback: more spares, normal priority.
-        self.referees = Pool(config.spare_referees, config.referee_nice, level, full_warm=False)
+        self.referees = Pool(config.spare_referees, config.referee_nice, level, full_warm=False, limits=limits)
         self._reaper = None
         self._lag = None
+        self._memory = None
+        self._warming = None
+        self.warm = False                 # a warmed player process exists (INFO says available)
         self._finishing: set = set()
         self._personas: dict = {}
 
@@ -326,21 +370,29 @@ class MatchManager:
         return self._personas[spec]
 
     async def startup(self) -> None:
-        self.referees.start(asyncio.get_running_loop())
-        self.players.start(asyncio.get_running_loop())
-        if self.config.warm_timeout > 0:
-            t0 = time.monotonic()
-            log.info("warming up a player process (the first run after an install or upgrade "
-                     "compiles the engine and search code; that can take a minute)")
-            ok = await self.players.wait_warm(self.config.warm_timeout)
-            log.info("player process %s after %.1fs", "warm" if ok else "still warming", time.monotonic() - t0)
-        self._reaper = asyncio.get_running_loop().create_task(self._reap())
-        self._lag = asyncio.get_running_loop().create_task(self._watch_lag())
+        """Start the pools and return at once: the server listens (and answers INFO with
+        ``busy``) while a player process warms up behind it."""
+        loop = asyncio.get_running_loop()
+        self.referees.start(loop)
+        self.players.start(loop)
+        self._reaper = loop.create_task(self._reap())
+        self._lag = loop.create_task(self._watch_lag())
+        self._memory = loop.create_task(self._watch_memory())
+        self._warming = loop.create_task(self._warm_up())
+
+    async def _warm_up(self) -> None:
+        t0 = time.monotonic()
+        log.info("warming up a player process (the first run after an install or upgrade "
+                 "compiles the engine and search code; that can take a minute); INFO says busy meanwhile")
+        ok = await self.players.wait_warm(self.config.warm_timeout)
+        self.warm = True  # after the timeout too: matches are played anyway, on fresh processes
+        log.info("%s ready on http://%s:%s/ (player process %s after %.1fs)", self.config.name,
+                 self.config.host, self.config.port, "warm" if ok else "still warming", time.monotonic() - t0)
 
     async def shutdown(self) -> None:
-        if self._reaper:
-            self._reaper.cancel()
-            self._lag.cancel()
+        for task in (self._reaper, self._lag, self._memory, self._warming):
+            if task is not None:
+                task.cancel()
         for m in list(self.matches.values()):
             m.record.note("server shut down during the match")
             m.status = "shutdown"
@@ -362,7 +414,8 @@ class MatchManager:
     def info(self) -> str:
         # Several matches at once are fine: busy only when really full (ggp-base and
         # Tiltyard schedule a player only while it says available).
-        status = "busy" if len(self.active()) >= self.config.max_matches else "available"
+        full = len(self.active()) >= self.config.max_matches
+        status = "available" if self.warm and not full else "busy"
         return info_reply(self.config.name, status)
 
     async def start(self, msg: Message, received: float) -> str:
@@ -380,6 +433,12 @@ class MatchManager:
             m.path = await asyncio.to_thread(create_record_file, cfg.log_dir, m.id, m.record.to_json())
         except OSError as e:
             log.error("%s: cannot create a match record in %s: %s", m.id, cfg.log_dir, e)
+        # Rules that do not read, or lack our role, are refused here at once: on a loaded
+        # machine a freshly started referee can take longer than the start clock to say so.
+        try:
+            await asyncio.to_thread(check_readable, msg.rules_text or "", msg.role)
+        except RulesRefused as e:
+            return self._refuse(m, str(e))
         ready_at = received + msg.start_clock - cfg.margin(msg.start_clock)
         m.referee = await self.referees.take()
         m.referee.attach(m.on_referee)
@@ -403,33 +462,48 @@ class MatchManager:
         log.info("START %s as %s (clocks %s/%s, persona %s); referee %s, player %s", m.id, m.role,
                  msg.start_clock, msg.play_clock, persona_spec or "default", m.referee.pid, m.player.pid)
 
+        # Answer ready when everything is in place, the compiled engine included (the start
+        # clock is there to build it), or at the start deadline, whichever comes first.
         def settled():
+            if m.status not in ACTIVE:  # ABORT or STOP meanwhile
+                return True
             if m.ref_status in ("failed", "dead") or m.player_status == "failed":
                 return True
-            return m.ref_status == "ready" and m.player_status in ("ready", "dead")
+            engine_done = (not cfg.use_engine or m.engine_status in ("upgraded", "none")
+                           or m.player_status == "dead")
+            return m.ref_status == "ready" and m.player_status in ("ready", "dead") and engine_done
 
         await m.wait_until(settled, ready_at)
-        if m.ref_status == "failed" or m.player_status == "failed":
-            reason = m.ref_reason or m.player_reason
-            log.error("START %s refused (busy): %s", m.id, reason)
-            m.record.refused = reason
-            m.record.abort()
-            m.status = "refused"
-            m.kill()
-            m.save()
-            self.matches.pop(m.id, None)
+        if m.status not in ACTIVE:
+            log.info("START %s answered busy: the match was %s during START", m.id, m.status)
             return "busy"
+        if m.ref_status == "failed" or m.player_status == "failed":
+            return self._refuse(m, m.ref_reason or m.player_reason)
         if m.ref_status != "ready":
             m.record.note("the referee was not ready at the start deadline")
             log.warning("%s: referee not ready at the start deadline; replying ready anyway", m.id)
         if m.player_status != "ready":
             log.warning("%s: player not ready at the start deadline (%s); it keeps loading", m.id, m.player_status)
+        elif cfg.use_engine and m.engine_status not in ("upgraded", "none"):
+            m.record.note("the compiled engine was not built by the start deadline; Prolog plays meanwhile")
         m.status = "playing"
         m.save()
         return "ready"
 
+    def _refuse(self, m: Match, reason: str) -> str:
+        log.error("START %s refused (busy): %s", m.id, reason)
+        m.record.refused = reason
+        m.record.abort()
+        m.status = "refused"
+        m.kill()
+        m.save()
+        self.matches.pop(m.id, None)
+        return "busy"
+
     async def play(self, msg: Message, received: float) -> str:
         m = self.matches.get(msg.match_id)
+        if m is not None and m.status == ENDED:
+            return self._play_ended(m, msg, received)
         if m is None or m.status not in ACTIVE:
             log.warning("PLAY for unknown match %s: busy", msg.match_id)
             return "busy"
@@ -456,13 +530,27 @@ class MatchManager:
 
         await m.wait_until(answerable, deadline)
         if req not in m.decisions and m.known_legal(ply) is None and m.status in ACTIVE:
-            # Nothing at all yet: the referee may be a moment away, use the last of the margin.
-            await m.wait_until(lambda: m.known_legal(ply) is not None,
-                               received + m.play_clock - cfg.margin_min / 2)
+            # No legal move known yet (a slow referee on a loaded machine): wait for it up to
+            # the clock itself.  Managers accept replies until the clock + 1 s or more
+            # (ggp-facts 3.1), and a late legal move beats a guess that may be illegal.
+            await m.wait_until(lambda: m.known_legal(ply) is not None, received + m.play_clock)
         move, entry = m.choose(req, ply, received)
         m.record.add_decision(entry)
         if entry["fallback"]:
             log.warning("%s: PLAY %d: fallback %s (%s)", m.id, req, move, entry["fallback_reason"])
+        m.save()
+        return move
+
+    def _play_ended(self, m: Match, msg: Message, received: float) -> str:
+        """A PLAY for a match we ended: no workers any more, answer from what is known."""
+        texts = m.joint_texts(msg)
+        if texts is not None:
+            m.ply += 1
+            m.record.add_moves([t if t is not None else "" for t in texts])
+        m.req += 1
+        m.last_activity = time.monotonic()
+        move, entry = m.choose(m.req, m.ply, received)
+        m.record.add_decision(entry)
         m.save()
         return move
 
@@ -477,7 +565,11 @@ class MatchManager:
         if m is None:
             log.warning("STOP for unknown match %s: busy", msg.match_id)
             return "busy"
-        if m.status in ACTIVE:
+        if m.status == "starting":
+            self._drop(m, "stopped by the game manager during START")
+        elif m.status == ENDED:
+            self.matches.pop(m.id, None)
+        elif m.status in ACTIVE:
             m.status = "stopping"
             texts = m.joint_texts(msg)
             if texts is not None:
@@ -509,7 +601,10 @@ class MatchManager:
         if m is None:
             log.warning("ABORT for unknown match %s: busy", msg.match_id)
             return "busy"
-        self._drop(m, "aborted by the game manager")
+        if m.status == ENDED:
+            self.matches.pop(m.id, None)
+            return "aborted"
+        self._drop(m, "aborted by the game manager" + (" during START" if m.status == "starting" else ""))
         return "aborted"
 
     def _drop(self, m: Match, why: str) -> None:
@@ -517,11 +612,75 @@ class MatchManager:
         m.kill()
         m.record.abort()
         m.record.note(why)
+        m.record.extra["x-end-reason"] = why
         log.info("%s: %s after %d plies", m.id, why, m.ply)
         m._notify()  # a PLAY still waiting on this match answers now
         m.save()
         if self.matches.get(m.id) is m:
             del self.matches[m.id]
+
+    def _end(self, m: Match, why: str) -> None:
+        """End a match ourselves (memory): workers killed, reason recorded; the match stays
+        known so that later PLAY, STOP and ABORT messages get proper answers."""
+        if m.status not in ACTIVE:
+            return
+        m.status = ENDED
+        m.kill()
+        m.record.abort()
+        m.record.note(why)
+        m.record.extra["x-end-reason"] = why
+        log.error("%s: match ended after %d plies: %s", m.id, m.ply, why)
+        m._notify()
+        m.save()
+
+    async def _watch_memory(self) -> None:
+        """Resident memory of every worker, every ``memory_poll`` seconds: a worker over its cap
+        is killed (a referee or player ends its match, a grounder only its engine build), and
+        when all workers together pass the budget the match using most is ended."""
+        import psutil
+
+        cfg = self.config
+        cap = cfg.worker_memory_mb * 1024 * 1024
+        budget = cfg.memory_budget_mb * 1024 * 1024
+
+        def rss(proc) -> int:
+            if proc is None:
+                return 0
+            try:
+                return psutil.Process(proc.pid).memory_info().rss
+            except (psutil.Error, ValueError, TypeError):
+                return 0
+
+        while True:
+            await asyncio.sleep(cfg.memory_poll)
+            try:
+                total = sum(rss(p) for p in self.players.spares + self.referees.spares)
+                usage = []
+                for m in self.active():
+                    used = 0
+                    for kind in ("referee", "player", "grounder"):
+                        proc = getattr(m, kind)
+                        r = rss(proc)
+                        used += r
+                        if r <= cap:
+                            continue
+                        what = (f"the {kind} process used {r / 2 ** 20:.0f} MB, over the "
+                                f"{cfg.worker_memory_mb} MB cap per worker")
+                        if kind == "grounder":
+                            m.stop_grounder(f"no compiled engine: {what}; Prolog plays")
+                        else:
+                            self._end(m, f"memory: {what}")
+                            break
+                    total += used
+                    if m.status in ACTIVE:
+                        usage.append((used, m))
+                if total > budget and usage:
+                    used, m = max(usage, key=lambda u: u[0])
+                    self._end(m, f"memory: the matches used {total / 2 ** 20:.0f} MB together, over the "
+                                 f"server's {cfg.memory_budget_mb} MB budget; this one used most "
+                                 f"({used / 2 ** 20:.0f} MB)")
+            except Exception as e:  # the watchdog must outlive anything odd it meets
+                log.error("memory watchdog: %s: %s", type(e).__name__, e)
 
     async def _watch_lag(self) -> None:
         """Deadlines are only as good as the event loop's promptness: report when it lags
@@ -541,5 +700,8 @@ class MatchManager:
             now = time.monotonic()
             for m in list(self.matches.values()):
                 idle = now - m.last_activity
-                if m.status in ACTIVE and idle > m.start_clock + 10 * m.play_clock + 60:
-                    self._drop(m, f"abandoned: no message for {idle:.0f}s")
+                if idle > m.start_clock + 10 * m.play_clock + 60:
+                    if m.status in ACTIVE:
+                        self._drop(m, f"abandoned: no message for {idle:.0f}s")
+                    elif m.status == ENDED:
+                        self.matches.pop(m.id, None)

@@ -29,11 +29,11 @@ class Proc:
     and with ``("exit", exitcode)`` when the process is gone."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, nice: int = 0, log_level: int = logging.INFO,
-                 full_warm: bool = True):
+                 full_warm: bool = True, limits: dict | None = None):
         self.loop = loop
         parent, child = _CTX.Pipe(duplex=True)
-        self.process = _CTX.Process(target=worker.proc_main, args=(child, nice, log_level, full_warm),
-                                    daemon=True)
+        self.process = _CTX.Process(target=worker.proc_main,
+                                    args=(child, nice, log_level, full_warm, limits), daemon=True)
         self.process.start()
         child.close()
         self.conn = parent
@@ -116,8 +116,10 @@ class Pool:
     """Keeps ``size`` idle, warmed processes ready.  ``full_warm``: run the engine and the
     search once (players); referees only need Prolog."""
 
-    def __init__(self, size: int, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True):
+    def __init__(self, size: int, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True,
+                 limits: dict | None = None):
         self.size = size
+        self.limits = limits
         self.full_warm = full_warm
         self.nice = nice
         self.log_level = log_level
@@ -151,7 +153,7 @@ class Pool:
 
     async def _spawn(self, full_warm: bool) -> Proc:
         return await self.loop.run_in_executor(
-            _SPAWNER, lambda: Proc(self.loop, self.nice, self.log_level, full_warm))
+            _SPAWNER, lambda: Proc(self.loop, self.nice, self.log_level, full_warm, self.limits))
 
     def _spare_message(self, p: Proc, msg) -> None:
         if msg[0] == "exit" and p in self.spares:

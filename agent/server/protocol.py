@@ -94,6 +94,18 @@ def _clock(node: Node, what: str) -> float:
     return value
 
 
+# A match clock must be positive; more than a day is not a clock a manager means (and would
+# put deadlines past what the event loop's timers can hold sensibly).
+MAX_CLOCK = 24 * 3600.0
+
+
+def _match_clock(node: Node, what: str) -> float:
+    value = _clock(node, what)
+    if not 0 < value <= MAX_CLOCK:
+        raise ProtocolError(f"{what} must be a number of seconds in (0, {MAX_CLOCK:.0f}], found {node.text!r}")
+    return value
+
+
 MAX_MOVE_DEPTH = 100  # deeper terms are refused before any recursive code sees them
 
 
@@ -188,7 +200,8 @@ def parse_message(text: str) -> Message:
         end = _offset(starts, args[3])
         rules_text = text[begin:end].rstrip()
         return Message("start", match_id=match_id, role=role, rules_text=rules_text, rules_nodes=rules.items,
-                       start_clock=_clock(args[3], "start clock"), play_clock=_clock(args[4], "play clock"))
+                       start_clock=_match_clock(args[3], "start clock"),
+                       play_clock=_match_clock(args[4], "play clock"))
     if kind in ("play", "stop"):
         if len(args) < 2:
             raise ProtocolError(f"{kind.upper()} needs a match id and the last moves")

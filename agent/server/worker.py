@@ -30,7 +30,8 @@ WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3
  (goal b 0) )"""
 
 
-def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True) -> None:
+def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True,
+              limits: dict | None = None) -> None:
     """Entry point of every worker process."""
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
@@ -41,6 +42,7 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
             pass
     try:
         _warm(full_warm)
+        apply_limits(limits)
         conn.send(("warm", os.getpid()))
         cmd = conn.recv()
     except (EOFError, OSError, KeyboardInterrupt):
@@ -60,6 +62,16 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
             conn.send(("crashed", f"{type(e).__name__}: {e}"))
         except Exception:
             pass
+
+
+def apply_limits(limits: dict | None) -> None:
+    """SWI-Prolog's own memory limits for this process (after the warm-up created the engine),
+    so a runaway query fails inside Prolog with a resource error before the server's memory
+    watchdog has to kill the process."""
+    prolog = (limits or {}).get("prolog")
+    if prolog:
+        from agent.reasoner.prolog import set_memory_limits
+        set_memory_limits(**prolog)
 
 
 def _warm(full: bool) -> None:
@@ -106,6 +118,7 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
             raise RulesRefused(f"the rules fail validation ({len(errors)} error"
                                f"{'s' * (len(errors) != 1)}): " + "; ".join(p.message for p in errors[:3]))
         role_index = role_index_of(desc, role_text)
+        send_initial_legal(conn, desc, role_index)
         try:
             # Prolog at once; the exact compiled engine where Prolog runs out of its limits
             referee = open_referee(desc, STANDBY_BUDGET, engine="standby")
@@ -151,6 +164,32 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
             conn.send(("ref_error", ply + 1, str(e)))
 
 
+QUICK_INFERENCES = 50_000_000
+
+
+def send_initial_legal(conn, desc, role_index: int) -> None:
+    """Our legal moves in the initial state, before any other query.  The referee's full
+    reasoner probes the rules first (its table choice computes a next state), and with
+    exploding rules that took longer than the start clock, so the first PLAY had no legal
+    move.  A reasoner with only the recursive relations tabled and no probe asks just the two
+    queries needed.  Its failures are left for the full reasoner to report."""
+    from gdl.terms import render_spaced
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.statemachine import ReasonerError
+    try:
+        quick = PrologReasoner(desc, inference_limit=QUICK_INFERENCES, table="recursive")
+    except ReasonerError:
+        return
+    try:
+        legal = quick.legal_moves(quick.initial_state(), role_index)
+        if legal:
+            conn.send(("ref_legal", 0, [render_spaced(m) for m in legal]))
+    except ReasonerError:
+        pass
+    finally:
+        quick.close()
+
+
 # ------------------------------------------------------------------------- grounder
 
 def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
@@ -181,6 +220,16 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
 
 # ------------------------------------------------------------------------- player
 
+PONDER_SLICE = 0.5
+
+
+def decide_reporting(player, deadline: float, report) -> dict:
+    """``player.decide(deadline)``, calling ``report({"move": text, "simulations": n})`` with
+    the search's best move so far while it runs: the server sends that one if the final
+    answer comes too late (a search on a slow reasoner)."""
+    return player.decide(deadline, on_best=lambda move, sims: report({"move": move, "simulations": sims}))
+
+
 def run_player(conn, cfg: dict) -> None:
     from gdl.terms import render_spaced
     from agent.player import Player, RulesRefused
@@ -202,12 +251,14 @@ def run_player(conn, cfg: dict) -> None:
     info = player.load()
     conn.send(("loaded", info))
     if ready_by is not None and cfg.get("ponder", True):
+        # Ponder in slices: the compiled engine (or an early PLAY) ends it.
         until = min(ready_by, time.monotonic() + player.play_clock)
-        if until - time.monotonic() > 0.2 and not player.is_terminal():
+        while until - time.monotonic() > 0.2 and not conn.poll() and not player.is_terminal():
             try:
-                player.decide(until, ponder=True)
+                player.decide(min(until, time.monotonic() + PONDER_SLICE), ponder=True)
             except Exception as e:
                 log.warning("pondering failed: %s", e)
+                break
     conn.send(("ready",))
     while True:
         batch = [conn.recv()]
@@ -227,7 +278,8 @@ def run_player(conn, cfg: dict) -> None:
                 if i < len(plays) - 1 or time.monotonic() >= deadline:
                     conn.send(("skipped", req))
                     continue
-                decision = player.decide(deadline)
+                decision = decide_reporting(
+                    player, deadline, lambda d, req=req: conn.send(("interim", req, dict(d, req=req))))
                 decision["req"] = req
                 conn.send(("move", req, decision))
             except ReasonerError as e:

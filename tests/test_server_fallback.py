@@ -1,0 +1,75 @@
+"""The server's fallback move when the player's search has not answered by the deadline:
+the player's best move so far, else a random legal move, and the record says which."""
+from __future__ import annotations
+
+import time
+
+from agent.server.config import ServerConfig
+from agent.server.matches import Match
+from agent.server.protocol import parse_message
+from agent.server.worker import decide_reporting
+
+
+class _Manager:
+    config = ServerConfig(seed=1)
+
+    def persona_params(self, spec):
+        return {}
+
+
+def _match():
+    msg = parse_message("( START m1 a (( role a ) ( role b ) ) 10 5 )")
+    m = Match(_Manager(), msg, time.monotonic(), None)
+    m.ref_legal[0] = ["( go 1 )", "( go 2 )", "stay"]
+    return m
+
+
+def test_best_so_far_beats_a_random_move():
+    m = _match()
+    m.interim[1] = {"move": "( go 2 )", "search": "agent.search", "simulations": 7, "fallback": False}
+    move, entry = m.choose(1, 0, time.monotonic())
+    assert move == "( go 2 )"
+    assert entry["fallback"] and entry["fallback_move"] == "best so far" and entry["simulations"] == 7
+    assert "best move so far" in entry["fallback_reason"]
+
+
+def test_random_only_when_the_player_has_nothing():
+    m = _match()
+    move, entry = m.choose(1, 0, time.monotonic())
+    assert move in m.ref_legal[0] and entry["fallback_move"] == "random"
+    m.interim[2] = {"move": "( go 9 )"}  # not legal by the referee: not sent
+    move, entry = m.choose(2, 0, time.monotonic())
+    assert move in m.ref_legal[0] and entry["fallback_move"] == "random"
+
+
+def test_a_final_decision_is_not_a_fallback():
+    m = _match()
+    m.interim[1] = {"move": "( go 2 )"}
+    m.decisions[1] = {"move": "stay", "search": "agent.search"}
+    move, entry = m.choose(1, 0, time.monotonic())
+    assert move == "stay" and not entry["fallback"] and "fallback_move" not in entry
+
+
+class _ReportingPlayer:
+    """A player whose search calls back with its best move (the search's ``on_best``)."""
+
+    def decide(self, deadline, ponder=False, on_best=None):
+        for i, move in enumerate(("( go 1 )", "( go 2 )")):
+            on_best(move, 10 * (i + 1))
+        return {"move": "( go 2 )", "simulations": 30}
+
+
+def test_a_search_that_reports_its_best_move_is_used_directly():
+    reported = []
+    final = decide_reporting(_ReportingPlayer(), time.monotonic() + 2.0, reported.append)
+    assert reported == [{"move": "( go 1 )", "simulations": 10}, {"move": "( go 2 )", "simulations": 20}]
+    assert final["simulations"] == 30
+
+
+def test_guess_from_the_latest_state_with_a_choice():
+    """No legal moves known for this state in time: a guess, from the latest state where we
+    had a real choice (a state with only a noop says little), recorded as a guess."""
+    m = _match()
+    m.ref_legal[1] = ["noop"]
+    move, entry = m.choose(1, 2, time.monotonic())
+    assert move in m.ref_legal[0] and entry["fallback_move"] == "guess" and "legal" not in entry
