@@ -112,7 +112,7 @@ def state_text(state) -> str:
 
 # ------------------------------------------------------------------ personas
 
-DEFAULT_PERSONA = "champion"  # the strong baseline preset, when the server names none
+DEFAULT_PERSONA = "tournament"  # the champion searching until the clock, when the server names none
 
 
 def load_persona_spec(spec):

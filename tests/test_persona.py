@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from agent.persona import (PersonaError, load_persona, parse_persona, persona_from_dict,
+from agent.persona import (MAX_LIMIT, PersonaError, load_persona, parse_persona, persona_from_dict,
                            persona_list, persona_show, preset_names)
 
 TEMPERAMENTS = {  # spec 3.2 (thesis Table 4.10)
@@ -19,10 +19,11 @@ GENERIC = ["attacker", "collector", "completionist", "finisher", "rusher", "surv
 
 
 def test_presets():
-    assert set(preset_names()) == {"champion", *TEMPERAMENTS, *GENERIC}
+    assert set(preset_names()) == {"champion", "tournament", *TEMPERAMENTS, *GENERIC}
     for name in preset_names():
         p = load_persona(name)
-        assert p.name == name and p.description and p.limit == 1000
+        assert p.name == name and p.description
+        assert p.limit == (MAX_LIMIT if name == "tournament" else 1000)
 
 
 def test_champion_matches_spec():
@@ -182,3 +183,15 @@ def test_toml_reader_falls_back_to_the_tomli_backport(monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.reload(tomlio)
+
+
+def test_tournament_is_the_champion_searching_until_the_clock():
+    """The server's default differs from the champion only in its limit (skill = limit: the
+    champion keeps the thesis's 1000 simulations as the fitting and playtesting baseline)."""
+    from agent.player import DEFAULT_PERSONA
+    from dataclasses import asdict
+    champion, tournament = asdict(load_persona("champion")), asdict(load_persona("tournament"))
+    assert DEFAULT_PERSONA == "tournament"
+    assert tournament["limit"] == MAX_LIMIT and champion["limit"] == 1000
+    differ = {k for k in champion if champion[k] != tournament.get(k)}
+    assert differ <= {"name", "description", "limit"}
