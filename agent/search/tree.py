@@ -334,6 +334,14 @@ def select(tree, node, ref, params, rng, out):
 def playout_move(tree, params, r, ids, n, rng):
     """Index into ``ids[:n]`` of role r's playout move: a MAST Gibbs draw with probability
     epsilon, else uniform (spec 2.4); unplayed moves count as 100."""
+    return mast_move(tree.mast_q, tree.mast_n, params, r, ids, n, rng, np.empty(max(n, 1)))
+
+
+@njit(cache=True)
+def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf):
+    """``playout_move`` on the MAST arrays themselves, for a playout loop: a call that takes
+    the Tree pays the reference counting of all its arrays, more than a playout step costs.
+    ``wbuf`` (n floats) holds each move's weight, so the draw computes each exp once."""
     if n == 1:
         return 0
     eps = params[P_EPSILON]
@@ -343,20 +351,20 @@ def playout_move(tree, params, r, ids, n, rng):
     top = -np.inf
     for k in range(n):
         m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
+        v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
         if v > top:
             top = v
     total = 0.0
     for k in range(n):
         m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
-        total += np.exp((v - top) / tau)
+        v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
+        e = np.exp((v - top) / tau)
+        wbuf[k] = e
+        total += e
     x = uniform(rng, PLAYOUT) * total
     acc = 0.0
     for k in range(n):
-        m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
-        acc += np.exp((v - top) / tau)
+        acc += wbuf[k]
         if x < acc:
             return k
     return n - 1
@@ -410,6 +418,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
     ids per role, ``extra`` plies beyond the leaf (a proven leaf's distance to its end)."""
     R = values.shape[0]
     td = params[P_TREE_DISCOUNT]
+    amaf = params[P_RAVE] > 0  # without RAVE no score reads AMAF (score: beta 0): skip it
     K = 0
     for k in range(n_pmoves):
         for r in range(R):
@@ -426,7 +435,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
                 s = jslots[i, r]
                 tree.slot_n[s] += 1
                 tree.slot_q[s] += (values[r] * f - tree.slot_q[s]) / tree.slot_n[s]
-        row = tree.amaf_row[nd]
+        row = tree.amaf_row[nd] if amaf else -1
         if row >= 0:
             # AMAF: every move a role made from here on, once (its first occurrence)
             for k in range(K):
