@@ -5,8 +5,10 @@ Prolog is not thread-safe, and a process can be killed to free everything on ABO
 
 Order of work, so that a legal answer always exists before anything slow starts:
   1. parse the rules, build the Prolog reasoner, compute our legal moves (the fallback);
-  2. build the fast engine (``agent.engine.load_engine``; the Prolog reasoner if absent);
-  3. search (``agent.search.search``; a small flat Monte Carlo if absent).
+  2. build the fast engine (``agent.engine.load_engine``; the Prolog reasoner when the
+     rules cannot be compiled within budget);
+  3. search (``agent.search.search``): the persona's ``limit`` simulations or the time left,
+     whichever ends first; the best move so far is reported while it runs (``on_best``).
 
 Moves from the manager arrive as text in its spelling (possibly scrambled, possibly upper
 case); we parse them, apply them, and answer with a term of our legal move list, rendered
@@ -47,11 +49,8 @@ def parse_rules_text(rules_text: str, source: str = "<START>"):
 
 
 def validate_rules(description) -> list:
-    """Validator problems (empty when the validator is not available in this build)."""
-    try:
-        from gdl.validate import validate
-    except ImportError:
-        return []
+    """Validator problems."""
+    from gdl.validate import validate
     return validate(description)
 
 
@@ -119,14 +118,8 @@ DEFAULT_PERSONA = "champion"  # the strong baseline preset, when the server name
 
 
 def load_persona_spec(spec):
-    """The persona object for a name or file (the default preset for None), or None when
-    personas are not available in this build."""
-    try:
-        from agent.persona import load_persona
-    except ImportError:
-        if spec is None:
-            return None
-        raise
+    """The persona object for a name or file (the default preset for None)."""
+    from agent.persona import load_persona
     return load_persona(spec if spec is not None else DEFAULT_PERSONA)
 
 
@@ -161,8 +154,9 @@ def _jsonable(x):
 
 def flat_monte_carlo(sm, state, role_index: int, deadline: float, rng: random.Random,
                      max_depth: int = 500):
-    """Stand-in search until ``agent.search`` is available: random playouts after each of our
-    moves (others random), best mean goal wins.  Checks the clock every ply."""
+    """A baseline (``use_search=False``) and the stand-in when the search itself fails:
+    random playouts after each of our moves (others random), best mean goal wins.  Checks
+    the clock every ply."""
     legal = sm.legal_moves(state, role_index)
     stats = {m: [0, 0.0] for m in legal}
     n = len(sm.roles)
@@ -210,18 +204,6 @@ def result_fields(result) -> dict:
         sims = sum(out["visits"])
     out["simulations"] = None if sims is None else int(sims)
     return out
-
-
-class _StateMachineView:
-    """Only the StateMachine interface of an engine (hides engine-specific attributes)."""
-
-    def __init__(self, engine):
-        self.roles = engine.roles
-        self.initial_state = engine.initial_state
-        self.legal_moves = engine.legal_moves
-        self.next_state = engine.next_state
-        self.is_terminal = engine.is_terminal
-        self.goal_values = engine.goal_values
 
 
 class Player:
@@ -277,13 +259,9 @@ class Player:
         except Exception as e:
             notes.append(f"persona {self.persona_spec!r} failed to load ({e}); searching without it")
             self.persona = None
-        self._search = None
-        if self.use_search:
-            try:
-                from agent.search import search as search_fn
-                self._search = search_fn
-            except ImportError:
-                self._search = None
+        # no ImportError guard: a broken numba install must fail loudly, not play flat MC
+        from agent.search import search as search_fn
+        self._search = search_fn if self.use_search else None
         if self._search is None or self.persona is None:
             self.search_kind = "flat-mc"
         else:
@@ -294,10 +272,7 @@ class Player:
     def upgrade(self, budget_seconds: float = 30.0) -> list:
         """Switch to the compiled engine (a cache hit when another process just built it);
         returns notes when it is unavailable.  The state tracked so far carries over."""
-        try:
-            from agent.engine import load_engine
-        except ImportError:
-            return []
+        from agent.engine import load_engine
         try:
             engine = load_engine(self.description, budget_seconds=budget_seconds)
         except Exception as e:  # a grounding failure is not fatal: Prolog still plays
@@ -337,8 +312,15 @@ class Player:
     def is_terminal(self) -> bool:
         return self.sm.is_terminal(self.state)
 
-    def decide(self, deadline: float, ponder: bool = False) -> dict:
-        """Search the current state until ``deadline`` (monotonic); a decision record."""
+    def decide(self, deadline: float, ponder: bool = False, on_best=None) -> dict:
+        """Search the current state until ``deadline`` (monotonic) or the persona's ``limit``
+        simulations, whichever comes first; a decision record.
+
+        ``on_best(move_text, simulations)``, if given, is called from this thread while the
+        search runs with the best move so far, spelled as the reply would be
+        (``render_spaced``), whenever it changes and at most every 0.1 s; the first call
+        comes as soon as the root's moves are known (before any simulation on a slow
+        engine).  A forced move is reported once."""
         t0 = time.monotonic()
         legal = self.legal()
         seed = (self.seed * 1_000_003 + self.ply) % (2 ** 63)
@@ -347,10 +329,12 @@ class Player:
         if len(legal) == 1 and not ponder:
             fields = {"move": legal[0], "moves": legal, "simulations": 0}
             kind = "forced"
+            if on_best is not None:
+                on_best(render_spaced(legal[0]), 0)
         else:
             kind = self.search_kind
             try:
-                fields = self._run_search(legal, deadline, seed)
+                fields = self._run_search(legal, deadline, seed, on_best)
             except Exception as e:  # search bugs must not cost the move
                 error = f"{type(e).__name__}: {e}"
                 log.warning("search failed at ply %d: %s", self.ply, error)
@@ -383,19 +367,20 @@ class Player:
             decision["error"] = error
         return decision
 
-    def _run_search(self, legal, deadline, seed) -> dict:
-        seconds = max(0.0, deadline - time.monotonic())
+    def _run_search(self, legal, deadline, seed, on_best=None) -> dict:
         if self.search_kind == "agent.search":
-            # Time decides, not the persona's simulation limit: the clock is what we are given.
-            try:
-                result = self._search(self.engine, self.state, self.role_index, self.persona,
-                                      seed=seed, seconds=seconds, tree=self.tree)
-            except ImportError:
-                # No search driver for this engine kind in this build: drive it as a state machine.
-                result = self._search(_StateMachineView(self.engine), self.state, self.role_index,
-                                      self.persona, seed=seed, seconds=max(0.0, deadline - time.monotonic()),
-                                      tree=self.tree)
-            self.tree = getattr(result, "tree", None)
+            # The fewer of the persona's simulations and the time left ("skill = limit",
+            # persona-model 6.6).  On Prolog the search shares our query cache (the
+            # compiled engine must be passed itself: its driver runs on its arrays).
+            engine = self.sm if self.engine is self.prolog else self.engine
+            progress = None
+            if on_best is not None:
+                def progress(move, sims):
+                    on_best(render_spaced(move), sims)
+            result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
+                                  limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
+                                  tree=self.tree, on_progress=progress)
+            self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))
 

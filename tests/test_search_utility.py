@@ -7,6 +7,7 @@ import pytest
 
 from agent.persona import load_persona
 from agent.search import features as F
+from agent.search import leaf as L
 from agent.search import search
 from test_search_support import RACE, T, TicTacToe, make, persona, reasoner, ROOT
 
@@ -33,9 +34,9 @@ def test_utility_rescales_weighted_features():
     raw = np.array([80.0, 1.0, 5.0])
     w = np.array([1.0, 0.5, -0.5])
     # U = 0.8 + 0.5 - 0.25 = 1.05 on [-0.5, 1.5]
-    assert np.isclose(F.utility(raw, lo, hi, w), 100 * (1.05 + 0.5) / 2.0)
-    assert F.utility(raw, lo, hi, np.zeros(3)) == 50.0
-    assert F.utility(np.array([3.0]), np.array([2.0]), np.array([2.0]), np.array([1.0])) == 50.0
+    assert np.isclose(L.utility(raw, lo, hi, w), 100 * (1.05 + 0.5) / 2.0)
+    assert L.utility(raw, lo, hi, np.zeros(3)) == 50.0
+    assert L.utility(np.array([3.0]), np.array([2.0]), np.array([2.0]), np.array([1.0])) == 50.0
 
 
 def test_calibration_from_random_playouts():
@@ -57,7 +58,9 @@ def test_features_of_a_tictactoe_state():
     assert x[F.F_GOAL] == 50 and x[F.F_WIN] == 0 and x[F.F_LENGTH] == 3
     assert x[F.F_MOB] == 1 and x[F.F_OPP_MOB] == 6
     assert x[F.N_FIXED + 1] == 9 and x[F.N_FIXED] == 1
-    assert F.goal_raw([]) == 50 and F.goal_raw([10, 20]) == 50
+    assert L.goal_feature(L.read_goals([[]]), 0) == 50
+    assert L.goal_feature(L.read_goals([[10, 20]]), 0) == 50
+    assert L.goal_feature(L.read_goals([[0]]), 0) == 0
 
 
 def test_length_weight_makes_a_rusher_or_a_dawdler(make):

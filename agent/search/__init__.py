@@ -1,29 +1,40 @@
 """The persona Monte Carlo tree search (spec sections 2 and 6.4).
 
-    search(engine, state, role_index, persona, *, seed, limit=None, seconds=None, tree=None)
-        -> SearchResult(move, moves, q, visits, simulations, elapsed, tree, ...)
+    search(engine, state, role_index, persona, *, seed, limit=None, seconds=None, tree=None,
+           thesis=False, on_progress=None) -> SearchResult(move, moves, q, visits, simulations, ...)
     advance(tree, joint_move) -> tree for the next decision (or None)
-    search_batch(engine, items, persona, seed) -> [SearchResult]   fresh tree per item
+    search_batch(engine, items, persona, seed, *, limit=None, thesis=True) -> [SearchResult]
 
 ``engine`` is either a compiled engine (``agent.engine.compiled.CompiledEngine``: the whole
 search runs in numba) or any StateMachine (e.g. ``PrologReasoner``: Python drives the same
-numba tree functions).  States are frozensets of terms in both cases.
+numba tree functions and the same leaf evaluator).  States are frozensets of terms.
 
 ``limit`` overrides the persona's simulations per decision; with ``seconds`` alone the search
-runs until the time is up; with both, whichever ends first.  Same seed, same result.
+runs until the time is up; with both, whichever ends first (live play: a persona plays with
+the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result.
+
+``thesis=True`` is exactly the search of spec 2.8 (what scoring recorded decisions needs): a
+fresh tree and MAST table, no solver, a final choice by the spec alone.  ``thesis=False``
+(live play) adds the deviations README lists: tree reuse, the MCTS-Solver, the visit-share
+filter of the final choice and, on a clock, the one-ply look-ahead and deadline cut-offs.
+
+``on_progress(move, simulations)``: called while the search runs with the best-so-far move
+(a term of the legal list) whenever it changes, at most every 0.1 s (``common.Progress``).
 """
 from __future__ import annotations
 
 import hashlib
+import numbers
 
 from . import features as _features
+from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng
 from . import tree as _tree
 from .common import SearchResult, SearchTree, advance
 from .jitguard import guard as _guard
 
-_guard([_tree, _features, _rng], [_tree, _rng, _params, _features])
+_guard([_tree, _leaf, _rng], [_tree, _leaf, _rng, _params])
 
 __all__ = ["search", "search_batch", "advance", "SearchResult", "SearchTree", "item_seed"]
 
@@ -34,16 +45,17 @@ def _compiled(engine) -> bool:
 
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
     """One decision for ``role_index`` in ``state``.  ``tree``: a tree from a previous
-    result, moved on with ``advance``; used when its root is ``state``.  ``solver=False``
-    turns off the terminal solver (for baselines); ``max_nodes`` bounds the node pool."""
+    result, moved on with ``advance``; used when its root is ``state`` (not in thesis mode).
+    ``solver=False`` turns off the terminal solver (for baselines); ``max_nodes`` bounds
+    the node pool."""
     if _compiled(engine):
         from .driver_compiled import search as run
     else:
         from .driver_sm import search as run
     return run(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
-               tree=tree, solver=solver, max_nodes=max_nodes)
+               tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis, on_progress=on_progress)
 
 
 def item_seed(seed: int, index: int) -> int:
@@ -51,21 +63,34 @@ def item_seed(seed: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}|{index}".encode()).digest()[:8], "little")
 
 
+def _item(it, seed: int, i: int):
+    """(state, role, seed) of a batch item: (state, role), (state, role, seed),
+    (state, role, move) or (state, role, move, seed); a recorded move is not searched with
+    (every legal move gets its Q), so it is only skipped here."""
+    if len(it) not in (2, 3, 4):
+        raise ValueError(f"batch item {i}: expected (state, role[, move][, seed]), got {len(it)} fields")
+    own = it[-1] if len(it) > 2 and isinstance(it[-1], numbers.Integral) and not isinstance(it[-1], bool) else None
+    if len(it) == 4 and own is None:
+        raise ValueError(f"batch item {i}: the fourth field must be an integer seed")
+    return it[0], int(it[1]), int(own) if own is not None else item_seed(seed, i)
+
+
 def search_batch(engine, items, persona, seed: int, *, limit: int | None = None,
-                 solver: bool = True) -> list[SearchResult]:
-    """Many decisions with one persona: ``items`` are (state, role_index) or
-    (state, role_index, seed) tuples; each gets a fresh tree and MAST table (spec 2.1),
-    so each result depends only on (state, role, persona, seed).  Without its own seed,
-    item i uses ``item_seed(seed, i)``.  The compiled engine runs the whole batch in one
-    numba call and returns results without trees."""
-    items = [(it[0], it[1], it[2] if len(it) > 2 else item_seed(seed, i)) for i, it in enumerate(items)]
+                 thesis: bool = True, solver: bool = True) -> list[SearchResult]:
+    """Many decisions with one persona (scoring recorded decisions): ``items`` are
+    (state, role_index[, move][, seed]) tuples; each gets a fresh tree and MAST table
+    (spec 2.1), so each result depends only on (state, role, persona, seed).  Without its
+    own seed, item i uses ``item_seed(seed, i)``.  ``thesis=True`` (the default here) is
+    exactly the spec's search.  The compiled engine runs the whole batch in one numba call;
+    results carry no trees."""
+    items = [_item(it, seed, i) for i, it in enumerate(items)]
     if _compiled(engine):
         from .driver_compiled import search_batch as run_batch
-        return run_batch(engine, items, persona, limit=limit, solver=solver)
+        return run_batch(engine, items, persona, limit=limit, solver=solver, thesis=thesis)
     from .driver_sm import search as run
     out = []
     for state, role, s in items:
-        r = run(engine, state, role, persona, seed=s, limit=limit, solver=solver)
+        r = run(engine, state, role, persona, seed=s, limit=limit, solver=solver, thesis=thesis)
         r.tree = None
         out.append(r)
     return out

@@ -1,11 +1,14 @@
 """What both drivers hand back: the result of one decision and the reusable tree."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import tree as T
+from .params import P_MIN_SHARE, P_SOLVER
+from .rng import CHOICE, randint
 
 AMAF_BYTES = 64 * 1024 * 1024      # AMAF rows beyond this budget are not allocated (degrade)
 
@@ -61,9 +64,86 @@ def root_choice(arrays: T.Tree, params, default: float, rng, me: int):
     q = np.zeros(cnt)
     n = np.zeros(cnt, np.int64)
     T.root_stats(arrays, me, default, q, n)
-    k = int(T.choose(arrays, params, q, n, rng))
+    if cnt and n.max() == 0:        # not one simulation finished (a clock on a slow engine)
+        k = fallback_choice(arrays, me, default, rng)
+    else:
+        k = int(T.choose(arrays, params, q, n, rng))
     off = int(arrays.slot_off[0, me])
     return [int(arrays.slot_move[off + j]) for j in range(cnt)], q, n, k
+
+
+def one_ply_values(arrays: T.Tree, me: int, default: float) -> np.ndarray:
+    """What a one-ply look-ahead knows of the deciding role's root moves, in slot order: the
+    goal (or proven value) of a root child already generated and decided, else ``default``
+    (the charge default: the spec's value of a simulation cut before it learnt anything)."""
+    off = int(arrays.slot_off[0, me])
+    cnt = int(arrays.slot_count[0, me])
+    out = np.full(cnt, float(default))
+    for k in range(cnt):
+        c = int(arrays.slot_child[off + k])
+        if c >= 0 and arrays.proven[c]:
+            out[k] = arrays.pval[c, me]
+    return out
+
+
+def fallback_choice(arrays: T.Tree, me: int, default: float, rng) -> int:
+    """The choice when not one simulation finished (a slow engine near its deadline): the
+    best one-ply value (an immediate win is taken, an immediate loss avoided), ties uniform
+    (choice stream).  Index in slot order."""
+    v = one_ply_values(arrays, me, default)
+    best = np.flatnonzero(v == v.max())
+    return int(best[randint(rng, CHOICE, len(best))])
+
+
+def best_so_far(arrays: T.Tree, params, me: int, default: float) -> int:
+    """The move the search would stand by now, without drawing from any random stream (so
+    watching a search never changes it): with visits, the best Q among the moves with enough
+    visits (``P_MIN_SHARE``; a proven win first when the solver is on); without, the best
+    one-ply value.  Index in slot order; -1 before the root is expanded."""
+    if not arrays.ready[0]:
+        return -1
+    cnt = int(arrays.slot_count[0, me])
+    q = np.zeros(cnt)
+    n = np.zeros(cnt, np.int64)
+    T.root_stats(arrays, me, default, q, n)
+    if n.max() == 0:
+        return int(np.argmax(one_ply_values(arrays, me, default)))
+    if params[P_SOLVER] > 0:
+        v = one_ply_values(arrays, me, -1.0)
+        if v.max() >= T.WIN:
+            return int(np.argmax(v))
+    ok = n >= max(1, params[P_MIN_SHARE] * n.max())
+    return int(np.flatnonzero(ok)[np.argmax(q[ok])])
+
+
+PROGRESS_INTERVAL = 0.1     # seconds between two reports of the best-so-far move
+
+
+class Progress:
+    """Reports the best-so-far move while a search runs: ``callback(move_term, simulations)``
+    when it differs from the last one reported, at most every ``PROGRESS_INTERVAL`` seconds
+    (the first report as soon as there is a move).  Drivers call it between simulations
+    (driver_sm) or chunks (driver_compiled)."""
+
+    def __init__(self, callback, params, me: int, default: float):
+        self.callback, self.params, self.me, self.default = callback, params, me, default
+        self.last = None
+        self.when = -1e18
+
+    def __call__(self, st: "SearchTree", sims: int) -> None:
+        if self.callback is None:
+            return
+        now = time.perf_counter()
+        if now - self.when < PROGRESS_INTERVAL:
+            return
+        a = st.arrays
+        k = best_so_far(a, self.params, self.me, self.default)
+        if k < 0:
+            return
+        move = st.move_terms[self.me][int(a.slot_move[int(a.slot_off[0, self.me]) + k])]
+        if move != self.last:
+            self.last, self.when = move, now
+            self.callback(move, sims)
 
 
 def root_proven(arrays: T.Tree, me: int) -> np.ndarray:

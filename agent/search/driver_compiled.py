@@ -18,13 +18,14 @@ from gdl.terms import canonical_sorted
 
 from ..engine import kernels as K
 from . import features as F
+from . import leaf as L
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
+from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice,
+                     root_proven)
 from .jitguard import guard
-from .params import (P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT,
-                     RP_LAMBDA, build)
+from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT, build
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -41,20 +42,56 @@ def _popcount(x):
 
 
 @njit(cache=True)
-def _count(state, mask):
-    c = 0
-    for w in range(state.shape[0]):
-        c += _popcount(state[w] & mask[w])
-    return c
+def _legal(g, vals, r, out, rank, sort):
+    """Role r's legal move ids into ``out`` in canonical term order (the order every
+    StateMachine answers in, so both drivers draw the same moves from the same streams);
+    the engine's own order when it is canonical already (``sort`` 0)."""
+    n = K.legal_moves(g, vals, r, out)
+    if sort:
+        for i in range(1, n):       # insertion sort by rank: moves arrive nearly sorted
+            m = out[i]
+            k = rank[r, m]
+            j = i - 1
+            while j >= 0 and rank[r, out[j]] > k:
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = m
+    return n
 
 
 @njit(cache=True)
-def _expand(g, tree, node, vals, counts, mbuf, lbuf):
+def _read_goals(g, vals, gr):
+    """The goal facts that hold, as ``leaf`` reads them: count, smallest, largest per role."""
+    for r in range(g.n_roles):
+        c = 0
+        lo = 0.0
+        hi = 0.0
+        for k in range(g.goal_start[r], g.goal_start[r + 1]):
+            if vals[g.goal_atom[k]] == 1:
+                v = float(g.goal_value[k])
+                if c == 0 or v < lo:
+                    lo = v
+                if c == 0 or v > hi:
+                    hi = v
+                c += 1
+        gr[L.G_COUNT, r] = c
+        gr[L.G_LO, r] = lo
+        gr[L.G_HI, r] = hi
+
+
+@njit(cache=True)
+def _scores(g, vals, gr, out):
+    _read_goals(g, vals, gr)
+    L.goal_scores(gr, out)
+
+
+@njit(cache=True)
+def _expand(g, tree, node, vals, counts, mbuf, lbuf, rank, sort):
     """Legal moves of ``node`` into its slots: 1 done, 0 slot pool full, NO_LEGAL_MOVE."""
     K.load_state(g, tree.state[node], vals)
     k = 0
     for r in range(g.n_roles):
-        n = K.legal_moves(g, vals, r, lbuf)
+        n = _legal(g, vals, r, lbuf, rank, sort)
         if n == 0:
             return NO_LEGAL_MOVE
         counts[r] = n
@@ -65,49 +102,33 @@ def _expand(g, tree, node, vals, counts, mbuf, lbuf):
 
 
 @njit(cache=True)
-def _raw_features(g, vals, state, terminal, goals, length, mobility, me, role_masks, rel_masks, lbuf, raw):
-    """Spec 6.4 features from a packed end state (``vals`` loaded with it).  Goal: the
-    engine's goal vector (largest provable value, 0 if none), not "50 unless exactly one"."""
+def _count(state, mask):
+    c = 0
+    for w in range(state.shape[0]):
+        c += _popcount(state[w] & mask[w])
+    return c
+
+
+@njit(cache=True)
+def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_masks, lbuf,
+              gr, role_facts, rel_counts, raw):
+    """The raw features (``leaf.raw_features``) of a packed end state, ``vals`` loaded with it."""
     R = g.n_roles
-    raw[:] = 0.0
     if not terminal:
         for r in range(R):
             n = K.legal_moves(g, vals, r, lbuf)
             if n >= 2:
                 mobility[r] = n
-    raw[F.F_GOAL] = goals[me]
-    if terminal:
-        best = -1.0
-        for q in range(R):
-            if q != me and goals[q] > best:
-                best = goals[q]
-        if R == 1:
-            win = goals[me] >= 100.0
-            loss = goals[me] <= 0.0
-        else:
-            win = goals[me] > best
-            loss = goals[me] < best
-        raw[F.F_WIN] = 1.0 if win else 0.0
-        raw[F.F_LOSS] = 1.0 if loss else 0.0
-        raw[F.F_DRAW] = 1.0 if (not win and not loss) else 0.0
-    raw[F.F_LENGTH] = length
-    raw[F.F_MOB] = mobility[me]
-    raw[F.F_OWN] = _count(state, role_masks[me])
-    if R > 1:
-        om = 0.0
-        of = 0.0
-        for q in range(R):
-            if q != me:
-                om += mobility[q]
-                of += _count(state, role_masks[q])
-        raw[F.F_OPP_MOB] = om / (R - 1)
-        raw[F.F_OPP] = of / (R - 1)
+    _read_goals(g, vals, gr)
+    for q in range(R):
+        role_facts[q] = _count(state, role_masks[q])
     for k in range(rel_masks.shape[0]):
-        raw[F.N_FIXED + k] = _count(state, rel_masks[k])
+        rel_counts[k] = _count(state, rel_masks[k])
+    L.raw_features(gr, terminal, length, mobility, role_facts, rel_counts, me, raw)
 
 
 @njit(cache=True)
-def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks):
+def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort):
     """Run ``n_sims`` simulations from node 0 (spec 2.8); NO_LEGAL_MOVE on broken rules."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
@@ -115,7 +136,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
     cd = int(params[P_CHARGE_DEPTH])
     solver = params[P_SOLVER] > 0
     me = int(params[P_ME])
-    use_util = rp[RP_LAMBDA, me] > 0.0
+    use_util = L.uses_utility(params, rp)
     maxm = 1
     total = 0
     for r in range(R):
@@ -130,10 +151,12 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
     counts = np.zeros(R, np.int32)
     mbuf = np.zeros(total + 1, np.int32)
     cur = np.zeros(g.n_words, np.uint64)
-    gi = np.zeros(R, np.int32)
+    gr = np.zeros((3, R))
     goals = np.zeros(R)
     values = np.zeros(R)
     mobility = np.ones(R)
+    role_facts = np.zeros(R)
+    rel_counts = np.zeros(rel_masks.shape[0])
     raw = np.zeros(w.shape[0])
     for _ in range(n_sims):
         node = 0
@@ -146,14 +169,12 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                     or depth >= horizon):
                 break
             if tree.ready[node] == 0:
-                e = _expand(g, tree, node, vals, counts, mbuf, lbuf)
+                e = _expand(g, tree, node, vals, counts, mbuf, lbuf, rank, sort)
                 if e == NO_LEGAL_MOVE:
                     return NO_LEGAL_MOVE
                 if e == 0:
                     break
-            for r in range(R):
-                if tree.slot_count[node, r] >= 2:
-                    mobility[r] = tree.slot_count[node, r]
+            L.carry_mobility(mobility, tree.slot_count[node])
             if tree.visits[node] > grave and tree.amaf_row[node] >= 0:
                 ref = node
             T.select(tree, node, ref, params, rng, sl)
@@ -170,9 +191,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 K.load_state(g, cur, vals)
                 term = K.is_terminal(g, vals)
                 if term:
-                    K.goal_vector(g, vals, gi)
-                    for r in range(R):
-                        goals[r] = gi[r]
+                    _scores(g, vals, gr, goals)
                 child = T.add_child(tree, node, sl, term, goals)
                 tree.state[child, :] = cur
             path[depth + 1] = child
@@ -200,7 +219,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 if npm > 0 and K.is_terminal(g, vals):
                     break
                 for r in range(R):
-                    n = K.legal_moves(g, vals, r, lbuf)
+                    n = _legal(g, vals, r, lbuf, rank, sort)
                     if n == 0:
                         return NO_LEGAL_MOVE
                     if n >= 2:
@@ -213,32 +232,25 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 npm += 1
             exact = K.is_terminal(g, vals)
             end_terminal = exact
-            if exact or use_util:
-                K.goal_vector(g, vals, gi)
-                for r in range(R):
-                    goals[r] = gi[r]
-        u = 0.0
+            if exact:
+                _scores(g, vals, gr, goals)
         if use_util:
-            _raw_features(g, vals, cur, end_terminal, goals, depth + npm + extra, mobility, me,
-                          role_masks, rel_masks, lbuf, raw)
-            u = F.utility(raw, lo, hi, w)
-        T.leaf_values(params, rp, goals, exact, charged, u, rng, values)
+            _features(g, vals, cur, end_terminal, depth + npm + extra, mobility, me, role_masks,
+                      rel_masks, lbuf, gr, role_facts, rel_counts, raw)
+        L.evaluate(params, rp, goals, exact, charged, raw, lo, hi, w, rng, values)
         T.backprop(tree, params, path, depth, jslots, pmoves, npm, values, extra)
     return n_sims
 
 
 @njit(cache=True)
-def init_root(g, tree, state, vals):
+def init_root(g, tree, state, vals, rank, sort):
     """Fresh tree with ``state`` as root (expanded): 1 ok, 0 terminal, NO_LEGAL_MOVE."""
     R = g.n_roles
     K.load_state(g, state, vals)
     term = K.is_terminal(g, vals)
-    gi = np.zeros(R, np.int32)
     goals = np.zeros(R)
     if term:
-        K.goal_vector(g, vals, gi)
-        for r in range(R):
-            goals[r] = gi[r]
+        _scores(g, vals, np.zeros((3, R)), goals)
     T.reset_root(tree, term, goals)
     tree.state[0, :] = state
     if term:
@@ -249,13 +261,14 @@ def init_root(g, tree, state, vals):
         maxm = max(maxm, g.role_nmoves[r])
         total += g.role_nmoves[r]
     e = _expand(g, tree, 0, vals, np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
-                np.zeros(maxm + 1, np.int32))
+                np.zeros(maxm + 1, np.int32), rank, sort)
     return 1 if e == 1 else NO_LEGAL_MOVE
 
 
 @njit(cache=True)
 def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w, lo_by_role,
-              hi_by_role, role_masks, rel_masks, q_out, n_out, move_out, count_out, choice_out):
+              hi_by_role, role_masks, rel_masks, rank, sort, q_out, n_out, move_out, count_out,
+              choice_out):
     """One fresh search per item (state row, role, rng row): Q, visits, move ids, count and
     the persona's choice per item.  count_out[i] = 0 for a terminal state, -1 on error."""
     for i in range(states.shape[0]):
@@ -263,12 +276,12 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
         params = params_by_role[me]
         rp = rp_by_role[me]
         rng = rngs[i]
-        st = init_root(g, tree, states[i], vals)
+        st = init_root(g, tree, states[i], vals, rank, sort)
         if st != 1:
             count_out[i] = 0 if st == 0 else -1
             continue
         if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
-                    hi_by_role[me], role_masks, rel_masks) < 0:
+                    hi_by_role[me], role_masks, rel_masks, rank, sort) < 0:
             count_out[i] = -1
             continue
         cnt = tree.slot_count[0, me]
@@ -280,7 +293,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
         choice_out[i] = T.choose(tree, params, q_out[i, :cnt], n_out[i, :cnt], rng)
 
 
-guard([sys.modules[__name__]], [K, T, RNG, P, F, sys.modules[__name__]])
+guard([sys.modules[__name__]], [K, T, L, RNG, P, F, sys.modules[__name__]])
 
 
 # --------------------------------------------------------------------------- Python side
@@ -291,11 +304,15 @@ class _EngineData:
         g = engine.game
         self.move_terms = [list(ms) for ms in engine.move_terms]
         self.move_index = [{m: k for k, m in enumerate(ms)} for ms in self.move_terms]
-        self.rank = []
-        for ms in self.move_terms:
-            order = {m: i for i, m in enumerate(canonical_sorted(ms))}
-            self.rank.append(np.array([order[m] for m in ms], np.int64))
         self.n_move_ids = int(max(1, max(int(x) for x in g.role_nmoves)))
+        # rank[r, id]: the move's place in canonical term order; sort = 0 when the engine's
+        # order is canonical already (usual; not after a cache hit on a scrambled game)
+        self.rank = np.zeros((len(self.move_terms), self.n_move_ids), np.int64)
+        for r, ms in enumerate(self.move_terms):
+            order = {m: i for i, m in enumerate(canonical_sorted(ms))}
+            self.rank[r, :len(ms)] = [order[m] for m in ms]
+        self.sort = int(any((self.rank[r, :len(ms)] != np.arange(len(ms))).any()
+                            for r, ms in enumerate(self.move_terms)))
         self.vals = K.new_vals(g)
         self.util: dict = {}
 
@@ -349,12 +366,14 @@ def _root_slots(engine, state) -> int:
 
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    if thesis:
+        tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
     packed = engine.pack(state)
     want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
@@ -367,7 +386,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             st = compact_into(st, 0, st.nodes + want)
     if st is None:
         st = new_compiled_tree(engine, data, want, _root_slots(engine, state))
-        status = init_root(g, st.arrays, packed, data.vals)
+        status = init_root(g, st.arrays, packed, data.vals, data.rank, data.sort)
         if status == 0:
             raise ValueError("cannot search from a terminal state")
         if status < 0:
@@ -376,16 +395,20 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
     sims = 0
     deadline = None if seconds is None else t0 + seconds
+    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
     chunk = 64
+    if on_progress is not None and deadline is None:
+        chunk = 4096        # reports need a loop in chunks (numba cannot call back)
     while n_limit is None or sims < n_limit:
         n = chunk if n_limit is None else min(chunk, n_limit - sims)
-        if deadline is None:
+        if deadline is None and on_progress is None:
             n = n_limit - sims
         c0 = time.perf_counter()
         if simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
-                    rmask, relmask) < 0:
+                    rmask, relmask, data.rank, data.sort) < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
         sims += n
+        progress(st, sims)
         if deadline is not None:
             now = time.perf_counter()
             if now >= deadline:
@@ -407,13 +430,14 @@ def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
                         proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
 
 
-def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True):
+def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True,
+                 thesis: bool = True):
     """items: (state, role, seed) triples.  One numba call, one tree reused (reset) per item."""
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
-    pr = [build(persona, R, r, solver=solver, limit=limit) for r in range(R)]
+    pr = [build(persona, R, r, solver=solver, limit=limit, thesis=thesis) for r in range(R)]
     params_by_role = np.stack([p for p, _ in pr])
     rp_by_role = np.stack([rp for _, rp in pr])
     n_items = len(items)
@@ -433,7 +457,7 @@ def search_batch(engine, items, persona, *, limit: int | None = None, solver: bo
     cnt = np.zeros(n_items, np.int64)
     choice = np.zeros(n_items, np.int64)
     run_batch(g, st.arrays, params_by_role, rp_by_role, states, roles, rngs, data.vals, w, lo, hi,
-              rmask, relmask, q, n, mv, cnt, choice)
+              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice)
     elapsed = (time.perf_counter() - t0) / max(1, n_items)
     out = []
     for i in range(n_items):

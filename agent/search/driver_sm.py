@@ -12,10 +12,11 @@ import weakref
 
 import numpy as np
 
-from ..reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from ..reasoner.statemachine import CachedStateMachine, ReasonerError
 from . import features as F
+from . import leaf as L
 from . import tree as T
-from .common import SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
+from .common import Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -39,8 +40,9 @@ def cached(sm):
 class _Ctx:
     """Everything one decision's simulations share."""
 
-    def __init__(self, sm, st: SearchTree, params, rp, rng, persona):
+    def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False):
         self.sm = sm
+        self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
         self.p = params
         self.rp = rp
@@ -50,15 +52,23 @@ class _Ctx:
         self.out = np.zeros(self.R, np.int32)
         self.values = np.zeros(self.R)
         self.zeros = np.zeros(self.R)
-        lam = rp[RP_LAMBDA, self.me]
         self.util = None
-        if lam > 0:
+        self.raw = self.lo = self.hi = self.w = np.zeros(1)
+        if rp[RP_LAMBDA, self.me] > 0:
             cal = F.calibrate(sm)
-            self.util = (cal, F.weight_vector(persona.utility_weights, cal), F.FactIndex(sm.roles))
+            self.util = (cal, F.FactIndex(sm.roles))
+            self.w = F.weight_vector(persona.utility_weights, cal)
+            self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
+            self.raw = np.zeros(len(self.w))
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
-        # playout's moves (MAST off, RAVE off) or its end state (no utility)
+        # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
+        # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
+        # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and hasattr(sm, "random_playout"))
+                               and deadline is None and not thesis and hasattr(sm, "random_playout"))
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     # ---------------------------------------------------------------- moves
     def ids(self, r: int, moves) -> list:
@@ -88,23 +98,51 @@ class _Ctx:
             self.st.arrays = T.grow(a, max_slots=2 * a.slot_move.shape[0] + len(moves))
         return bool(T.init_slots(self.st.arrays, node, counts, moves))
 
+    def widen_root(self) -> None:
+        """One-ply look-ahead (live play, on a clock): generate every child of the root where
+        only the deciding role moves, before any playout, until the deadline.  A slow engine
+        then still knows its immediate wins and losses (``common.fallback_choice``) when
+        not one playout finishes; the children would be the first |A| expansions anyway."""
+        st, sm, me = self.st, self.sm, self.me
+        a = st.arrays
+        if T.mover_of(a, 0) != me:
+            return
+        slots = np.array([a.slot_off[0, r] for r in range(self.R)], np.int32)
+        for k in range(int(a.slot_count[0, me])):
+            slots[me] = a.slot_off[0, me] + k
+            if self.late() or T.pool_full(a):
+                return
+            if T.get_child(a, 0, slots) >= 0:
+                continue
+            joint = [st.move_terms[r][a.slot_move[slots[r]]] for r in range(self.R)]
+            s2 = sm.next_state(st.states[0], joint)
+            term = sm.is_terminal(s2)
+            T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
+            st.states.append(s2)
+
     # ---------------------------------------------------------------- one simulation
-    def simulate(self) -> None:
+    def simulate(self) -> bool:
+        """One simulation; False when the deadline came before it reached its leaf (then
+        nothing is backed up).  A playout reached and cut by the deadline ends there as a
+        cut-off (charge default, spec 2.4), like one cut by ``charge_depth``."""
         st, p, sm = self.st, self.p, self.sm
         horizon = int(p[P_HORIZON])
         grave = p[P_GRAVE]
         solver = p[P_SOLVER] > 0
         node, ref, depth = 0, 0, 0
         path, jsl = [0], []
-        mobility = [1] * self.R
+        mobility = np.ones(self.R)
         while True:
             a = st.arrays
             if a.terminal[node] or (solver and node != 0 and a.proven[node]) or depth >= horizon:
                 break
-            if not a.ready[node] and not self.expand(node):
-                break
+            if not a.ready[node]:
+                if self.late():
+                    return False
+                if not self.expand(node):
+                    break
             a = st.arrays
-            F.carry_mobility(mobility, a.slot_count[node])
+            L.carry_mobility(mobility, a.slot_count[node])
             if a.visits[node] > grave and a.amaf_row[node] >= 0:
                 ref = node
             T.select(a, node, ref, p, self.rng, self.out)
@@ -114,10 +152,12 @@ class _Ctx:
                 if T.pool_full(a):
                     a.meta[T.M_FULL_NODES] += 1
                     break            # degrade: simulate from this frontier node
+                if self.late():
+                    return False
                 joint = [st.move_terms[r][a.slot_move[self.out[r]]] for r in range(self.R)]
                 s2 = sm.next_state(st.states[node], joint)
                 term = sm.is_terminal(s2)
-                goals = np.array(goal_vector(sm.goal_values(s2)), np.float64) if term else self.zeros
+                goals = self.scores(s2) if term else self.zeros
                 child = int(T.add_child(a, node, self.out, term, goals))
                 st.states.append(s2)
             path.append(child)
@@ -131,21 +171,21 @@ class _Ctx:
         pm: list = []
         s = st.states[node]
         if a.terminal[node] or (solver and node != 0 and a.proven[node]):
-            exact, charged, goals, length = True, False, a.pval[node].copy(), depth
+            exact, charged, goals, n_steps = True, False, a.pval[node].copy(), 0
             extra = int(a.pdepth[node])
             end_terminal = bool(a.terminal[node])
         else:
             charged = True
             exact, goals, s, n_steps, end_terminal = self.playout(s, pm, mobility)
-            length = depth + n_steps
-        u = 0.0
         if self.util is not None:
-            u = self.utility(s, end_terminal, length, mobility)
-        T.leaf_values(p, self.rp, goals, exact, charged, u, self.rng, self.values)
+            self.features(s, end_terminal, depth + n_steps + extra, mobility)
+        L.evaluate(p, self.rp, goals, exact, charged, self.raw, self.lo, self.hi, self.w,
+                   self.rng, self.values)
         pmoves = np.array(pm, np.int32).reshape(len(pm), self.R)
         jslots = np.array(jsl, np.int32).reshape(len(jsl), self.R)
         T.backprop(st.arrays, p, np.array(path, np.int64), depth, jslots, pmoves, len(pm),
                    self.values, extra)
+        return True
 
     def playout(self, s, pm: list, mobility: list):
         """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal)."""
@@ -155,15 +195,15 @@ class _Ctx:
             seed = randint(self.rng, PLAYOUT, 2 ** 31 - 1)
             try:
                 n, gv = sm.random_playout(s, cap=cd, seed=seed)
-                return True, np.array(goal_vector(gv), np.float64), s, n, True
+                return True, self.scores(None, gv), s, n, True
             except ReasonerError as e:
                 if "length cap" not in str(e):
                     raise
                 return False, self.zeros, s, cd, False
         steps = 0
-        while steps < cd:
+        while steps < cd and not self.late():
             if steps > 0 and sm.is_terminal(s):
-                return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+                return True, self.scores(s), s, steps, True
             joint, ids_row = [], []
             counts = []
             for r in range(self.R):
@@ -176,22 +216,28 @@ class _Ctx:
                 joint.append(legal[k])
                 ids_row.append(ids[k])
                 counts.append(len(legal))
-            F.carry_mobility(mobility, counts)
+            L.carry_mobility(mobility, np.array(counts, np.int64))
             pm.append(ids_row)
             s = sm.next_state(s, joint)
             steps += 1
         if steps > 0 and sm.is_terminal(s):
-            return True, np.array(goal_vector(sm.goal_values(s)), np.float64), s, steps, True
+            return True, self.scores(s), s, steps, True
         return False, self.zeros, s, steps, False
 
-    def utility(self, s, terminal: bool, length: int, mobility: list) -> float:
-        cal, w, facts = self.util
+    def scores(self, s, goal_values=None) -> np.ndarray:
+        """What each role scores in ``s`` (leaf.goal_scores)."""
+        out = np.zeros(self.R)
+        L.goal_scores(L.read_goals(self.sm.goal_values(s) if goal_values is None else goal_values), out)
+        return out
+
+    def features(self, s, terminal: bool, length: int, mobility) -> None:
+        """The raw features of the end state ``s`` into ``self.raw``."""
+        cal, facts = self.util
         sm = self.sm
         if not terminal:
-            F.carry_mobility(mobility, [len(sm.legal_moves(s, r)) for r in range(self.R)])
-        raw = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
-                             facts, cal.relations)
-        return float(F.utility(raw, cal.lo[self.me], cal.hi[self.me], w))
+            L.carry_mobility(mobility, np.array([len(sm.legal_moves(s, r)) for r in range(self.R)], np.int64))
+        self.raw[:] = F.raw_features(s, terminal, sm.goal_values(s), length, mobility, self.me,
+                                     facts, cal.relations)
 
 
 def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
@@ -200,18 +246,22 @@ def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
     arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256))
     st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
     term = sm.is_terminal(state)
-    goals = np.array(goal_vector(sm.goal_values(state)), np.float64) if term else np.zeros(R)
+    goals = np.zeros(R)
+    if term:
+        L.goal_scores(L.read_goals(sm.goal_values(state)), goals)
     T.reset_root(st.arrays, term, goals)
     return st
 
 
 def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
     t0 = time.perf_counter()
     sm = cached(sm)
     R = len(sm.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    if thesis:
+        tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
     if sm.is_terminal(state):
         raise ValueError("cannot search from a terminal state")
@@ -224,15 +274,19 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     else:
         st = new_sm_tree(sm, state, want)
     rng = make_rng(seed)
-    ctx = _Ctx(sm, st, params, rp, rng, persona)
+    deadline = None if seconds is None else t0 + seconds
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
+    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
+    if deadline is not None and not thesis:
+        ctx.widen_root()
+    progress(ctx.st, 0)
     sims = 0
-    deadline = None if seconds is None else t0 + seconds
-    while (n_limit is None or sims < n_limit) and (deadline is None or time.perf_counter() < deadline):
-        ctx.simulate()
-        sims += 1
-    return finish(st, params, rp, rng, role_index, sims, t0)
+    while (n_limit is None or sims < n_limit) and not ctx.late():
+        sims += ctx.simulate()
+        progress(ctx.st, sims)
+    return finish(ctx.st, params, rp, rng, role_index, sims, t0)
 
 
 def finish(st: SearchTree, params, rp, rng, me: int, sims: int, t0: float) -> SearchResult:

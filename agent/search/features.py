@@ -1,5 +1,6 @@
-"""Designer utilities (spec 6.4): features of a simulation's end state, per-game calibration,
-and the persona's utility ``u`` on the 0..100 scale.
+"""Designer utilities (spec 6.4), the parts that read states as terms: fact counts,
+per-game calibration, the persona's weight vector.  What the features mean and the utility
+``u`` itself are ``leaf.py``'s (one implementation for both drivers).
 
 Features come from the rules and the state only: goal values, terminality, plies, legal-move
 counts, and counts of true facts (those mentioning a role constant, and per relation).
@@ -19,12 +20,10 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-FIXED = ("goal", "win", "loss", "draw", "length", "mobility", "opp_mobility", "own_facts",
-         "opp_facts")
-F_GOAL, F_WIN, F_LOSS, F_DRAW, F_LENGTH, F_MOB, F_OPP_MOB, F_OWN, F_OPP = range(len(FIXED))
-N_FIXED = len(FIXED)
+from . import leaf as L
+from .leaf import (F_DRAW, F_GOAL, F_LENGTH, F_LOSS, F_MOB, F_OPP, F_OPP_MOB, F_OWN,  # noqa: F401
+                   F_WIN, FIXED, N_FIXED, carry_mobility)
 
 CALIBRATION_PLAYOUTS = 100
 CALIBRATION_CAP = 200
@@ -73,50 +72,29 @@ class FactIndex:
         return v
 
 
-def goal_raw(values: list) -> float:
-    return float(values[0]) if len(values) == 1 else 50.0  # none or several: neutral (8.38)
-
-
-def raw_features(state, terminal: bool, goal_values: list, length: int, mobility: list,
-                 role: int, facts: FactIndex, relations: list) -> np.ndarray:
-    """Raw features of ``state`` for ``role``; ``mobility`` = carried-forward move counts
-    per role along the trajectory (spec 6.4)."""
-    n = len(goal_values)
-    x = np.zeros(N_FIXED + len(relations))
-    g = [goal_raw(v) for v in goal_values]
-    x[F_GOAL] = g[role]
-    if terminal:
-        others = [g[q] for q in range(n) if q != role]
-        best_other = max(others) if others else None
-        if best_other is None:
-            win, loss = g[role] >= 100, g[role] <= 0
-        else:
-            win, loss = g[role] > best_other, g[role] < best_other
-        x[F_WIN], x[F_LOSS], x[F_DRAW] = float(win), float(loss), float(not win and not loss)
-    x[F_LENGTH] = length
-    x[F_MOB] = mobility[role]
-    opp = [q for q in range(n) if q != role]
-    if opp:
-        x[F_OPP_MOB] = sum(mobility[q] for q in opp) / len(opp)
-    per_role = [0] * n
+def fact_counts(state, facts: FactIndex, relations: list):
+    """(true facts mentioning each role, true facts of each relation) of a state as terms."""
+    per_role = np.zeros(len(facts.roles))
+    rel = np.zeros(len(relations))
     rel_pos = {p: i for i, p in enumerate(relations)}
     for f in state:
         for q in facts.roles_in(f):
             per_role[q] += 1
         i = rel_pos.get(relation_of(f))
         if i is not None:
-            x[N_FIXED + i] += 1
-    x[F_OWN] = per_role[role]
-    if opp:
-        x[F_OPP] = sum(per_role[q] for q in opp) / len(opp)
+            rel[i] += 1
+    return per_role, rel
+
+
+def raw_features(state, terminal: bool, goal_values: list, length: int, mobility,
+                 role: int, facts: FactIndex, relations: list) -> np.ndarray:
+    """Raw features of ``state`` (terms) for ``role`` (``leaf.raw_features``);
+    ``mobility`` = carried-forward move counts per role along the trajectory (spec 6.4)."""
+    per_role, rel = fact_counts(state, facts, relations)
+    x = np.zeros(N_FIXED + len(relations))
+    L.raw_features(L.read_goals(goal_values), terminal, float(length),
+                   np.asarray(mobility, np.float64), per_role, rel, role, x)
     return x
-
-
-def carry_mobility(mobility: list, counts) -> None:
-    """Update carried-forward mobility with a state's legal-move counts (in place)."""
-    for q, c in enumerate(counts):
-        if c >= 2:
-            mobility[q] = c
 
 
 def rules_seed(sm) -> int:
@@ -151,13 +129,13 @@ def calibrate(sm, playouts: int = CALIBRATION_PLAYOUTS, cap: int = CALIBRATION_C
     lengths = []
     for _ in range(playouts):
         s, ply, traj = s0, 0, []
-        mobility = [1] * n
+        mobility = np.ones(n)
         while True:
             term = sm.is_terminal(s)
             legal = [] if term else [sm.legal_moves(s, q) for q in range(n)]
             if legal:
-                carry_mobility(mobility, [len(m) for m in legal])
-            traj.append((s, term, sm.goal_values(s), ply, list(mobility)))
+                carry_mobility(mobility, np.array([len(m) for m in legal], np.int64))
+            traj.append((s, term, sm.goal_values(s), ply, mobility.copy()))
             relations.update(relation_of(f) for f in s)
             if term or ply >= cap:
                 break
@@ -194,22 +172,3 @@ def weight_vector(weights: dict, cal: Calibration) -> np.ndarray:
         if i >= 0:
             w[i] = value
     return w
-
-
-@njit(cache=True)
-def utility(raw, lo, hi, w):
-    """u in 0..100: the weighted sum of normalised features rescaled by its own range."""
-    U = 0.0
-    ulo = 0.0
-    uhi = 0.0
-    for k in range(raw.shape[0]):
-        if w[k] == 0.0:
-            continue
-        d = hi[k] - lo[k]
-        phi = 0.5 if d == 0.0 else min(max((raw[k] - lo[k]) / d, 0.0), 1.0)
-        U += w[k] * phi
-        ulo += min(0.0, w[k])
-        uhi += max(0.0, w[k])
-    if uhi == ulo:
-        return 50.0
-    return 100.0 * (U - ulo) / (uhi - ulo)

@@ -10,18 +10,24 @@ from __future__ import annotations
 import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
- P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME) = range(14)
-N_PARAMS = 14
+ P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
+ P_MIN_SHARE) = range(15)
+N_PARAMS = 15
+
+MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
 RP_DEFAULT, RP_AGGR, RP_DEF, RP_LAMBDA = range(4)
 N_ROLE_PARAMS = 4
 
 
-def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | None = None):
+def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | None = None,
+          thesis: bool = False):
     """(params, role_params) for ``persona`` deciding for role ``me``.
 
-    The solver is switched off when the persona mixes in a utility (lambda > 0): a proven
-    goal value says nothing about the features that persona also values."""
+    ``thesis``: exactly the search of spec 2.8 (no solver, no visit-share filter in the final
+    choice); otherwise the live-play deviations listed in README are on.  The solver is also
+    off when the persona mixes in a utility (lambda > 0): a proven goal value says nothing
+    about the features that persona also values."""
     p = np.zeros(N_PARAMS, dtype=np.float64)
     p[P_RAVE] = persona.rave
     p[P_GRAVE] = persona.grave
@@ -35,8 +41,9 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     p[P_RANDOM_ERROR] = persona.random_error
     p[P_NICE] = persona.nice_threshold
     p[P_MAST_TAU] = persona.mast_tau
-    p[P_SOLVER] = 1.0 if (solver and persona.utility_lambda == 0) else 0.0
+    p[P_SOLVER] = 1.0 if (solver and not thesis and persona.utility_lambda == 0) else 0.0
     p[P_ME] = me
+    p[P_MIN_SHARE] = 0.0 if thesis else MIN_VISIT_SHARE
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1

@@ -2,6 +2,7 @@
 
 One implementation serves both drivers: ``driver_sm`` calls these functions step by step
 from Python over any state machine, ``driver_compiled`` calls them from one njit loop.
+What a simulation's end is worth (goals, charge defaults, utility, bias) is ``leaf.py``'s.
 
 Layout (``Tree``, a namedtuple of arrays; node 0 is always the root):
   nodes   visits, terminal, proven (+ ``pval`` goals per role, ``pdepth`` plies to that
@@ -30,10 +31,9 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .params import (P_C, P_CHARGE_DISCOUNT, P_EPSILON, P_GRAVE, P_MAST_TAU, P_ME, P_NICE,
-                     P_RANDOM_ERROR, P_RAVE, P_SOLVER, P_TREE_DISCOUNT, RP_AGGR, RP_DEF,
-                     RP_DEFAULT, RP_LAMBDA)
-from .rng import BIAS, CHOICE, PLAYOUT, TREE, randint, uniform
+from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_MIN_SHARE, P_NICE, P_RANDOM_ERROR,
+                     P_RAVE, P_SOLVER, P_TREE_DISCOUNT)
+from .rng import CHOICE, PLAYOUT, TREE, randint, uniform
 
 Tree = namedtuple("Tree", [
     "meta", "visits", "terminal", "proven", "pval", "pdepth", "ready", "slot_off",
@@ -49,7 +49,6 @@ N_META = 8
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
 MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)
-MIN_VISIT_SHARE = 0.1  # choose(): visits a move needs, relative to the most visited, to compete on Q
 
 
 def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
@@ -370,36 +369,6 @@ def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf):
     return n - 1
 
 
-# --------------------------------------------------------------------------- values
-@njit(cache=True)
-def bias(v, aggr, defe, coin):
-    """Personality bias (spec 2.6): above 85 none; 60-85 aggressive; below 35 defensive;
-    in between the coin picks; the result stays on the 0..100 scale."""
-    if v >= 85.0:
-        return v
-    if v > 60.0:
-        f = aggr
-    elif v < 35.0:
-        f = defe
-    else:
-        f = aggr if coin < 0.5 else defe
-    return min(max(v * f, 0.0), 100.0)
-
-
-@njit(cache=True)
-def leaf_values(params, rp, goals, exact, charged, u_me, rng, out):
-    """Each role's backed-up value of a simulation's end: goal if ``exact`` (terminal or
-    proven) else the charge default, utility mix, charge discount once, then bias."""
-    for r in range(out.shape[0]):
-        g = goals[r] if exact else rp[RP_DEFAULT, r]
-        lam = rp[RP_LAMBDA, r]
-        v = g if lam == 0.0 else (1.0 - lam) * g + lam * u_me
-        if charged:
-            v *= params[P_CHARGE_DISCOUNT]
-        coin = uniform(rng, BIAS)  # drawn for every role and simulation: streams stay aligned
-        out[r] = bias(v, rp[RP_AGGR, r], rp[RP_DEF, r], coin)
-
-
 # --------------------------------------------------------------------------- backpropagation
 @njit(cache=True)
 def _add_move(tree, k, r, m):
@@ -518,11 +487,12 @@ def choose(tree, params, q, n, rng):
     """Final choice (spec 2.7) over the deciding role's root moves (``q``, visits ``n``):
     RandomError, else uniform among moves within NiceThreshold of the best Q.  Index into q.
 
-    Deviations, both because a Q from a handful of playouts is noise: only moves with at
-    least MIN_VISIT_SHARE of the most visited move's visits compete on Q (the thesis score
-    form rarely revisits a move whose AMAF looks poor, so one lucky playout gave a Q of 99
-    that beat 990 visits at 47); and with the solver on, a proven win is played and proven
-    losses are avoided while anything else is left."""
+    Live-play deviations (off in thesis mode, listed in README), both because a Q from a
+    handful of playouts is noise: only moves with at least ``P_MIN_SHARE`` of the most
+    visited move's visits compete on Q (the thesis score form rarely revisits a move whose
+    AMAF looks poor, so one lucky playout gave a Q of 99 that beat 990 visits at 47); and
+    with the solver on, a proven win is played and proven losses are avoided while
+    anything else is left."""
     me = int(params[P_ME])
     cnt = tree.slot_count[0, me]
     if uniform(rng, CHOICE) < params[P_RANDOM_ERROR]:
@@ -550,8 +520,9 @@ def choose(tree, params, q, n, rng):
     for k in range(cnt):
         if ok[k] and n[k] > most:
             most = n[k]
+    share = params[P_MIN_SHARE]
     for k in range(cnt):
-        if ok[k] and n[k] < MIN_VISIT_SHARE * most:
+        if ok[k] and n[k] < share * most:
             ok[k] = False
     top = -np.inf
     for k in range(cnt):

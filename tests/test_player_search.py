@@ -1,0 +1,144 @@
+"""The search as the player runs it: a persona's ``limit`` is real in live play, and the
+search answers by its deadline on any engine (anytime: best so far, deadline cut-offs, a
+one-ply look-ahead when not one simulation finished), reporting its best move as it goes."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from agent.player import Player
+from agent.search import search
+from conftest import needs_shared
+from gamemanager import rules_list
+from test_search_support import ROOT, SHARED_GAMES, T, persona, reasoner
+
+TTT = ROOT / "games" / "ticTacToe.kif"
+SLACK = 1.0     # past the deadline: one engine call and the bookkeeping, on a loaded machine
+
+
+def persona_file(tmp_path, limit: int):
+    text = (ROOT / "agent" / "personas" / "champion.toml").read_text()
+    assert "\nlimit = 1000\n" in text
+    path = tmp_path / f"limit{limit}.toml"
+    path.write_text(text.replace("\nlimit = 1000\n", f"\nlimit = {limit}\n"))
+    return str(path)
+
+
+def player(path, spec, use_engine: bool, role: str | None = None) -> Player:
+    p = Player("(" + " ".join(rules_list(path.read_text())) + ")", role or "cross", 10.0, persona_spec=spec, seed=3,
+               use_engine=use_engine)
+    p.prepare()
+    p.load(budget_seconds=60)
+    return p
+
+
+@pytest.mark.parametrize("use_engine", [True, False], ids=["compiled", "prolog"])
+def test_limit_caps_simulations_in_live_play(tmp_path, use_engine):
+    """Skill = limit (spec 6.6): a persona with limit 100 runs 100 simulations, though the
+    clock would allow far more (it once ran 4,493 in 1 s)."""
+    p = player(TTT, persona_file(tmp_path, 100), use_engine)
+    assert p.engine_kind == ("CompiledEngine" if use_engine else "prolog")
+    d = p.decide(time.monotonic() + 30.0)
+    assert d["search"] == "agent.search" and d["simulations"] == 100
+    assert sum(d["visits"].values()) == 100 and d["move"] in d["legal"]
+
+
+def test_clock_caps_simulations_when_shorter(tmp_path):
+    p = player(TTT, persona_file(tmp_path, 10_000_000), True)
+    d = p.decide(time.monotonic() + 0.3)
+    assert 0 < d["simulations"] < 10_000_000 and d["move"] in d["legal"]
+
+
+class SlowSM:
+    """A state machine that takes ``delay`` seconds per query (``slow_after``: only for
+    states other than the initial one)."""
+
+    def __init__(self, sm, delay: float, slow_next=()):
+        self.sm, self.delay, self.slow_next = sm, delay, set(slow_next)
+        self.roles = sm.roles
+
+    def initial_state(self):
+        return self.sm.initial_state()
+
+    def legal_moves(self, s, r):
+        time.sleep(self.delay)
+        return self.sm.legal_moves(s, r)
+
+    def next_state(self, s, joint):
+        time.sleep(self.delay + (0.5 if set(joint) & self.slow_next else 0.0))
+        return self.sm.next_state(s, joint)
+
+    def is_terminal(self, s):
+        time.sleep(self.delay)
+        return self.sm.is_terminal(s)
+
+    def goal_values(self, s):
+        time.sleep(self.delay)
+        return self.sm.goal_values(s)
+
+
+def test_slow_engine_answers_by_its_deadline_with_best_so_far():
+    """Every query 50 ms, playouts of up to 100 plies: the search still stops at its deadline
+    (a playout cut by it ends as a cut-off) and reports its best move as it goes."""
+    s0 = reasoner(TTT).initial_state()
+    search(reasoner(TTT), s0, 0, persona(), seed=1, seconds=0.1, on_progress=print)  # warm-up
+    sm = SlowSM(reasoner(TTT), 0.05)
+    seen = []
+    t0 = time.perf_counter()
+    r = search(sm, s0, 0, persona(), seed=1, seconds=2.5, on_progress=lambda m, n: seen.append((m, n)))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 2.5 + SLACK, elapsed
+    assert r.move in r.moves and seen and all(m in r.moves for m, _ in seen)
+    # the root's 9 children take 0.9 s, a ply of playout 0.2 s: the last playout is cut
+    assert r.simulations >= 1 and r.simulations == r.visits.sum()
+
+
+# One move wins at once, one loses at once, one goes on (a long, slow game would follow).
+BRINK = """
+(role p)
+(init start)
+(<= (legal p a_lose) (true start))
+(<= (legal p b_win) (true start))
+(<= (legal p c_wait) (true start))
+(<= (legal p wait) (true waiting))
+(<= (next lost) (does p a_lose))
+(<= (next won) (does p b_win))
+(<= (next waiting) (does p c_wait))
+(<= (next waiting) (does p wait))
+(<= terminal (true lost))
+(<= terminal (true won))
+(<= (goal p 0) (true lost))
+(<= (goal p 100) (true won))
+(<= (goal p 50) (true waiting))
+(<= (goal p 50) (true start))
+"""
+
+
+@pytest.mark.parametrize("solver", [True, False])
+def test_one_ply_look_ahead_when_no_simulation_finished(solver):
+    """The clock runs out while the root's children are generated (``c_wait`` takes 0.5 s):
+    not one simulation, yet the immediate win is known and played, the loss avoided."""
+    sm = SlowSM(reasoner(BRINK), 0.0, slow_next=[T("c_wait")])
+    seen = []
+    r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=0.2, solver=solver,
+               on_progress=lambda m, n: seen.append(m))
+    assert r.simulations == 0 and r.visits.sum() == 0
+    assert r.move == T("b_win") and seen == [T("b_win")]
+
+
+@needs_shared
+def test_chess_on_prolog_answers_by_the_deadline():
+    """Chess is played on the Prolog reasoner (one playout takes longer than the clock):
+    the player still answers with a searched move by its deadline, and says so as it goes."""
+    path = SHARED_GAMES / "chess" / "v0" / "chess.kif"
+    p = player(path, None, False, role="white")
+    assert p.engine_kind == "prolog"
+    seen = []
+    t0 = time.monotonic()
+    d = p.decide(t0 + 1.5, on_best=lambda m, n: seen.append(m))
+    assert time.monotonic() - t0 < 1.5 + SLACK
+    assert d["search"] == "agent.search" and "error" not in d
+    assert d["move"] in d["legal"] and seen and set(seen) <= set(d["legal"])
+    assert np.isfinite(list(d["q"].values())).all()
