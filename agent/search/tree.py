@@ -238,15 +238,17 @@ def pool_full(tree):
 
 # --------------------------------------------------------------------------- selection
 @njit(cache=True)
-def _proven_win(tree, slot, r):
-    c = tree.slot_child[slot]
-    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] >= WIN
+def _proven_win(slot_child, proven, pval, slot, r):
+    # the three arrays, not the Tree: these are not inlined, and a call that takes the Tree
+    # pays the reference counting of all its arrays (it was most of a solver search's time)
+    c = slot_child[slot]
+    return c >= 0 and proven[c] == 1 and pval[c, r] >= WIN
 
 
 @njit(cache=True)
-def _proven_loss(tree, slot, r):
-    c = tree.slot_child[slot]
-    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] <= 0.0
+def _proven_loss(slot_child, proven, pval, slot, r):
+    c = slot_child[slot]
+    return c >= 0 and proven[c] == 1 and pval[c, r] <= 0.0
 
 
 @njit(cache=True)
@@ -304,17 +306,17 @@ def select(tree, node, ref, params, rng, out):
             lost = 0
             for k in range(cnt):
                 s = off + k
-                if _proven_win(tree, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
+                if _proven_win(tree.slot_child, tree.proven, tree.pval, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
                     best_d = tree.pdepth[tree.slot_child[s]]
                     choice = s
-                lost += _proven_loss(tree, s, r)
+                lost += _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r)
             skip_lost = 0 < lost < cnt
         if choice < 0:
             best = -np.inf
             ties = 0
             for k in range(cnt):
                 s = off + k
-                if skip_lost and _proven_loss(tree, s, r):
+                if skip_lost and _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r):
                     continue
                 v = score(tree, node, r, s, row, lnN, rave, C)
                 if v > best:
@@ -502,7 +504,7 @@ def choose(tree, params, q, n, rng):
     if params[P_SOLVER] > 0 and mover_of(tree, 0) == me:
         win = -1
         for k in range(cnt):
-            if _proven_win(tree, off + k, me):
+            if _proven_win(tree.slot_child, tree.proven, tree.pval, off + k, me):
                 d = tree.pdepth[tree.slot_child[off + k]]
                 if win < 0 or d < tree.pdepth[tree.slot_child[off + win]] or (
                         d == tree.pdepth[tree.slot_child[off + win]] and q[k] > q[win]):
@@ -511,7 +513,7 @@ def choose(tree, params, q, n, rng):
             return win
         lost = 0
         for k in range(cnt):
-            if _proven_loss(tree, off + k, me):
+            if _proven_loss(tree.slot_child, tree.proven, tree.pval, off + k, me):
                 ok[k] = False
                 lost += 1
         if lost == cnt:
