@@ -382,7 +382,7 @@ def hot(g, vals):
             g.legal_atom, g.terminal_atom)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step(h, joint):
     """The work buffer to the state after ``joint``: the moves on, then next values in and
     the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
@@ -412,7 +412,7 @@ def step_finish(g, vals, h, joint, f):
     _finish(g, vals, f)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
     legal_start, w, legal_atom = h[1], h[5], h[14]
@@ -429,7 +429,7 @@ def legal_into(h, role, out):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def terminal_in(h):
     t = h[15]
     return t >= 0 and h[5][t] == 1
