@@ -321,21 +321,9 @@ def score_ci(scores: list) -> tuple:
     return m, max(0.0, m - h), min(1.0, m + h)
 
 
-def report(args) -> str:
-    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
-    rates = {r["game"]: r for r in recs if r["kind"] == "rate"}
+def win_table(recs: list) -> list:
     games = [r for r in recs if r["kind"] == "game"]
-    lines = ["# Search strength benchmark", "",
-             "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
-             "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
-             "alternating, fresh tree every move. Score = (wins + draws / 2) / games, with a 95 % "
-             "confidence interval (normal approximation over per-game scores).", "",
-             "Command:", "", "```", "python scripts/bench_search.py" + (
-                 f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")), "```", "",
-             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-             "one process on a shared 2-core host.", "",
-             "## Win rates", "",
-             "| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |",
+    lines = ["| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |",
              "|---|---|---|---|---|---|---|"]
     for game in GAMES:
         for opponent in OPPONENTS:
@@ -354,6 +342,28 @@ def report(args) -> str:
                 budget = f"{rs[0]['budget']} simulations" if mode == "sims" else f"{rs[0]['budget']} s"
                 lines.append(f"| {game} | {opponent} | {budget} | {len(rs)} | {w} / {d} / {l} | "
                              f"{m:.3f} | [{lo:.3f}, {hi:.3f}] |")
+    return lines
+
+
+def report(args) -> str:
+    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    lines = ["# Search strength benchmark", "",
+             "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
+             "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
+             "alternating, fresh tree every move. Score = (wins + draws / 2) / games, with a 95 % "
+             "confidence interval (normal approximation over per-game scores).", "",
+             "Command:", "", "```", "python scripts/bench_search.py" + (
+                 f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")
+                 + (f" --games {' '.join(args.games)}" if args.games != GAMES else "")
+                 + (f" --modes {' '.join(args.modes)}" if args.modes != MODES else "")
+                 + (f" --out {Path(args.out).relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
+                 + (f" --compare {Path(args.compare).relative_to(ROOT)}" if args.compare else "")), "```", "",
+             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+             "one process on a shared 2-core host.", "",
+             "## Win rates", ""] + win_table(recs)
+    if args.compare:
+        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).relative_to(ROOT)}`):", ""]
+        lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():
         lines += ["", tuning.read_text().strip()]
@@ -376,6 +386,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--report", default=str(REPORT))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--compare", help="report: an earlier results file, shown as a second table")
     ap.add_argument("--speed", action="store_true", help="the speed figures only (then the report)")
     ap.add_argument("--baseline", help="speed: a checkout of an earlier version to measure alongside")
     ap.add_argument("--speed-runs", type=int, default=3)
