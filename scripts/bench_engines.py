@@ -261,7 +261,8 @@ def main() -> int:
         baseline = subprocess.run(["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
                                   capture_output=True, text=True).stdout.strip()
     cmd_text = "python scripts/bench_engines.py " + " ".join(
-        a if not args.baseline or a != args.baseline else "DIR" for a in sys.argv[1:])
+        a if not args.baseline or a != args.baseline else "DIR" for a in sys.argv[1:]
+        if a != "--report-only")   # the report of a resumed run names the measuring command
     if not args.report_only:
         # resumable: games already in the results file (same baseline) are kept
         rows = {}
