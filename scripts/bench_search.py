@@ -197,6 +197,7 @@ def speed_child(args) -> None:
     search_batch(c4, items[:5], champion, 1, limit=100)
     players = [("champion", champion, True), ("flat", baseline("flat"), False), ("uct", baseline("uct"), False)]
     for g, eng in engines.items():  # numba compiled and warm
+        K.playouts_for(eng.game, eng.game.init_state, 10, 10_000)
         for _, p, solver in players:
             search(eng, eng.initial_state(), 0, p, seed=1, limit=200, solver=solver)
     print(json.dumps({"ready": True, "decisions": len(items)}), flush=True)
@@ -276,8 +277,9 @@ def speed_report(path: Path) -> list:
     games = [k.split("/")[0] for k in new[0] if k.endswith("/raw")]
     prev = f"commit {rec['baseline']}" if rec.get("baseline") else "-"
     lines = ["## Speed", "",
-             f"Command: `python scripts/bench_search.py --speed --baseline DIR --decisions {rec['decisions']} "
-             f"--search-sims {rec['search_sims']}` (DIR: a checkout of the previous version, {prev}). "
+             f"Command: `python scripts/bench_search.py --speed --baseline DIR --games {' '.join(games)} "
+             f"--speed-runs {len(new)} --decisions {rec['decisions']} --search-sims {rec['search_sims']}` "
+             f"(DIR: a checkout of the previous version, {prev}). "
              f"Two processes, this version and the previous one, took turns for {len(new)} runs; "
              "medians of the runs; ratios are medians of run-by-run ratios. CPU time of the process "
              "(the 2-core machine ran other work at a load average far above 2, so wall-clock rates "
@@ -356,13 +358,13 @@ def report(args) -> str:
                  f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")
                  + (f" --games {' '.join(args.games)}" if args.games != GAMES else "")
                  + (f" --modes {' '.join(args.modes)}" if args.modes != MODES else "")
-                 + (f" --out {Path(args.out).relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
-                 + (f" --compare {Path(args.compare).relative_to(ROOT)}" if args.compare else "")), "```", "",
+                 + (f" --out {Path(args.out).resolve().relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
+                 + (f" --compare {Path(args.compare).resolve().relative_to(ROOT)}" if args.compare else "")), "```", "",
              f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              "one process on a shared 2-core host.", "",
              "## Win rates", ""] + win_table(recs)
     if args.compare:
-        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).relative_to(ROOT)}`):", ""]
+        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).resolve().relative_to(ROOT)}`):", ""]
         lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():

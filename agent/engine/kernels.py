@@ -412,6 +412,33 @@ def step_finish(g, vals, h, joint, f):
     _finish(g, vals, f)
 
 
+@njit(cache=True)
+def load_into(h, state):
+    """``load_state`` on a ``hot`` tuple; returns as ``step`` (finish with ``load_finish``)."""
+    w, cnt, stack, dirty, cap, n_base = h[5], h[6], h[8], h[9], h[10], h[12]
+    sp = 0
+    for i in range(n_base):
+        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+        sp = _push_set(w, stack, i, v, sp, cap)
+    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap)
+
+
+@njit(cache=True)
+def load_finish(g, vals, f):
+    _finish(g, vals, f)
+
+
+@njit(cache=True)
+def pack_into(h, out_state):
+    """``current_state`` on a ``hot`` tuple."""
+    w, n_base = h[5], h[12]
+    for k in range(out_state.shape[0]):
+        out_state[k] = 0
+    for i in range(n_base):
+        if w[i] == 1:
+            out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+
+
 @njit(cache=True, inline="always")
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""

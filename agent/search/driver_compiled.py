@@ -193,13 +193,15 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 if T.pool_full(tree):
                     tree.meta[T.M_FULL_NODES] += 1
                     break
-                K.load_state(g, tree.state[node], vals)
+                f = K.load_into(h, tree.state[node])
+                if f != nb:
+                    K.load_finish(g, vals, f)
                 for r in range(R):
                     joint[r] = tree.slot_move[sl[r]]
                 f = K.step(h, joint)
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
-                K.current_state(g, vals, cur)
+                K.pack_into(h, cur)
                 term = K.terminal_in(h)
                 if term:
                     _scores(g, vals, gr, goals)
@@ -228,7 +230,9 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
         else:
             charged = True
             if at != node:
-                K.load_state(g, tree.state[node], vals)
+                f = K.load_into(h, tree.state[node])
+                if f != nb:
+                    K.load_finish(g, vals, f)
             while npm < cd:
                 if npm > 0 and K.terminal_in(h):
                     break
@@ -246,7 +250,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                     K.step_finish(g, vals, h, joint, f)
                 npm += 1
             if use_util:
-                K.current_state(g, vals, cur)
+                K.pack_into(h, cur)
             exact = K.terminal_in(h)
             end_terminal = exact
             if exact:
