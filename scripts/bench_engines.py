@@ -4,11 +4,11 @@ agent.bench), this version against an earlier one in the same sitting, with the 
 reasoner beside them; build time from rules to a ready compiled engine, cached reload time,
 and peak memory; one process per game and version.
 
-    python scripts/bench_engines.py --baseline /tmp/old    # a checkout of the earlier version
+    python scripts/bench_engines.py --baseline ../previous    # a checkout of the earlier version
     python scripts/bench_engines.py --games ticTacToe --seconds 5 --warmup 1 --out /tmp/e.jsonl --report /tmp/e.md
     python scripts/bench_engines.py --report-only         # rebuild the report from the results
 
-The earlier version is any checkout of this repository (``git worktree add /tmp/old
+The earlier version is any checkout of this repository (``git worktree add ../previous
 30fbddd``): its own ``agent`` package runs in its own process.  The two processes of a game
 build their engines one after the other, then take turns (this, earlier, this, ...) for
 ``--runs`` counted runs each, so a change in the machine's load hits both alike; the ratio

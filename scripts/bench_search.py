@@ -8,7 +8,7 @@ engine's raw playout rate.
     python scripts/bench_search.py                      # everything (hours), then the report
     python scripts/bench_search.py --games ticTacToe --n 10 --out /tmp/b.jsonl --report /tmp/b.md
     python scripts/bench_search.py --report-only        # rebuild the report from the results
-    python scripts/bench_search.py --speed --baseline /tmp/old   # speed only, against a checkout
+    python scripts/bench_search.py --speed --baseline ../previous   # speed only, against a checkout
 
 Baselines (not personas: out-of-range values, built with check_ranges=False):
   flat    flat Monte Carlo: uniform allocation of uniform random playouts to the root moves
