@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Engine benchmark: random playouts per second of the Prolog reasoner and the compiled
-engine side by side (gdl-perf method, agent.bench), build time from rules to a ready
-compiled engine, cached reload time, and peak memory; one subprocess per game.
+"""Engine benchmark: random playouts per second of the compiled engine (gdl-perf method,
+agent.bench), this version against an earlier one in the same sitting, with the Prolog
+reasoner beside them; build time from rules to a ready compiled engine, cached reload time,
+and peak memory; one process per game and version.
 
-    python scripts/bench_engines.py                   # the ten games, then the report
+    python scripts/bench_engines.py --baseline ../previous    # a checkout of the earlier version
     python scripts/bench_engines.py --games ticTacToe --seconds 5 --warmup 1 --out /tmp/e.jsonl --report /tmp/e.md
-    python scripts/bench_engines.py --report-only     # rebuild the report from the results
+    python scripts/bench_engines.py --report-only         # rebuild the report from the results
 
-Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.  The cached reload
-is timed in a process whose numba kernels are already loaded, as in the server's pre-started
-player processes.
+The earlier version is any checkout of this repository (``git worktree add ../previous
+30fbddd``): its own ``agent`` package runs in its own process.  The two processes of a game
+build their engines one after the other, then take turns (this, earlier, this, ...) for
+``--runs`` counted runs each, so a change in the machine's load hits both alike; the ratio
+is taken run by run.  Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.
+The cached reload is timed in a process whose numba kernels are already loaded, as in the
+server's pre-started player processes.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,14 +31,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT))
 
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "nineBoardTicTacToe", "skirmish",
          "chess", "reversi", "hex", "pentago"]
-PEERS = {  # ../shared/docs/peer-figures.md: Sancho's propnet, ggplib (playouts/s, same method)
-    "ticTacToe": (170_000, 472_000), "connectFour": (95_000, 157_000), "breakthrough": (21_000, 34_000),
-    "nineBoardTicTacToe": (36_000, 31_000), "reversi": (1_900, 2_000), "skirmish": (1_400, 2_000),
-    "hex": (1_100, 2_000), "pentago": (11_000, 19_000), "checkers": (None, None), "chess": (None, None),
+# ../shared/docs/peer-figures.md, 2026-11-24: ggplib's playouts/s and the ratio of commit
+# 30fbddd to it, measured side by side on a machine like ours (same method)
+GGPLIB = {
+    "ticTacToe": (502_000, 0.77), "connectFour": (151_000, 0.83), "breakthrough": (30_100, 0.33),
+    "nineBoardTicTacToe": (31_900, 0.81), "reversi": (2_050, 0.48), "hex": (2_410, 0.66),
+    "pentago": (19_200, 1.07), "checkers": (8_300, 0.19), "skirmish": (1_500, None), "chess": (None, None),
 }
 RESULTS = ROOT / "docs" / "benchmarks" / "engine-results.jsonl"
 REPORT = ROOT / "docs" / "benchmarks" / "engine.md"
@@ -44,20 +51,30 @@ def rules_path(key: str) -> Path:
     return latest / f"{key}.kif"
 
 
-def one_game(key: str, seconds: float, warmup: float, runs: int, budget: float, prolog_seconds: float) -> dict:
-    """Runs in its own process: everything measured for one game."""
+def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: float,
+               prolog_seconds: float) -> None:
+    """Child process: build ``key`` with the ``agent`` package of ``root``, print one JSON
+    line, then answer ``run`` (one counted run) and ``quit`` (Prolog figures, peak memory)
+    lines on stdin, one JSON line each."""
+    sys.path.insert(0, str(root))
     import resource
 
-    from agent.bench import median_runs
+    from agent.bench import bench_engine
     from agent.engine import load_engine
     from agent.engine.ground import GroundingError
-    from agent.reasoner.prolog import PrologReasoner
-    from agent.server.worker import WARM_RULES
     from agent.player import parse_rules_text
+    from agent.server.worker import WARM_RULES
     from gdl.kif import read_rules_file
 
+    def say(d):
+        print(json.dumps(d), flush=True)
+
+    import agent
+    if Path(agent.__file__).resolve().parents[1] != root.resolve():
+        raise SystemExit(f"imported {agent.__file__}, not the version in {root}")
     out = {"game": key, "rules": str(rules_path(key).relative_to(SHARED.parent))}
     desc = read_rules_file(rules_path(key))
+    eng = None
     with tempfile.TemporaryDirectory() as cache_dir:
         load_engine(parse_rules_text(WARM_RULES), cache_dir=cache_dir)  # numba kernels loaded
         t0 = time.perf_counter()
@@ -65,7 +82,6 @@ def one_game(key: str, seconds: float, warmup: float, runs: int, budget: float, 
             eng = load_engine(desc, engine="compiled", budget_seconds=budget, cache_dir=cache_dir)
         except GroundingError as e:
             out["compiled_error"] = str(e)
-            eng = None
         if eng is not None:
             out["build_seconds"] = round(time.perf_counter() - t0, 3)
             out.update({k: eng.info[k] for k in ("ground_seconds", "compile_seconds", "atoms", "fluents",
@@ -74,17 +90,90 @@ def one_game(key: str, seconds: float, warmup: float, runs: int, budget: float, 
             again = load_engine(desc, engine="compiled", cache_dir=cache_dir)
             out["cached_load_seconds"] = round(time.perf_counter() - t0, 3)
             assert again.info["source"] == "cache", again.info
-            out["compiled"] = median_runs(eng, runs, seconds=seconds, warmup=warmup)
-    out["compiled_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    sm = PrologReasoner(desc)
+            if warmup > 0:
+                bench_engine(eng, seconds=warmup, warmup=0)
+    say(out)
+    for line in sys.stdin:
+        if line.strip() == "run" and eng is not None:
+            say(bench_engine(eng, seconds=seconds, warmup=0))
+        elif line.strip() == "quit":
+            break
+    end = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    if prolog_seconds > 0:
+        from agent.reasoner.prolog import PrologReasoner
+        sm = PrologReasoner(desc)
+        try:
+            end["prolog"] = bench_engine(sm, seconds=prolog_seconds, warmup=min(warmup, prolog_seconds))
+        except Exception as e:  # a reasoner error is a finding for the report
+            end["prolog_error"] = f"{type(e).__name__}: {e}"
+        sm.close()
+    say(end)
+
+
+class _Child:
+    """One ``serve_game`` process; ``ask`` sends a line and reads the JSON answer."""
+
+    def __init__(self, key: str, root: Path, args):
+        cmd = [sys.executable, __file__, "--serve", key, "--root", str(root), "--seconds",
+               str(args.seconds), "--warmup", str(args.warmup), "--budget", str(args.budget),
+               "--prolog-seconds", str(args.prolog_seconds if root == ROOT else 0)]
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.deadline = time.time() + args.timeout
+
+    def read(self) -> dict:
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"exit {self.p.wait()}")
+        return json.loads(line)
+
+    def ask(self, text: str) -> dict:
+        if time.time() > self.deadline:
+            raise TimeoutError("per-game time limit")
+        self.p.stdin.write(text + "\n")
+        self.p.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        try:
+            self.p.kill()
+        except OSError:
+            pass
+
+
+def measure_game(key: str, args) -> dict:
+    """This version and (with --baseline) the earlier one, runs alternating."""
+    row: dict = {"game": key}
+    sides = [("new", ROOT)] + ([("old", Path(args.baseline))] if args.baseline else [])
+    children = {}
     try:
-        out["prolog"] = median_runs(sm, 1, seconds=prolog_seconds, warmup=min(warmup, prolog_seconds))
-    except Exception as e:  # a reasoner error is a finding for the report
-        out["prolog_error"] = f"{type(e).__name__}: {e}"
-    sm.close()
-    if "compiled" in out and "prolog" in out and out["prolog"]["playouts_per_sec"]:
-        out["ratio"] = round(out["compiled"]["playouts_per_sec"] / out["prolog"]["playouts_per_sec"], 1)
-    return out
+        for name, root in sides:
+            children[name] = c = _Child(key, root, args)
+            first = c.read()
+            row[name] = first
+        for _ in range(args.runs):
+            for name, _root in sides:
+                if "compiled_error" not in row[name]:
+                    row[name].setdefault("runs", []).append(children[name].ask("run"))
+        for name, _root in sides:
+            row[name].update(children[name].ask("quit"))
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        row["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        for c in children.values():
+            c.close()
+    return row
+
+
+def rate(side: dict):
+    runs = side.get("runs") or []
+    return statistics.median(r["playouts_per_sec"] for r in runs) if runs else None
+
+
+def paired_ratio(row: dict):
+    """Median over runs of new/old, run by run (each pair measured back to back)."""
+    a, b = (row.get("new") or {}).get("runs") or [], (row.get("old") or {}).get("runs") or []
+    pairs = [x["playouts_per_sec"] / y["playouts_per_sec"] for x, y in zip(a, b) if y["playouts_per_sec"]]
+    return statistics.median(pairs) if pairs else None
 
 
 def cell(text: str, n: int = 80) -> str:
@@ -100,34 +189,41 @@ def fmt(x, digits=0):
     return f"{x:.{max(digits, 1)}f}" if isinstance(x, float) else str(x)
 
 
-def report(rows: list, args_text: str) -> str:
+def report(rows: list, args_text: str, baseline: str) -> str:
     lines = [
-        "# Engine benchmark: Prolog reasoner and compiled engine",
+        "# Engine benchmark: the compiled engine, this version and the previous one",
         "",
-        f"Command: `{args_text}`",
+        f"Command: `{args_text}`" + (f" (previous version: commit {baseline})" if baseline else ""),
         "",
         "Random playouts per second from the initial state, one core, gdl-perf method: a uniformly",
         "random legal move for every role until terminal, then the goals (`agent/bench.py`; the",
-        "same counting as `ggp-persona bench`). Both engines of a game were measured in the same",
-        "process, one after the other; compiled figures are the median of the runs listed. The",
-        "machine (2 cores) was shared with other work during the run, so absolute figures are",
-        "low by an unknown margin; the ratios were measured side by side.",
+        "same counting as `ggp-persona bench`). Each game ran in two processes, this version and",
+        "the previous one, taking turns run by run; figures are medians of the runs, and",
+        "*this / previous* is the median of the run-by-run ratios. The machine (2 cores) was",
+        "shared with other work, so absolute figures are low by an unknown margin and move with",
+        "the load; the ratios were measured side by side. *vs ggplib*: the ratio of the previous",
+        "version to ggplib measured side by side (`../shared/docs/peer-figures.md`) times",
+        "*this / previous*.",
         "",
-        "| game | compiled playouts/s (runs) | Prolog playouts/s | compiled / Prolog | Sancho / ggplib | avg depth | build s (ground + compile) | cached reload s | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| game | this version playouts/s (runs) | previous | this / previous | vs ggplib: previous, this | "
+        "avg depth | build s (ground + compile) | cached reload s | peak RSS MB | Prolog playouts/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        c, p = r.get("compiled") or {}, r.get("prolog") or {}
-        sancho, ggplib = PEERS.get(r["game"], (None, None))
-        runs = ", ".join(fmt(x) for x in c.get("runs", [])) if c.get("runs") else ""
-        build = (f"{r['build_seconds']:.2f} ({r.get('ground_seconds', 0):.2f} + {r.get('compile_seconds', 0):.2f})"
-                 if "build_seconds" in r else f"failed: {cell(r.get('compiled_error', '?'))}")
-        prolog = fmt(p.get("playouts_per_sec"), 2) if p else f"error: {cell(r.get('prolog_error', '?'), 60)}"
+        new, old = r.get("new") or {}, r.get("old") or {}
+        g_rate, g_ratio = GGPLIB.get(r["game"], (None, None))
+        ab = paired_ratio(r)
+        runs = ", ".join(fmt(x["playouts_per_sec"]) for x in new.get("runs", []))
+        build = (f"{new['build_seconds']:.2f} ({new.get('ground_seconds', 0):.2f} + {new.get('compile_seconds', 0):.2f})"
+                 if "build_seconds" in new else f"failed: {cell(new.get('compiled_error') or r.get('error', '?'))}")
+        p = new.get("prolog") or {}
+        prolog = fmt(p.get("playouts_per_sec"), 2) if p else cell(new.get("prolog_error", "-"), 60)
+        depth = (new.get("runs") or [{}])[0].get("avg_depth") or p.get("avg_depth")
+        vs = "-" if g_ratio is None else (f"{g_ratio:.2f}, " + (f"**{g_ratio * ab:.2f}**" if ab else "-"))
         lines.append(
-            f"| {r['game']} | {fmt(c.get('playouts_per_sec'))}" + (f" ({runs})" if runs else "") +
-            f" | {prolog} | {fmt(r.get('ratio'))} | {fmt(sancho)} / {fmt(ggplib)} | "
-            f"{fmt(c.get('avg_depth') or p.get('avg_depth'), 1)} | {build} | {fmt(r.get('cached_load_seconds'), 3)} | "
-            f"{r.get('compiled_peak_rss_mb', '-')} |")
+            f"| {r['game']} | {fmt(rate(new))}" + (f" ({runs})" if runs else "") +
+            f" | {fmt(rate(old))} | {fmt(ab, 2) if ab else '-'} | {vs} | {fmt(depth, 1)} | {build} | "
+            f"{fmt(new.get('cached_load_seconds'), 3)} | {new.get('peak_rss_mb', '-')} | {prolog} |")
     lines += ["", f"Machine: {platform.machine()}, Python {platform.python_version()}, "
                   f"{os.cpu_count()} cores. Results: `{RESULTS.relative_to(ROOT)}`.", ""]
     return "\n".join(lines)
@@ -141,41 +237,57 @@ def atomic_write(path: Path, text: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--games", nargs="+", default=GAMES)
-    ap.add_argument("--seconds", type=float, default=20.0, help="counted seconds per compiled run (default 20)")
-    ap.add_argument("--warmup", type=float, default=5.0)
-    ap.add_argument("--runs", type=int, default=3, help="compiled runs; the median is reported")
-    ap.add_argument("--prolog-seconds", type=float, default=20.0)
-    ap.add_argument("--budget", type=float, default=120.0, help="grounding budget (s)")
+    ap.add_argument("--baseline", help="a checkout of the earlier version to measure alongside")
+    ap.add_argument("--seconds", type=float, default=10.0, help="counted seconds per run (default 10)")
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=3, help="runs per version; medians are reported")
+    ap.add_argument("--prolog-seconds", type=float, default=20.0, help="0: no Prolog figures")
+    ap.add_argument("--budget", type=float, default=60.0, help="grounding budget (s)")
     ap.add_argument("--timeout", type=float, default=900.0, help="per game (s)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--report", default=str(REPORT))
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
+    ap.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.one:
-        print(json.dumps(one_game(args.one, args.seconds, args.warmup, args.runs, args.budget, args.prolog_seconds)))
+    if args.serve:
+        serve_game(args.serve, Path(args.root), args.seconds, args.warmup, args.budget, args.prolog_seconds)
         return 0
+    from rich.progress import Progress
+
     out = Path(args.out)
-    cmd_text = "python scripts/bench_engines.py " + " ".join(sys.argv[1:])
+    baseline = ""
+    if args.baseline:
+        baseline = subprocess.run(["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip()
+    cmd_text = "python scripts/bench_engines.py " + " ".join(
+        a if not args.baseline or a != args.baseline else "DIR" for a in sys.argv[1:]
+        if a != "--report-only")   # the report of a resumed run names the measuring command
     if not args.report_only:
-        rows = []
-        for key in args.games:
-            cmd = [sys.executable, __file__, "--one", key, "--seconds", str(args.seconds), "--warmup",
-                   str(args.warmup), "--runs", str(args.runs), "--budget", str(args.budget),
-                   "--prolog-seconds", str(args.prolog_seconds)]
-            t0 = time.time()
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-                row = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else \
-                    {"game": key, "compiled_error": f"exit {p.returncode}: {p.stderr.strip()[-300:]}"}
-            except subprocess.TimeoutExpired:
-                row = {"game": key, "compiled_error": f"timeout after {args.timeout:.0f} s"}
-            row["wall"] = round(time.time() - t0, 1)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-        atomic_write(out, "".join(json.dumps(r) + "\n" for r in rows))
+        # resumable: games already in the results file (same baseline) are kept
+        rows = {}
+        if out.exists():
+            for x in out.read_text().splitlines():
+                if x.strip():
+                    r = json.loads(x)
+                    if r.get("baseline", "") == baseline:
+                        rows[r["game"]] = r
+        with Progress() as bar:
+            task = bar.add_task("games", total=len(args.games))
+            for key in args.games:
+                bar.update(task, description=key)
+                if key not in rows:
+                    t0 = time.time()
+                    row = measure_game(key, args)
+                    row.update(baseline=baseline, wall=round(time.time() - t0, 1))
+                    bar.console.print(f"{key}: this {fmt(rate(row.get('new') or {}))}, previous "
+                                      f"{fmt(rate(row.get('old') or {}))}, ratio {paired_ratio(row)}")
+                    rows[key] = row
+                    atomic_write(out, "".join(json.dumps(rows[k]) + "\n" for k in rows))
+                bar.advance(task)
     rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
-    atomic_write(Path(args.report), report(rows, cmd_text.strip()))
+    baseline = baseline or (rows[0].get("baseline", "") if rows else "")
+    atomic_write(Path(args.report), report(rows, cmd_text.strip(), baseline))
     return 0
 
 

@@ -8,6 +8,7 @@ engine's raw playout rate.
     python scripts/bench_search.py                      # everything (hours), then the report
     python scripts/bench_search.py --games ticTacToe --n 10 --out /tmp/b.jsonl --report /tmp/b.md
     python scripts/bench_search.py --report-only        # rebuild the report from the results
+    python scripts/bench_search.py --speed --baseline ../previous   # speed only, against a checkout
 
 Baselines (not personas: out-of-range values, built with check_ranges=False):
   flat    flat Monte Carlo: uniform allocation of uniform random playouts to the root moves
@@ -15,6 +16,13 @@ Baselines (not personas: out-of-range values, built with check_ranges=False):
   uct     plain UCT: C = 40 (the champion's), no RAVE/GRAVE, no MAST, no discounts, no
           depth limits, no solver
 Both sides search afresh every move (no tree reuse); sides alternate every game.
+
+Speed (``--speed``): raw playouts/s of the engine's kernel loop from the initial state,
+simulations/s of champion, flat MC and plain UCT searches from the initial state, and
+decisions/s of ``search_batch`` scoring recorded connectFour decisions
+(../shared/corpus/matches, replayed on the corpus rules) at 1000 simulations; this version
+and (``--baseline DIR``, a checkout of an earlier version) the earlier one, in two processes
+taking turns, on CPU time (the machine is shared: wall time measures the other work too).
 """
 from __future__ import annotations
 
@@ -29,7 +37,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# --root DIR: run the agent package of another checkout (the speed benchmark's earlier version)
+CODE = Path(sys.argv[sys.argv.index("--root") + 1]) if "--root" in sys.argv else ROOT
+sys.path.insert(0, str(CODE))
 
 from agent.engine import kernels as K  # noqa: E402
 from agent.engine import load_engine  # noqa: E402
@@ -41,6 +51,9 @@ GAMES = ["ticTacToe", "connectFour", "breakthrough", "nineBoardTicTacToe"]
 OPPONENTS = ["flat", "uct"]
 MODES = ["sims", "time"]
 RESULTS = ROOT / "docs" / "benchmarks" / "search-results.jsonl"
+SPEED = ROOT / "docs" / "benchmarks" / "search-speed.jsonl"
+MATCHES = ROOT.parent / "shared" / "corpus" / "matches" / "ggp-base-local-petewall" / "connectFour"
+C4_RULES = ROOT.parent / "shared" / "corpus" / "games" / "base" / "games" / "connectFour" / "v0" / "connectFour.kif"
 REPORT = ROOT / "docs" / "benchmarks" / "search.md"
 TIMED_NODES = 50_000        # node pool per timed search (enough for the budgets used here)
 # simulations per move at equal budgets: the thesis's 1000 where games are cheap; the two
@@ -148,6 +161,154 @@ def run(args) -> None:
                               f"{g[1 - champ_role]} in {res['plies']} plies, {rec['wall']} s", flush=True)
 
 
+def recorded_decisions(eng, n: int) -> list:
+    """(state, role) of the first ``n`` recorded connectFour decisions (a role with a choice),
+    replaying the records' moves on ``eng`` (the corpus rules the records were played on)."""
+    from gdl.kif import parse_term
+    out = []
+    for f in sorted(MATCHES.glob("*/game*.json")):
+        data = json.loads(f.read_text())
+        s = eng.initial_state()
+        for jm in data.get("moves", []):
+            if eng.is_terminal(s):
+                break
+            joint = [parse_term(m) for m in jm]
+            for r in range(len(eng.roles)):
+                if len(eng.legal_moves(s, r)) > 1:
+                    out.append((s, r))
+            s = eng.next_state(s, joint)
+        if len(out) >= n:
+            return out[:n]
+    return out
+
+
+def speed_child(args) -> None:
+    """Child process (``--speed-child``): load the engines, then answer ``run`` lines on stdin
+    with one JSON line of figures each (CPU time)."""
+    import agent
+    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
+        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
+    from agent.search import search_batch
+    champion = load_persona("champion")
+    engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
+               for g in args.games}
+    c4 = load_engine(read_rules_file(C4_RULES), engine="compiled")
+    items = recorded_decisions(c4, args.decisions)
+    search_batch(c4, items[:5], champion, 1, limit=100)
+    players = [("champion", champion, True), ("flat", baseline("flat"), False), ("uct", baseline("uct"), False)]
+    for g, eng in engines.items():  # numba compiled and warm
+        K.playouts_for(eng.game, eng.game.init_state, 10, 10_000)
+        for _, p, solver in players:
+            search(eng, eng.initial_state(), 0, p, seed=1, limit=200, solver=solver)
+    print(json.dumps({"ready": True, "decisions": len(items)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        fig = {}
+        for g, eng in engines.items():
+            k = eng.game
+            K.seed(1)
+            n = 0
+            t0 = time.process_time()
+            while time.process_time() - t0 < args.raw_seconds:
+                done, depth, _ = K.playouts_for(k, k.init_state, 500, 10_000)
+                n += 500
+            fig[f"{g}/raw"] = n / (time.process_time() - t0)
+            for who, p, solver in players:
+                t0 = time.process_time()
+                r = search(eng, eng.initial_state(), 0, p, seed=1, limit=args.search_sims, solver=solver)
+                fig[f"{g}/{who}"] = r.simulations / (time.process_time() - t0)
+        t0 = time.process_time()
+        search_batch(c4, items, champion, 1, limit=1000)
+        fig["decisions"] = len(items) / (time.process_time() - t0)
+        print(json.dumps(fig), flush=True)
+
+
+def run_speed(args) -> None:
+    """This version and the baseline in two child processes, runs alternating."""
+    import subprocess
+    from rich.progress import Progress
+    sides = [("new", ROOT)] + ([("old", Path(args.baseline))] if args.baseline else [])
+    procs = {}
+    rows = {name: [] for name, _ in sides}
+    base = [sys.executable, __file__, "--speed-child", "--games", *args.games, "--decisions",
+            str(args.decisions), "--search-sims", str(args.search_sims), "--raw-seconds", str(args.raw_seconds)]
+    try:
+        for name, root in sides:
+            procs[name] = p = subprocess.Popen(base + ["--root", str(root)], stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, text=True)
+            ready = json.loads(p.stdout.readline())
+            print(name, ready, flush=True)
+        with Progress() as bar:
+            task = bar.add_task("speed runs", total=args.speed_runs * len(sides))
+            for _ in range(args.speed_runs):
+                for name, _root in sides:
+                    procs[name].stdin.write("run\n")
+                    procs[name].stdin.flush()
+                    rows[name].append(json.loads(procs[name].stdout.readline()))
+                    bar.advance(task)
+    finally:
+        for p in procs.values():
+            p.kill()
+    rev = ""
+    if args.baseline:
+        rev = subprocess.run(["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+    rec = {"baseline": rev, "decisions": args.decisions, "search_sims": args.search_sims, **rows}
+    Path(args.speed_out).write_text(json.dumps(rec) + "\n")
+
+
+def speed_report(path: Path) -> list:
+    import statistics
+    if not path.exists():
+        return []
+    rec = json.loads(path.read_text())
+    new, old = rec["new"], rec.get("old") or []
+
+    def med(rows, key):
+        v = [r[key] for r in rows if key in r]
+        return statistics.median(v) if v else None
+
+    def paired(key):
+        v = [a[key] / b[key] for a, b in zip(new, old) if key in a and key in b and b[key]]
+        return statistics.median(v) if v else None
+
+    f = lambda x: "-" if x is None else (f"{x:,.0f}" if x >= 100 else f"{x:.2f}")
+    games = [k.split("/")[0] for k in new[0] if k.endswith("/raw")]
+    prev = f"commit {rec['baseline']}" if rec.get("baseline") else "-"
+    lines = ["## Speed", "",
+             f"Command: `python scripts/bench_search.py --speed --baseline DIR --games {' '.join(games)} "
+             f"--speed-runs {len(new)} --decisions {rec['decisions']} --search-sims {rec['search_sims']}` "
+             f"(DIR: a checkout of the previous version, {prev}). "
+             f"Two processes, this version and the previous one, took turns for {len(new)} runs; "
+             "medians of the runs; ratios are medians of run-by-run ratios. CPU time of the process "
+             "(the 2-core machine ran other work at a load average far above 2, so wall-clock rates "
+             "measure the load more than the code).", "",
+             "Raw: the engine's kernel loop of uniform random playouts from the initial state "
+             f"(`kernels.playouts_for`). Search: one search of {rec['search_sims']} simulations from "
+             "the initial state (champion with its solver; flat MC and plain UCT as described above).", "",
+             "| game | raw playouts/s (this / previous) | champion sims/s (this / previous) | champion / raw: this, previous "
+             "| flat MC sims/s (this / previous) | plain UCT sims/s (this / previous) |",
+             "|---|---|---|---|---|---|"]
+    for g in games:
+        r_new, r_old = med(new, f"{g}/raw"), med(old, f"{g}/raw")
+        c_new, c_old = med(new, f"{g}/champion"), med(old, f"{g}/champion")
+        cells = []
+        for who in ("raw", "champion"):
+            cells.append(f"{f(med(new, f'{g}/{who}'))} / {f(med(old, f'{g}/{who}'))}")
+        ratio = (f"**{c_new / r_new:.2f}**" if c_new and r_new else "-") + ", " + (
+            f"{c_old / r_old:.2f}" if c_old and r_old else "-")
+        rest = [f"{f(med(new, f'{g}/{who}'))} / {f(med(old, f'{g}/{who}'))}" for who in ("flat", "uct")]
+        lines.append(f"| {g} | {cells[0]} | {cells[1]} | {ratio} | {rest[0]} | {rest[1]} |")
+    d_new, d_old, d_ab = med(new, "decisions"), med(old, "decisions"), paired("decisions")
+    lines += ["", f"Scoring recorded decisions (`search_batch`, champion, 1000 simulations each, "
+                  f"{rec['decisions']} connectFour decisions from ../shared/corpus/matches, each version's "
+                  "own default mode: thesis search for this one, the solver on for the previous): "
+                  f"**{f(d_new)} decisions/s** per core, previous {f(d_old)}"
+                  + (f" (this / previous {d_ab:.2f})." if d_ab else ".")]
+    return lines
+
+
 def score_ci(scores: list) -> tuple:
     """Mean score and a 95 % normal-approximation interval (Wilson for all-equal samples)."""
     n = len(scores)
@@ -162,21 +323,9 @@ def score_ci(scores: list) -> tuple:
     return m, max(0.0, m - h), min(1.0, m + h)
 
 
-def report(args) -> str:
-    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
-    rates = {r["game"]: r for r in recs if r["kind"] == "rate"}
+def win_table(recs: list) -> list:
     games = [r for r in recs if r["kind"] == "game"]
-    lines = ["# Search strength benchmark", "",
-             "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
-             "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
-             "alternating, fresh tree every move. Score = (wins + draws / 2) / games, with a 95 % "
-             "confidence interval (normal approximation over per-game scores).", "",
-             "Command:", "", "```", "python scripts/bench_search.py" + (
-                 f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")), "```", "",
-             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-             "one process on a shared 2-core host.", "",
-             "## Win rates", "",
-             "| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |",
+    lines = ["| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |",
              "|---|---|---|---|---|---|---|"]
     for game in GAMES:
         for opponent in OPPONENTS:
@@ -195,44 +344,34 @@ def report(args) -> str:
                 budget = f"{rs[0]['budget']} simulations" if mode == "sims" else f"{rs[0]['budget']} s"
                 lines.append(f"| {game} | {opponent} | {budget} | {len(rs)} | {w} / {d} / {l} | "
                              f"{m:.3f} | [{lo:.3f}, {hi:.3f}] |")
+    return lines
+
+
+def report(args) -> str:
+    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    lines = ["# Search strength benchmark", "",
+             "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
+             "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
+             "alternating, fresh tree every move. Score = (wins + draws / 2) / games, with a 95 % "
+             "confidence interval (normal approximation over per-game scores).", "",
+             "Command:", "", "```", "python scripts/bench_search.py" + (
+                 f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")
+                 + (f" --games {' '.join(args.games)}" if args.games != GAMES else "")
+                 + (f" --modes {' '.join(args.modes)}" if args.modes != MODES else "")
+                 + (f" --out {Path(args.out).resolve().relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
+                 + (f" --compare {Path(args.compare).resolve().relative_to(ROOT)}" if args.compare else "")), "```", "",
+             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+             "one process on a shared 2-core host.", "",
+             "## Win rates", ""] + win_table(recs)
+    if args.compare:
+        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).resolve().relative_to(ROOT)}`):", ""]
+        lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():
         lines += ["", tuning.read_text().strip()]
-    lines += ["", "## Speed", "",
-              "Raw: the engine's uniform random playouts from the initial state "
-              "(`kernels.random_playout`, called once per playout from Python, so below the "
-              "kernel-loop figures of engine.md). Search, initial state: one search of "
-              "5000 simulations from the initial state; raw and initial figures are measured "
-              "together, when every game has been played, so they compare. In games: all "
-              "searches of the benchmark games at equal simulations (simulations / search "
-              "seconds), per side, as recorded while the games were played: on a loaded machine, "
-              "and partly before the engine speed-up of the same day, so only their ratios "
-              "within a row mean something.", "",
-              "| game | raw playouts/s (plies) | champion sims/s, initial | plain UCT sims/s, initial "
-              "| champion sims/s, in games | flat MC sims/s, in games | plain UCT sims/s, in games |",
-              "|---|---|---|---|---|---|---|"]
-    for game in GAMES:
-        if game not in rates:
-            continue
-        rt = rates[game]
-        speed = {}
-        for who in ("champion", "flat", "uct"):
-            sims = secs = 0.0
-            for r in games:
-                if r["game"] != game or r["mode"] != "sims":
-                    continue
-                if who == "champion":
-                    st = r["stats"][r["champion_role"]]
-                elif r["opponent"] == who:
-                    st = r["stats"][1 - r["champion_role"]]
-                else:
-                    continue
-                sims += st["sims"]
-                secs += st["seconds"]
-            speed[who] = f"{sims / secs:,.0f}" if secs else "-"
-        lines.append(f"| {game} | {rt['playouts_per_s']:,.0f} ({rt['plies_per_playout']:.1f}) | "
-                     f"{rt['champion_sims_per_s_initial']:,.0f} | {rt['uct_sims_per_s_initial']:,.0f} | "
-                     f"{speed['champion']} | {speed['flat']} | {speed['uct']} |")
+    speed = speed_report(Path(args.speed_out))
+    if speed:
+        lines += [""] + speed
     return "\n".join(lines) + "\n"
 
 
@@ -249,8 +388,23 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--report", default=str(REPORT))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--compare", help="report: an earlier results file, shown as a second table")
+    ap.add_argument("--speed", action="store_true", help="the speed figures only (then the report)")
+    ap.add_argument("--baseline", help="speed: a checkout of an earlier version to measure alongside")
+    ap.add_argument("--speed-runs", type=int, default=3)
+    ap.add_argument("--decisions", type=int, default=200, help="speed: recorded decisions scored")
+    ap.add_argument("--search-sims", type=int, default=5000)
+    ap.add_argument("--raw-seconds", type=float, default=3.0)
+    ap.add_argument("--speed-out", default=str(SPEED))
+    ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if not args.report_only:
+    if args.speed_child:
+        speed_child(args)
+        return 0
+    if args.speed:
+        run_speed(args)
+    elif not args.report_only:
         run(args)
     text = report(args)
     Path(args.report).write_text(text)

@@ -22,6 +22,15 @@ Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
                                                      uniform random joint moves until terminal
                                                      (or max_depth: then depth == -1)
 
+A playout loop (a search's playouts) moves the work buffer on in place, without packing:
+    h = hot(g, vals)                                 once: the arrays a step reads, one tuple
+    step(h, joint) -> f                              the state after ``joint``; when f != h[H_NB]
+    step_finish(g, vals, h, joint, f)                finish it (rare: recursive rules, overflow)
+    legal_into(h, role, out) -> n, terminal_in(h)    legal_moves / is_terminal on ``h``
+    current_state(g, vals, out_state)                pack the state when it must be kept
+Functions that take ``g`` pay the reference counting of all its arrays on every call, more
+than a step costs: keep them out of per-move loops.
+
 Python side: ``CompiledEngine`` wraps a CompiledGame behind the StateMachine interface
 (frozensets of terms), with ``game`` (the namedtuple), ``move_terms`` and state packing.
 """

@@ -357,18 +357,109 @@ def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edg
 @njit(cache=True)
 def advance(g, vals, joint):
     """Move the work buffer itself to the state after ``joint`` (no packing)."""
+    h = hot(g, vals)
+    f = step(h, joint[:g.n_roles])
+    if f != h[H_NB]:
+        step_finish(g, vals, h, joint[:g.n_roles], f)
+
+
+# ------------------------------------------------------------------ the step of a playout loop
+# A playout loop (``_playouts``, the search's playouts) takes ``h = hot(g, vals)`` once and
+# then, per joint move: ``f = step(h, joint); if f != h[H_NB]: step_finish(g, vals, h, joint, f)``.
+# ``step`` takes only the dozen arrays it needs: passing the CompiledGame to a function costs
+# the atomic reference counting of all its arrays on every call, which was most of a step.
+
+H_NB = 11       # index of the block count in ``hot``: what ``step`` returns when it is done
+
+
+@njit(cache=True)
+def hot(g, vals):
+    """The arrays and numbers a playout step reads, as one tuple (see above)."""
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    jt = joint[:g.n_roles]
-    nb = dirty.shape[0]
-    f = _does_a(g.does_atom, g.legal_start, jt, g.out_start, g.out_edge, g.atom_block, vals, cnt,
-                stack, dirty, cap, 1)
+    return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
+            stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
+            g.legal_atom, g.terminal_atom)
+
+
+@njit(cache=True, inline="always")
+def step(h, joint):
+    """The work buffer to the state after ``joint``: the moves on, then next values in and
+    the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
+    (a recursive component to recompute, or a stack overflow: rare)."""
+    does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
+        n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
+        h[12], h[13]
+    f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
+                cap, 1)
     if f != nb:
-        _finish(g, vals, f)
-    f = _apply_next(g.n_base, g.next_atom[0] if g.n_base > 0 else 0, g.does_atom, g.legal_start,
-                    jt, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch, stack, dirty, cap)
-    if f != nb:
-        _finish(g, vals, f)
+        return -3 - f   # <= -2: the first half needs finishing before the second
+    return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
+                       w, cnt, scratch, stack, dirty, cap)
+
+
+@njit(cache=True)
+def step_finish(g, vals, h, joint, f):
+    """The rare end of ``step`` (whose result was ``f``)."""
+    if f <= -2:
+        _finish(g, vals, -3 - f)
+        does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap = \
+            h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]
+        f = _apply_next(h[12], h[13], does_atom, legal_start, joint, out_start, out_edge, atom_block,
+                        w, cnt, scratch, stack, dirty, cap)
+        if f == h[H_NB]:
+            return
+    _finish(g, vals, f)
+
+
+@njit(cache=True)
+def load_into(h, state):
+    """``load_state`` on a ``hot`` tuple; returns as ``step`` (finish with ``load_finish``)."""
+    w, cnt, stack, dirty, cap, n_base = h[5], h[6], h[8], h[9], h[10], h[12]
+    sp = 0
+    for i in range(n_base):
+        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+        sp = _push_set(w, stack, i, v, sp, cap)
+    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap)
+
+
+@njit(cache=True)
+def load_finish(g, vals, f):
+    _finish(g, vals, f)
+
+
+@njit(cache=True)
+def pack_into(h, out_state):
+    """``current_state`` on a ``hot`` tuple."""
+    w, n_base = h[5], h[12]
+    for k in range(out_state.shape[0]):
+        out_state[k] = 0
+    for i in range(n_base):
+        if w[i] == 1:
+            out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+
+
+@njit(cache=True, inline="always")
+def legal_into(h, role, out):
+    """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
+    legal_start, w, legal_atom = h[1], h[5], h[14]
+    s = legal_start[role]
+    m = legal_start[role + 1] - s
+    if m == 0:
+        return 0
+    l0 = legal_atom[s]  # legal atoms of a role are contiguous (compile.py)
+    n = 0
+    for k in range(m):
+        if w[l0 + k] == 1:
+            out[n] = k
+            n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def terminal_in(h):
+    t = h[15]
+    return t >= 0 and h[5][t] == 1
 
 
 @njit(cache=True)
@@ -402,6 +493,7 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
+    h = hot(g, vals)
     total = 0
     goal_sum = 0
     depth = 0
@@ -447,14 +539,9 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
                         pick -= 1
                     k += 1
                 joint[r] = k
-            f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, vals, cnt,
-                        stack, dirty, cap, 1)
+            f = step(h, joint)
             if f != nb:
-                _finish(g, vals, f)
-            f = _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge,
-                            atom_block, vals, cnt, scratch, stack, dirty, cap)
-            if f != nb:
-                _finish(g, vals, f)
+                step_finish(g, vals, h, joint, f)
             depth += 1
         total += depth
     return count, depth, total, goal_sum

@@ -42,11 +42,11 @@ def _popcount(x):
 
 
 @njit(cache=True)
-def _legal(g, vals, r, out, rank, sort):
+def _legal(h, r, out, rank, sort):
     """Role r's legal move ids into ``out`` in canonical term order (the order every
     StateMachine answers in, so both drivers draw the same moves from the same streams);
-    the engine's own order when it is canonical already (``sort`` 0)."""
-    n = K.legal_moves(g, vals, r, out)
+    the engine's own order when it is canonical already (``sort`` 0).  ``h``: kernels.hot."""
+    n = K.legal_into(h, r, out)
     if sort:
         for i in range(1, n):       # insertion sort by rank: moves arrive nearly sorted
             m = out[i]
@@ -89,9 +89,10 @@ def _scores(g, vals, gr, out):
 def _expand(g, tree, node, vals, counts, mbuf, lbuf, rank, sort):
     """Legal moves of ``node`` into its slots: 1 done, 0 slot pool full, NO_LEGAL_MOVE."""
     K.load_state(g, tree.state[node], vals)
+    h = K.hot(g, vals)
     k = 0
     for r in range(g.n_roles):
-        n = _legal(g, vals, r, lbuf, rank, sort)
+        n = _legal(h, r, lbuf, rank, sort)
         if n == 0:
             return NO_LEGAL_MOVE
         counts[r] = n
@@ -158,7 +159,15 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
     role_facts = np.zeros(R)
     rel_counts = np.zeros(rel_masks.shape[0])
     raw = np.zeros(w.shape[0])
+    # The playout loop calls no function that takes the CompiledGame or the Tree (their
+    # reference counting per call cost more than a playout step): kernels.hot's arrays,
+    # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
+    h = K.hot(g, vals)
+    nb = h[K.H_NB]
+    mast_q, mast_n = tree.mast_q, tree.mast_n
+    wbuf = np.zeros(maxm + 1)
     for _ in range(n_sims):
+        at = -1  # the node whose state vals holds, when known
         node = 0
         depth = 0
         ref = 0
@@ -184,16 +193,21 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 if T.pool_full(tree):
                     tree.meta[T.M_FULL_NODES] += 1
                     break
-                K.load_state(g, tree.state[node], vals)
+                f = K.load_into(h, tree.state[node])
+                if f != nb:
+                    K.load_finish(g, vals, f)
                 for r in range(R):
                     joint[r] = tree.slot_move[sl[r]]
-                K.next_state(g, vals, joint, cur)
-                K.load_state(g, cur, vals)
-                term = K.is_terminal(g, vals)
+                f = K.step(h, joint)
+                if f != nb:
+                    K.step_finish(g, vals, h, joint, f)
+                K.pack_into(h, cur)
+                term = K.terminal_in(h)
                 if term:
                     _scores(g, vals, gr, goals)
                 child = T.add_child(tree, node, sl, term, goals)
                 tree.state[child, :] = cur
+                at = child
             path[depth + 1] = child
             jslots[depth, :] = sl
             depth += 1
@@ -202,7 +216,6 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 break
         extra = 0
         npm = 0
-        cur[:] = tree.state[node]
         if tree.terminal[node] == 1 or (solver and node != 0 and tree.proven[node] == 1):
             exact = True
             charged = False
@@ -211,26 +224,34 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                 goals[r] = tree.pval[node, r]
             extra = tree.pdepth[node]
             if use_util:
-                K.load_state(g, cur, vals)
+                cur[:] = tree.state[node]
+                if at != node:
+                    K.load_state(g, cur, vals)
         else:
             charged = True
-            K.load_state(g, cur, vals)
+            if at != node:
+                f = K.load_into(h, tree.state[node])
+                if f != nb:
+                    K.load_finish(g, vals, f)
             while npm < cd:
-                if npm > 0 and K.is_terminal(g, vals):
+                if npm > 0 and K.terminal_in(h):
                     break
                 for r in range(R):
-                    n = _legal(g, vals, r, lbuf, rank, sort)
+                    n = _legal(h, r, lbuf, rank, sort)
                     if n == 0:
                         return NO_LEGAL_MOVE
                     if n >= 2:
                         mobility[r] = n
-                    k = T.playout_move(tree, params, r, lbuf, n, rng)
+                    k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf)
                     joint[r] = lbuf[k]
                     pmoves[npm, r] = lbuf[k]
-                K.next_state(g, vals, joint, cur)
-                K.load_state(g, cur, vals)
+                f = K.step(h, joint)   # vals moves on: no packing, no reload
+                if f != nb:
+                    K.step_finish(g, vals, h, joint, f)
                 npm += 1
-            exact = K.is_terminal(g, vals)
+            if use_util:
+                K.pack_into(h, cur)
+            exact = K.terminal_in(h)
             end_terminal = exact
             if exact:
                 _scores(g, vals, gr, goals)

@@ -238,15 +238,17 @@ def pool_full(tree):
 
 # --------------------------------------------------------------------------- selection
 @njit(cache=True)
-def _proven_win(tree, slot, r):
-    c = tree.slot_child[slot]
-    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] >= WIN
+def _proven_win(slot_child, proven, pval, slot, r):
+    # the three arrays, not the Tree: these are not inlined, and a call that takes the Tree
+    # pays the reference counting of all its arrays (it was most of a solver search's time)
+    c = slot_child[slot]
+    return c >= 0 and proven[c] == 1 and pval[c, r] >= WIN
 
 
 @njit(cache=True)
-def _proven_loss(tree, slot, r):
-    c = tree.slot_child[slot]
-    return c >= 0 and tree.proven[c] == 1 and tree.pval[c, r] <= 0.0
+def _proven_loss(slot_child, proven, pval, slot, r):
+    c = slot_child[slot]
+    return c >= 0 and proven[c] == 1 and pval[c, r] <= 0.0
 
 
 @njit(cache=True)
@@ -304,17 +306,17 @@ def select(tree, node, ref, params, rng, out):
             lost = 0
             for k in range(cnt):
                 s = off + k
-                if _proven_win(tree, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
+                if _proven_win(tree.slot_child, tree.proven, tree.pval, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
                     best_d = tree.pdepth[tree.slot_child[s]]
                     choice = s
-                lost += _proven_loss(tree, s, r)
+                lost += _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r)
             skip_lost = 0 < lost < cnt
         if choice < 0:
             best = -np.inf
             ties = 0
             for k in range(cnt):
                 s = off + k
-                if skip_lost and _proven_loss(tree, s, r):
+                if skip_lost and _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r):
                     continue
                 v = score(tree, node, r, s, row, lnN, rave, C)
                 if v > best:
@@ -333,6 +335,14 @@ def select(tree, node, ref, params, rng, out):
 def playout_move(tree, params, r, ids, n, rng):
     """Index into ``ids[:n]`` of role r's playout move: a MAST Gibbs draw with probability
     epsilon, else uniform (spec 2.4); unplayed moves count as 100."""
+    return mast_move(tree.mast_q, tree.mast_n, params, r, ids, n, rng, np.empty(max(n, 1)))
+
+
+@njit(cache=True)
+def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf):
+    """``playout_move`` on the MAST arrays themselves, for a playout loop: a call that takes
+    the Tree pays the reference counting of all its arrays, more than a playout step costs.
+    ``wbuf`` (n floats) holds each move's weight, so the draw computes each exp once."""
     if n == 1:
         return 0
     eps = params[P_EPSILON]
@@ -342,20 +352,20 @@ def playout_move(tree, params, r, ids, n, rng):
     top = -np.inf
     for k in range(n):
         m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
+        v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
         if v > top:
             top = v
     total = 0.0
     for k in range(n):
         m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
-        total += np.exp((v - top) / tau)
+        v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
+        e = np.exp((v - top) / tau)
+        wbuf[k] = e
+        total += e
     x = uniform(rng, PLAYOUT) * total
     acc = 0.0
     for k in range(n):
-        m = ids[k]
-        v = tree.mast_q[r, m] if tree.mast_n[r, m] > 0 else 100.0
-        acc += np.exp((v - top) / tau)
+        acc += wbuf[k]
         if x < acc:
             return k
     return n - 1
@@ -379,6 +389,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
     ids per role, ``extra`` plies beyond the leaf (a proven leaf's distance to its end)."""
     R = values.shape[0]
     td = params[P_TREE_DISCOUNT]
+    amaf = params[P_RAVE] > 0  # without RAVE no score reads AMAF (score: beta 0): skip it
     K = 0
     for k in range(n_pmoves):
         for r in range(R):
@@ -395,7 +406,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
                 s = jslots[i, r]
                 tree.slot_n[s] += 1
                 tree.slot_q[s] += (values[r] * f - tree.slot_q[s]) / tree.slot_n[s]
-        row = tree.amaf_row[nd]
+        row = tree.amaf_row[nd] if amaf else -1
         if row >= 0:
             # AMAF: every move a role made from here on, once (its first occurrence)
             for k in range(K):
@@ -493,7 +504,7 @@ def choose(tree, params, q, n, rng):
     if params[P_SOLVER] > 0 and mover_of(tree, 0) == me:
         win = -1
         for k in range(cnt):
-            if _proven_win(tree, off + k, me):
+            if _proven_win(tree.slot_child, tree.proven, tree.pval, off + k, me):
                 d = tree.pdepth[tree.slot_child[off + k]]
                 if win < 0 or d < tree.pdepth[tree.slot_child[off + win]] or (
                         d == tree.pdepth[tree.slot_child[off + win]] and q[k] > q[win]):
@@ -502,7 +513,7 @@ def choose(tree, params, q, n, rng):
             return win
         lost = 0
         for k in range(cnt):
-            if _proven_loss(tree, off + k, me):
+            if _proven_loss(tree.slot_child, tree.proven, tree.pval, off + k, me):
                 ok[k] = False
                 lost += 1
         if lost == cnt:
