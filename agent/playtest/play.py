@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import random
 
+import numpy as np
+
 from gdl.terms import render
 
 _ENGINES: dict = {}     # per worker process: rules key -> engine
@@ -53,6 +55,7 @@ def play_run(task: dict) -> dict:
     from agent.persona import persona_from_dict
     from agent.reasoner.statemachine import goal_vector
     from agent.search import features as F
+    from agent.search import leaf as L
     from agent.search import search
 
     engine = engine_for(task["rules_text"], task["rules_key"])
@@ -66,7 +69,7 @@ def play_run(task: dict) -> dict:
     facts_index = F.FactIndex(engine.roles)
     s = engine.initial_state()
     seen = set(s)
-    mobility = [1] * n
+    mobility = np.ones(n)   # carried forward in place by the search's one feature code
     decisions = []
     ply = 0
     trees = [None] * n
@@ -74,7 +77,7 @@ def play_run(task: dict) -> dict:
         if ply >= task["max_plies"]:
             break
         legal = [engine.legal_moves(s, r) for r in range(n)]
-        F.carry_mobility(mobility, [len(m) for m in legal])
+        L.carry_mobility(mobility, np.array([len(m) for m in legal], np.int64))
         joint = []
         for r in range(n):
             if len(legal[r]) == 1:
@@ -99,7 +102,7 @@ def play_run(task: dict) -> dict:
     goals = goal_vector(gv)
     raw = F.raw_features(s, terminal, gv, ply, mobility, me, facts_index, cal.relations)
     w = F.weight_vector(persona.utility_weights, cal)
-    u = float(F.utility(raw, cal.lo[me], cal.hi[me], w)) if any(w) else float("nan")
+    u = float(L.utility(raw, cal.lo[me], cal.hi[me], w)) if any(w) else float("nan")
     return {"role": me, "goals": goals, "length": ply, "terminal": bool(terminal),
             "outcome": outcome(goals, me) if terminal else "unfinished",
             "features": {name: float(raw[i]) for i, name in enumerate(F.FIXED)},
