@@ -90,6 +90,25 @@ def test_exploding_rules_end_the_match_cleanly(server):
     assert server.alive()
 
 
+def test_a_referee_failure_ends_the_match_with_its_reason(tmp_path):
+    """Prolog's own limits below the memory cap: the referee fails on the exploding next
+    state. The match ends with that reason instead of being refereed on from a state that is
+    no longer the game's; later messages are still answered."""
+    with ServerProcess(tmp_path / "match_logs", "--seed", "5", "--prolog-stack-mb", "256") as s:
+        mid = "explode.ref"
+        assert s.send(start_message(mid, "red", exploding_rules(), 3, 2)) == "ready"
+        first = s.send(play_message(mid, None))
+        assert parse_term(first)[0] == "mark", (first, s.log_text())
+        s.send(play_message(mid, [first, "noop"]))
+        d = record(s, mid, until=lambda d: "x-end-reason" in d, wait=150)
+        assert d is not None and "referee failed" in d.get("x-end-reason", ""), \
+            (d and d.get("x-notes"), s.log_text())
+        assert d["isAborted"]
+        reply = s.send(play_message(mid, ["noop", "( mark v1 )"]))
+        assert reply and reply not in ("busy", ""), reply
+        assert s.alive()
+
+
 def test_server_memory_budget_ends_the_largest_match(tmp_path):
     """Workers under their own cap, but all matches together over the server's budget: the
     match using most is ended, with the reason recorded."""

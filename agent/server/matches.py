@@ -152,8 +152,11 @@ class Match:
                 log.warning("%s: ply %d: %s", self.id, ply, n)
             self.save()
         elif kind == "ref_error":
-            rec.note(f"referee failed at ply {msg[1]}: {msg[2]}")
-            log.error("%s: referee failed at ply %s: %s", self.id, msg[1], msg[2])
+            # Without the true state every later move would be a guess on a game we no longer
+            # follow: end the match (later PLAYs get fallback moves), with the reason.
+            self.ref_status = "failed"
+            self.ref_reason = f"the referee failed at ply {msg[1]}: {msg[2]}"
+            self.manager._end(self, self.ref_reason)
         elif kind in ("exit", "crashed"):
             if self.status in ACTIVE and self.ref_status != "failed":
                 self.ref_status = "dead"

@@ -160,8 +160,11 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
                 info["legal"] = [render_spaced(m) for m in sm.legal_moves(state, role_index)]
             conn.send(("ref_state", info))
         except ReasonerError as e:
+            # The true state is unknown from here on: going on from the old one would referee
+            # a different game. The server ends the match with this reason.
             log.warning("referee: %s", e)
             conn.send(("ref_error", ply + 1, str(e)))
+            return
 
 
 QUICK_INFERENCES = 50_000_000
