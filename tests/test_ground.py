@@ -47,6 +47,15 @@ def test_local_group_becomes_an_auxiliary_relation_over_the_head_variables():
     assert main.body == (("true", ("cell", "?x", "?y", "?p")), aux[0].head)
 
 
+def test_literals_over_kept_variables_filter_the_auxiliary_but_stay_in_the_rule():
+    out = factor_rules(_rules("(<= (p ?x ?w) (q ?x) (u ?x ?w) (not (v ?x)) (r ?x ?y) (s ?y))"))
+    aux = _aux(out)
+    assert len(aux) == 1
+    assert aux[0].body == (("q", "?x"), ("r", "?x", "?y"), ("s", "?y"))  # not (u ?x ?w): ?w is not kept
+    main = [r for r in out if r not in aux][0]
+    assert main.body == (("q", "?x"), ("u", "?x", "?w"), ("not", ("v", "?x")), aux[0].head)
+
+
 @pytest.mark.parametrize("text", [
     "(<= (p ?x ?y) (q ?x) (r ?y))",                      # no local variable: nothing to project
     "(<= (p ?x) (q ?x ?z) (r ?z))",                      # one group is the whole body
@@ -63,7 +72,8 @@ def test_independent_groups_each_become_one_auxiliary():
     out = factor_rules(_rules("(<= (p ?x) (q ?x) (r ?x ?y) (s ?y) (t ?z))"))
     aux = _aux(out)
     assert len(aux) == 2
-    assert sorted(len(a.body) for a in aux) == [1, 2]
+    # (q ?x) reads only kept variables: copied into the group's auxiliary as a filter
+    assert sorted(a.body for a in aux) == [(("q", "?x"), ("r", "?x", "?y"), ("s", "?y")), (("t", "?z"),)]
     assert sorted(0 if isinstance(a.head, str) else len(a.head) - 1 for a in aux) == [0, 1]
 
 

@@ -113,14 +113,18 @@ def _atom_call(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
 FACTOR_PREFIX = "factor "
 
 
-def factor_rules(rules: list) -> list:
+def factor_rules(rules: list, filters: dict | None = None) -> list:
     """Split each rule body into groups of literals connected through *local* variables
     (variables not in the head); a group with local variables that is not the whole body
     becomes ``aux(V) <= group`` with V its head variables, and the rule reads ``aux(V)``
     instead.  Grounding then pays for the group's instances once per V, not once per
     combination with the rest of the body.  A group is left in place when its head
     variables are not all bound by its own positive literals (the auxiliary rule would be
-    unsafe).  Distinct and negative literals go with the group whose variables they use."""
+    unsafe).  Distinct and negative literals go with the group whose variables they use.
+
+    ``filters``, if given, receives {index of an auxiliary rule in the result: its filter
+    literals} (see below): they bound the grounding only and are not part of the ground
+    rule."""
     out, n = [], 0
     for r in rules:
         body = list(r.body)
@@ -165,7 +169,17 @@ def factor_rules(rules: list) -> list:
             n += 1
             name = f"{FACTOR_PREFIX}{n}"
             aux = (name, *keep) if keep else name
-            made.append(Rule(aux, tuple(body[i] for i in sorted(idx)), r.line, r.col))
+            # Positive literals of the rest of the body over the kept variables only are
+            # copied in too: they filter the auxiliary relation as they filtered the rule,
+            # which is then never grounded for values the rule could not take (chinese
+            # checkers: without them a group over three board relations grounds for every
+            # cell instead of the occupied ones).  They add no variable, so the projection
+            # is the same.  The ground auxiliary rules leave them out (the rule still tests
+            # them), so the network does not evaluate them twice.
+            filt = [i for i in range(len(body)) if i not in idx and set(lit_vars[i]) <= set(keep)
+                       and (literal_atom(body[i]) or (None, False))[1] and lit_vars[i]]
+            made.append((Rule(aux, tuple(body[i] for i in sorted(idx + filt)), r.line, r.col),
+                         tuple(body[i] for i in filt)))
             rest.append(("aux", aux))
         if not made:
             out.append(r)
@@ -174,7 +188,10 @@ def factor_rules(rules: list) -> list:
         new_body = tuple(body[x] for x in sorted(i for i in rest if not isinstance(i, tuple))) + \
             tuple(x[1] for x in rest if isinstance(x, tuple))
         out.append(Rule(r.head, new_body, r.line, r.col))
-        out.extend(made)
+        for rule, filt in made:
+            if filt and filters is not None:
+                filters[len(out)] = filt
+            out.append(rule)
     return out
 
 
@@ -196,8 +213,9 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
     t0 = time.monotonic()
     rules = [rr for r in desc.rules for rr in expand_or(r)
              if signature(r.head) not in (TRUE_SIG, DOES_SIG)]
+    filters: dict = {}
     if factor:
-        rules = factor_rules(rules)
+        rules = factor_rules(rules, filters)
     deps = dependencies(rules)
     static = set(deps.edges) - deps.depending_on([TRUE_SIG, DOES_SIG])
     codec, rel = Codec(), {}
@@ -213,7 +231,11 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         clauses.setdefault(head.split("(")[0], []).append(head + (" :- " + ", ".join(body) if body else "") + ".")
         # The instance query: same positive part, but it reports every literal, negatives too.
         report = []
+        skip = list(filters.get(i, ()))
         for l in ordered:
+            if l in skip:
+                skip.remove(l)
+                continue
             la = literal_atom(l)
             if la is None:
                 continue  # distinct and (not (distinct ..)): decided by Prolog
