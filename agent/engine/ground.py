@@ -264,8 +264,8 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         out.append(f"t({data}) :- {call}.")
     out.append("t(X) :- u_other(X).")
     for u, (data, call, _, _) in fluents.items():
-        out.append(f"ins({data}, C0, C) :- !, ( {call} -> C = C0 ; assertz({call}), C is C0 + 1 ).")
-    out.append("ins(X, C0, C) :- ( u_other(X) -> C = C0 ; assertz(u_other(X)), C is C0 + 1 ).")
+        out.append(f"ins({data}) :- !, assertz({call}).")
+    out.append("ins(X) :- assertz(u_other(X)).")
     preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
     for u, (_, _, ncall, _) in fluents.items():
         preds[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
@@ -281,11 +281,16 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         out.append(f"nx({data}) :- {ncall}.")
     out.append(f"nx(X) :- {nxt}(X).")
     out.append(f"""
+% Facts already known are looked up in a trie (trie_insert fails on a known key): a lookup
+% in d/2 itself scanned every move of the role (first-argument indexing only), which was
+% 93% of skirmish's fixpoint.
+:- dynamic seen/1.
 add_t([], C, C).
-add_t([X|Xs], C0, C) :- ins(X, C0, C1), add_t(Xs, C1, C).
+add_t([X|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, t(X)) -> ins(X), C1 is C0 + 1 ; C1 = C0 ), add_t(Xs, C1, C).
 add_d([], C, C).
-add_d([R-A|Xs], C0, C) :- ( d(R, A) -> C1 = C0 ; assertz(d(R, A)), C1 is C0 + 1 ), add_d(Xs, C1, C).
-fix(N) :- findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
+add_d([R-A|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, d(R, A)) -> assertz(d(R, A)), C1 is C0 + 1 ; C1 = C0 ),
+    add_d(Xs, C1, C).
+fix(N) :- trie_new(Tr), assertz(seen(Tr)), findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
 loop(K, N) :- findall(X, nx(X), Ns), findall(R-A, {legal}(R, A), Ls),
     add_t(Ns, 0, C1), add_d(Ls, 0, C2),
     ( C1 + C2 =:= 0 -> N = K ; K1 is K + 1, loop(K1, N) ).
