@@ -137,3 +137,13 @@ def test_skirmish_compiles_and_agrees_with_its_reference_trace(shared_dir, tmp_p
     assert isinstance(sm, CompiledEngine) and sm.info["source"] == "built"
     report = check_trace(sm, trace)
     assert report.exact, report.summary()
+
+
+def test_the_same_group_in_several_rules_is_one_auxiliary_relation():
+    out = factor_rules(_rules("""
+        (<= (next (cell ?x ?y b)) (true (cell ?x ?y b)) (does ?r (move ?p ?u ?v ?x ?y)))
+        (<= (next (cell ?x ?y w)) (true (cell ?x ?y w)) (does ?s (move ?q ?a ?c ?x ?y)))"""))
+    aux = _aux(out)
+    assert len(aux) == 1
+    mains = [r for r in out if r not in aux]
+    assert [m.body[-1] for m in mains] == [aux[0].head, aux[0].head]

@@ -126,6 +126,7 @@ def factor_rules(rules: list, filters: dict | None = None) -> list:
     literals} (see below): they bound the grounding only and are not part of the ground
     rule."""
     out, n = [], 0
+    known: dict = {}  # canonical (kept variables, literals) -> auxiliary name: one per group
     for r in rules:
         body = list(r.body)
         if len(body) < 2:
@@ -166,8 +167,18 @@ def factor_rules(rules: list, filters: dict | None = None) -> list:
             if not local or not vs <= bound:
                 rest.extend(idx)
                 continue
+            filt = [i for i in range(len(body)) if i not in idx and set(lit_vars[i]) <= set(keep)
+                    and (literal_atom(body[i]) or (None, False))[1] and lit_vars[i]]
+            lits = tuple(body[i] for i in sorted(idx + filt))
+            # The same group in several rules (checkers' four frame rules per move kind) is
+            # one auxiliary relation, not four copies of it in the network.
+            key = _canonical((tuple(keep), lits, tuple(body[i] for i in filt)))
+            if key in known:
+                name = known[key]
+                rest.append(("aux", (name, *keep) if keep else name))
+                continue
             n += 1
-            name = f"{FACTOR_PREFIX}{n}"
+            name = known[key] = f"{FACTOR_PREFIX}{n}"
             aux = (name, *keep) if keep else name
             # Positive literals of the rest of the body over the kept variables only are
             # copied in too: they filter the auxiliary relation as they filtered the rule,
@@ -176,10 +187,7 @@ def factor_rules(rules: list, filters: dict | None = None) -> list:
             # cell instead of the occupied ones).  They add no variable, so the projection
             # is the same.  The ground auxiliary rules leave them out (the rule still tests
             # them), so the network does not evaluate them twice.
-            filt = [i for i in range(len(body)) if i not in idx and set(lit_vars[i]) <= set(keep)
-                       and (literal_atom(body[i]) or (None, False))[1] and lit_vars[i]]
-            made.append((Rule(aux, tuple(body[i] for i in sorted(idx + filt)), r.line, r.col),
-                         tuple(body[i] for i in filt)))
+            made.append((Rule(aux, lits, r.line, r.col), tuple(body[i] for i in filt)))
             rest.append(("aux", aux))
         if not made:
             out.append(r)
@@ -193,6 +201,17 @@ def factor_rules(rules: list, filters: dict | None = None) -> list:
                 filters[len(out)] = filt
             out.append(rule)
     return out
+
+
+def _canonical(t):
+    """``t`` with its variables renamed ?0, ?1... in order of first occurrence."""
+    names: dict = {}
+
+    def walk(x):
+        if isinstance(x, str):
+            return names.setdefault(x, f"?{len(names)}") if x.startswith("?") else x
+        return tuple(walk(a) for a in x)
+    return walk(t)
 
 
 def _lit_vars(lit) -> list:
