@@ -141,8 +141,8 @@ def test_skirmish_compiles_and_agrees_with_its_reference_trace(shared_dir, tmp_p
 
 def test_the_same_group_in_several_rules_is_one_auxiliary_relation():
     out = factor_rules(_rules("""
-        (<= (next (cell ?x ?y b)) (true (cell ?x ?y b)) (does ?r (move ?p ?u ?v ?x ?y)))
-        (<= (next (cell ?x ?y w)) (true (cell ?x ?y w)) (does ?s (move ?q ?a ?c ?x ?y)))"""))
+        (<= (next (cell ?x ?y ?k)) (true (cell ?x ?y ?k)) (does ?r (move ?p ?u ?v ?x ?y)))
+        (<= (next (mark ?x ?y ?k)) (true (mark ?x ?y ?k)) (does ?s (move ?q ?a ?c ?x ?y)))"""))
     aux = _aux(out)
     assert len(aux) == 1
     mains = [r for r in out if r not in aux]
