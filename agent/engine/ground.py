@@ -189,7 +189,7 @@ def factor_rules(rules: list, filters: dict | None = None) -> list:
             # them), so the network does not evaluate them twice.
             made.append((Rule(aux, lits, r.line, r.col), tuple(body[i] for i in filt)))
             rest.append(("aux", aux))
-        if not made:
+        if not any(isinstance(x, tuple) for x in rest):  # nothing factored
             out.append(r)
             continue
         # the remaining literals keep their order; auxiliary literals come after them
