@@ -7,6 +7,14 @@ relaxed model: Prolog enumerates the substitutions that satisfy its positive lit
 its ``distinct`` tests, and returns the ground head with every ground body literal.
 Negative literals whose atom is outside the relaxed model are always true and vanish later.
 
+Before that, rule bodies are factored (``factor_rules``): body literals joined only by
+variables the head does not need become an auxiliary relation over the variables it does
+need.  A frame axiom ``next(cell x y p) <= true(cell x y p), does(r, move a b c d),
+elsewhere(x y a b), elsewhere(x y c d)`` grounds to one rule per (fluent, move) pair (2.7
+million in skirmish); factored, it is ``aux(x y) <= does(..), elsewhere(..), ..`` per
+(cell, move) and ``next(..) <= true(..), aux(x y)`` per fluent.  The ground program means
+the same: the auxiliary atom is exactly the projection of the factored literals.
+
 Budgets (inferences, wall time, instance count) turn an explosion into ``GroundingError``
 so the caller can fall back to the Prolog reasoner.
 """
@@ -19,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_atom
-from gdl.kif import Description
-from gdl.terms import Term, render, signature
+from gdl.kif import Description, Rule
+from gdl.terms import Term, render, signature, variables
 
 from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
 from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
@@ -100,11 +108,133 @@ def _atom_call(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
     return p + "(" + ",".join(codec.term_text(a, var) for a in sentence[1:]) + ")"
 
 
+# Auxiliary relations are named with a space: the KIF reader never makes such a symbol, so
+# they cannot collide with a game's relation.
+FACTOR_PREFIX = "factor "
+
+
+def factor_rules(rules: list, filters: dict | None = None) -> list:
+    """Split each rule body into groups of literals connected through *local* variables
+    (variables not in the head); a group with local variables that is not the whole body
+    becomes ``aux(V) <= group`` with V its head variables, and the rule reads ``aux(V)``
+    instead.  Grounding then pays for the group's instances once per V, not once per
+    combination with the rest of the body.  A group is left in place when its head
+    variables are not all bound by its own positive literals (the auxiliary rule would be
+    unsafe).  Distinct and negative literals go with the group whose variables they use.
+
+    ``filters``, if given, receives {index of an auxiliary rule in the result: its filter
+    literals} (see below): they bound the grounding only and are not part of the ground
+    rule."""
+    out, n = [], 0
+    known: dict = {}  # canonical (kept variables, literals) -> auxiliary name: one per group
+    for r in rules:
+        body = list(r.body)
+        if len(body) < 2:
+            out.append(r)
+            continue
+        head_vars = set(variables(r.head))
+        lit_vars = [set(_lit_vars(l)) for l in body]
+        parent = list(range(len(body)))
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+        first: dict = {}
+        for i, vs in enumerate(lit_vars):
+            for v in vs - head_vars:
+                if v in first:
+                    parent[find(i)] = find(first[v])
+                else:
+                    first[v] = i
+        groups: dict = {}
+        for i in range(len(body)):
+            groups.setdefault(find(i), []).append(i)
+        if len(groups) < 2:
+            out.append(r)
+            continue
+        rest, made = [], []
+        for idx in groups.values():
+            vs = set().union(*(lit_vars[i] for i in idx))
+            local = vs - head_vars
+            keep = [v for v in _ordered_vars(body[i] for i in idx) if v in head_vars]
+            bound = set()
+            for i in idx:
+                la = literal_atom(body[i])
+                if la is not None and la[1]:
+                    bound.update(variables(la[0]))
+            if not local or not vs <= bound:
+                rest.extend(idx)
+                continue
+            filt = [i for i in range(len(body)) if i not in idx and set(lit_vars[i]) <= set(keep)
+                    and (literal_atom(body[i]) or (None, False))[1] and lit_vars[i]]
+            lits = tuple(body[i] for i in sorted(idx + filt))
+            # The same group in several rules (checkers' four frame rules per move kind) is
+            # one auxiliary relation, not four copies of it in the network.
+            key = _canonical((tuple(keep), lits, tuple(body[i] for i in filt)))
+            if key in known:
+                name = known[key]
+                rest.append(("aux", (name, *keep) if keep else name))
+                continue
+            n += 1
+            name = known[key] = f"{FACTOR_PREFIX}{n}"
+            aux = (name, *keep) if keep else name
+            # Positive literals of the rest of the body over the kept variables only are
+            # copied in too: they filter the auxiliary relation as they filtered the rule,
+            # which is then never grounded for values the rule could not take (chinese
+            # checkers: without them a group over three board relations grounds for every
+            # cell instead of the occupied ones).  They add no variable, so the projection
+            # is the same.  The ground auxiliary rules leave them out (the rule still tests
+            # them), so the network does not evaluate them twice.
+            made.append((Rule(aux, lits, r.line, r.col), tuple(body[i] for i in filt)))
+            rest.append(("aux", aux))
+        if not any(isinstance(x, tuple) for x in rest):  # nothing factored
+            out.append(r)
+            continue
+        # the remaining literals keep their order; auxiliary literals come after them
+        new_body = tuple(body[x] for x in sorted(i for i in rest if not isinstance(i, tuple))) + \
+            tuple(x[1] for x in rest if isinstance(x, tuple))
+        out.append(Rule(r.head, new_body, r.line, r.col))
+        for rule, filt in made:
+            if filt and filters is not None:
+                filters[len(out)] = filt
+            out.append(rule)
+    return out
+
+
+def _canonical(t):
+    """``t`` with its variables renamed ?0, ?1... in order of first occurrence."""
+    names: dict = {}
+
+    def walk(x):
+        if isinstance(x, str):
+            return names.setdefault(x, f"?{len(names)}") if x.startswith("?") else x
+        return tuple(walk(a) for a in x)
+    return walk(t)
+
+
+def _lit_vars(lit) -> list:
+    """Variables of a body literal (sentence, ``not``, ``distinct``: their arguments)."""
+    return variables(lit)
+
+
+def _ordered_vars(lits) -> list:
+    out: list = []
+    for lit in lits:
+        variables(lit, out)
+    return out
+
+
 def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_000_000,
-           max_instances: int = 2_000_000) -> GroundProgram:
+           max_instances: int = 2_000_000, factor: bool = True) -> GroundProgram:
+    """``factor``: factor rule bodies first (see ``factor_rules``); off only to measure."""
     t0 = time.monotonic()
     rules = [rr for r in desc.rules for rr in expand_or(r)
              if signature(r.head) not in (TRUE_SIG, DOES_SIG)]
+    filters: dict = {}
+    if factor:
+        rules = factor_rules(rules, filters)
     deps = dependencies(rules)
     static = set(deps.edges) - deps.depending_on([TRUE_SIG, DOES_SIG])
     codec, rel = Codec(), {}
@@ -120,7 +250,11 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         clauses.setdefault(head.split("(")[0], []).append(head + (" :- " + ", ".join(body) if body else "") + ".")
         # The instance query: same positive part, but it reports every literal, negatives too.
         report = []
+        skip = list(filters.get(i, ()))
         for l in ordered:
+            if l in skip:
+                skip.remove(l)
+                continue
             la = literal_atom(l)
             if la is None:
                 continue  # distinct and (not (distinct ..)): decided by Prolog
@@ -149,8 +283,8 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         out.append(f"t({data}) :- {call}.")
     out.append("t(X) :- u_other(X).")
     for u, (data, call, _, _) in fluents.items():
-        out.append(f"ins({data}, C0, C) :- !, ( {call} -> C = C0 ; assertz({call}), C is C0 + 1 ).")
-    out.append("ins(X, C0, C) :- ( u_other(X) -> C = C0 ; assertz(u_other(X)), C is C0 + 1 ).")
+        out.append(f"ins({data}) :- !, assertz({call}).")
+    out.append("ins(X) :- assertz(u_other(X)).")
     preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
     for u, (_, _, ncall, _) in fluents.items():
         preds[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
@@ -166,11 +300,16 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         out.append(f"nx({data}) :- {ncall}.")
     out.append(f"nx(X) :- {nxt}(X).")
     out.append(f"""
+% Facts already known are looked up in a trie (trie_insert fails on a known key): a lookup
+% in d/2 itself scanned every move of the role (first-argument indexing only), which was
+% 93% of skirmish's fixpoint.
+:- dynamic seen/1.
 add_t([], C, C).
-add_t([X|Xs], C0, C) :- ins(X, C0, C1), add_t(Xs, C1, C).
+add_t([X|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, t(X)) -> ins(X), C1 is C0 + 1 ; C1 = C0 ), add_t(Xs, C1, C).
 add_d([], C, C).
-add_d([R-A|Xs], C0, C) :- ( d(R, A) -> C1 = C0 ; assertz(d(R, A)), C1 is C0 + 1 ), add_d(Xs, C1, C).
-fix(N) :- findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
+add_d([R-A|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, d(R, A)) -> assertz(d(R, A)), C1 is C0 + 1 ; C1 = C0 ),
+    add_d(Xs, C1, C).
+fix(N) :- trie_new(Tr), assertz(seen(Tr)), findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
 loop(K, N) :- findall(X, nx(X), Ns), findall(R-A, {legal}(R, A), Ls),
     add_t(Ns, 0, C1), add_d(Ls, 0, C2),
     ( C1 + C2 =:= 0 -> N = K ; K1 is K + 1, loop(K1, N) ).
@@ -182,8 +321,11 @@ aid(A, I) :- atom_trie(Tr), ( trie_lookup(Tr, A, I) -> true
     ; flag({module}_n, I, I + 1), trie_insert(Tr, A, I) ).
 lid(n(A), Id) :- !, aid(A, I), Id is -(I + 1).
 lid(A, Id) :- aid(A, I), Id is I + 1.
-emit(L, T) :- length(L, N), foldl([R, A0, A]>>(length(R, K), A0 = [K|R1], append(R, A, R1)), L, F, []),
-    atomic_list_concat(F, ',', Body), format(atom(T), '~w;~w', [N, Body]).
+emit(L, T) :- length(L, N), flat(L, F), atomic_list_concat(F, ',', Body), format(atom(T), '~w;~w', [N, Body]).
+% [[h, l1, l2], ...] -> [k, h, l1, l2, ...] with k = length of each (a plain predicate: a yall
+% lambda here copied itself per instance, a third of the instance queries' time).
+flat([], []).
+flat([R|Rs], [K|F]) :- length(R, K), append(R, F1, F), flat(Rs, F1).
 % An unsafe rule (a variable bound by no positive literal) has non-ground instances: refused.
 safe(L) :- ( ground(L) -> true ; throw(gdl_error(unsafe_rule(L))) ).
 q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S), pairs_values(S, As),
@@ -226,6 +368,8 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
         inv_rel = {p: sig for sig, p in rel.items()}
         atoms = _decode_literals(codec, inv_rel, run_goal(module, "q_atoms(T)", inferences, "grounding atoms", left()))
         flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+        if factor:
+            flat, n_rules = inline_single_rule_aux(flat, atoms)
     except GroundingError:
         raise
     except ResourceLimit as e:
@@ -245,6 +389,45 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
             pass
     return GroundProgram(desc.roles, true_atoms, does_atoms, atoms, flat, n_rules, static, iterations,
                          time.monotonic() - t0, t_fix)
+
+
+def inline_single_rule_aux(flat: np.ndarray, atoms: list) -> tuple:
+    """Ground auxiliary atoms with exactly one rule are substituted back into the rules
+    that read them: there the projection saved nothing (the local variables had one value,
+    e.g. ``y + 1``), and an extra AND node per use only slowed playouts (reversi: 0.76x).
+    Auxiliary atoms with several rules (a real projection: an OR) stay.  Returns the new
+    flat rules and their count."""
+    from .kernels import rule_offsets
+    if not len(flat):
+        return flat, 0
+    starts = rule_offsets(flat)
+    heads = flat[starts + 1] - 1
+    is_aux = np.fromiter((signature(a)[0].startswith(FACTOR_PREFIX) for a in atoms), dtype=bool, count=len(atoms))
+    single = is_aux & (np.bincount(heads, minlength=len(atoms)) == 1)
+    if not single.any():
+        return flat, len(starts)
+    lens = flat[starts] + 1
+    rule_of = np.repeat(np.arange(len(starts)), lens)
+    is_lit = np.ones(len(flat), dtype=bool)
+    is_lit[starts] = False
+    is_lit[starts + 1] = False
+    hit = is_lit & (flat > 0) & single[np.clip(np.abs(flat) - 1, 0, len(atoms) - 1)]
+    affected = np.unique(rule_of[hit])
+    drop = np.zeros(len(starts), dtype=bool)
+    drop[affected] = True
+    drop[single[heads]] = True  # the inlined rules themselves: nothing reads them any more
+    body_of = {int(heads[r]): flat[starts[r] + 2:starts[r] + lens[r]].tolist() for r in np.nonzero(single[heads])[0]}
+    rebuilt = []
+    for r in affected.tolist():
+        if single[heads[r]]:
+            continue
+        lits = []
+        for x in flat[starts[r] + 2:starts[r] + lens[r]].tolist():
+            lits.extend(body_of[x - 1] if x > 0 and (x - 1) in body_of else (x,))
+        rebuilt.extend([len(lits) + 1, int(flat[starts[r] + 1])] + lits)
+    kept = flat[~drop[rule_of]]
+    out = np.concatenate([kept, np.asarray(rebuilt, dtype=np.int64)])
+    return out, int((~drop).sum()) + sum(1 for r in affected.tolist() if not single[heads[r]])
 
 
 def _check_time(t0: float, seconds: float, where: str) -> None:
