@@ -168,7 +168,7 @@ def test_dresden_dialect(server):
 
 def test_personas_chosen_by_match_id(server):
     rules = rules_list(TTT)
-    for mid, persona in (("rush.7", "rusher"), ("att9.x", "attacker"), ("plain.1", "champion")):
+    for mid, persona in (("rush.7", "rusher"), ("att9.x", "attacker"), ("plain.1", "tournament")):
         assert server.send(start_message(mid, "cross", rules, 2, 1)) == "ready"
         assert server.send(f"( ABORT {mid} )") == "aborted"
         d = record(server, mid)
