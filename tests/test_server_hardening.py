@@ -198,7 +198,7 @@ def test_abort_or_stop_during_start_ends_it_at_once(server, how):
     assert server.send(stop) in ("aborted", "done")
     t.join(10)
     assert not t.is_alive(), "START still waiting after the match was ended"
-    assert result["reply"] == "busy" and result["secs"] < 10, result
+    assert result["reply"] == "busy" and result["secs"] < 30, result  # within its start clock
     d = record(server, mid)
     assert d["isAborted"] and "during START" in d["x-end-reason"], d.get("x-end-reason")
     res = [r for r in replay_paths([server.log_dir / f"{mid}.json"])]
