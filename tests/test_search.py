@@ -75,6 +75,25 @@ def test_node_pool_exhaustion_degrades_gracefully(make):
     assert r.visits.sum() == 150 and np.isfinite(r.q).all()
 
 
+def test_huge_limit_allocates_a_bounded_tree(make, monkeypatch):
+    """A persona that searches until the clock (the tournament preset's limit is 10^7) gets
+    a node pool bounded by TREE_BYTES, not ``limit`` nodes: 10^7 nodes took a player process
+    past its 2 GB cap before its first move. A full pool only stops expansion."""
+    from agent.search import common
+    sm = make(counter_game(30))
+    s0 = sm.initial_state()
+    big = search(sm, s0, 0, persona(limit=10_000_000), seed=1, seconds=0.05)
+    assert big.tree.capacity < 10_000_000
+    monkeypatch.setattr(common, "TREE_BYTES", 20_000)
+    r = search(sm, s0, 0, persona(limit=10_000_000), seed=1, seconds=0.2)
+    assert r.simulations > 0 and r.tree.capacity < 200
+    child = advance(r.tree, [r.move])
+    if child is not None:   # reuse compacts into a pool within the same budget
+        r2 = search(sm, sm.next_state(s0, [r.move]), 0, persona(limit=10_000_000), seed=2,
+                    seconds=0.1, tree=child)
+        assert r2.simulations > 0 and r2.tree.capacity < 200
+
+
 def test_tree_reuse_keeps_the_subtree(make):
     sm = make(counter_game(10))
     s0 = sm.initial_state()

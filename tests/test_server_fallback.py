@@ -73,3 +73,24 @@ def test_guess_from_the_latest_state_with_a_choice():
     m.ref_legal[1] = ["noop"]
     move, entry = m.choose(1, 2, time.monotonic())
     assert move in m.ref_legal[0] and entry["fallback_move"] == "guess" and "legal" not in entry
+
+
+def test_a_player_over_its_memory_cap_is_stopped_and_the_referee_answers():
+    """Only the player is killed when it passes its cap: the referee still follows the game,
+    so every later PLAY gets a legal move of the current state (ending the whole match left
+    only guesses from earlier states, illegal in chess)."""
+    class _Proc:
+        killed = False
+
+        def kill(self):
+            self.killed = True
+
+    m = _match()
+    m.status = "playing"
+    m.player = proc = _Proc()
+    m.stop_player("memory: the player process used 2185 MB")
+    assert proc.killed and m.player is None and m.player_status == "dead" and m.status == "playing"
+    assert "2185 MB" in m.record.extra["x-player-ended"]
+    m.ref_legal[1] = ["( go 3 )"] * 2
+    move, entry = m.choose(1, 1, time.monotonic())
+    assert move == "( go 3 )" and entry["fallback_reason"] == "player unavailable"

@@ -79,7 +79,7 @@ def test_chess_short_play_clock_never_late(server):
     gm = server.manager("raw", seed=4)
     res = asyncio.run(gm.play_match("Base.chess.3", kif(BASE / "chess" / "v0" / "chess.kif"), our_role=0,
                                     start_clock=5, play_clock=2, abort_after=16))
-    assert res.start_reply == "ready"
+    assert res.start_reply == "ready", server.log_text()
     assert res.stop_reply == "aborted"
     assert res.errors == [], (res.errors, server.log_text())
     assert len(res.latencies) == 16

@@ -13,6 +13,11 @@ from .params import P_MIN_SHARE, P_SOLVER
 from .rng import CHOICE, randint
 
 AMAF_BYTES = 64 * 1024 * 1024      # AMAF rows beyond this budget are not allocated (degrade)
+# Node and slot pools are preallocated: a persona whose ``limit`` is huge (the tournament
+# preset searches until the clock) must not ask for ``limit`` nodes up front, or one search
+# allocates gigabytes before its first simulation. Beyond this budget the pool is full and
+# the search degrades as a full pool does (simulations go on from the frontier).
+TREE_BYTES = 512 * 1024 * 1024
 
 
 @dataclass
@@ -57,6 +62,16 @@ class SearchResult:
 
 def amaf_rows(max_nodes: int, n_roles: int, n_moves: int) -> int:
     return max(1, min(max_nodes, AMAF_BYTES // max(1, n_roles * n_moves * 8)))
+
+
+def node_capacity(want: int, n_roles: int, state_words: int, slots_per_node: int) -> int:
+    """``want`` nodes, or as many as fit in ``TREE_BYTES`` (the node arrays of ``T.new_tree``
+    and ``slots_per_node`` slots each)."""
+    per_node = (8 + 1 + 1 + 4 + 1 + 4 + 4 + 8 + 4       # visits .. child_key, amaf_row
+                + n_roles * (8 + 8 + 4)                 # pval, slot_off, slot_count
+                + 8 * state_words
+                + slots_per_node * (4 + 8 + 8 + 4))     # slot_move, slot_n, slot_q, slot_child
+    return max(1, min(int(want), TREE_BYTES // per_node))
 
 
 def root_choice(arrays: T.Tree, params, default: float, rng, me: int):
@@ -184,6 +199,7 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     R, M = src.mast_n.shape
     used_slots = max(1, int(src.meta[T.M_SLOTS]))
     per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
+    capacity = max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node))
     slots = max(src.slot_move.shape[0], capacity * per_node)
     dst = T.new_tree(R, M, capacity, slots, amaf_rows(capacity, R, M), src.state.shape[1])
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)

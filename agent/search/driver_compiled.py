@@ -22,7 +22,7 @@ from . import leaf as L
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice,
+from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven)
 from .jitguard import guard
 from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT, build
@@ -376,6 +376,7 @@ def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int
     g = engine.game
     R = len(engine.roles)
     per_node = max(8, root_slots + 8)
+    max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node)
     arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
                         amaf_rows(max_nodes, R, data.n_move_ids), int(g.n_words))
     return SearchTree("compiled", arrays, None, data.move_terms, data.move_index)

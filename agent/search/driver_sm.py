@@ -16,7 +16,8 @@ from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerErro
 from . import features as F
 from . import leaf as L
 from . import tree as T
-from .common import Progress, SearchResult, SearchTree, amaf_rows, compact_into, root_choice, root_proven
+from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
+                     root_proven)
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -292,6 +293,7 @@ class _Ctx:
 def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
     R = len(sm.roles)
     m0 = 16
+    max_nodes = node_capacity(max_nodes, R, 0, 4)
     arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256))
     st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
     term = sm.is_terminal(state)

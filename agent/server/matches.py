@@ -246,6 +246,18 @@ class Match:
                 self.engine_status = "none"
                 self._notify()
 
+    def stop_player(self, why: str) -> None:
+        """Kill the player (over its memory cap): later PLAYs get the referee's legal moves."""
+        if self.player is None:
+            return
+        p, self.player = self.player, None
+        p.kill()
+        self.player_status = "dead"
+        self.record.note(why)
+        self.record.extra["x-player-ended"] = why
+        log.error("%s: player stopped at ply %d: %s", self.id, self.ply, why)
+        self._notify()
+
     # ---------------------------------------------------------------- moves
     def joint_texts(self, msg: Message):
         """The joint move of a PLAY/STOP as texts in role order (None entries: unknown)."""
@@ -671,6 +683,10 @@ class MatchManager:
                                 f"{cfg.worker_memory_mb} MB cap per worker")
                         if kind == "grounder":
                             m.stop_grounder(f"no compiled engine: {what}; Prolog plays")
+                        elif kind == "player":
+                            # The referee still follows the game: random legal moves from
+                            # it beat ending the match (and guessing moves that are illegal).
+                            m.stop_player(f"memory: {what}; playing fallback moves")
                         else:
                             self._end(m, f"memory: {what}")
                             break
