@@ -30,7 +30,7 @@ from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_at
 from gdl.kif import Description, Rule
 from gdl.terms import Term, render, signature, variables
 
-from ..reasoner.prolog import Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
+from ..reasoner.prolog import TOKEN, Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
 from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
                                      RulesRefused)
 
@@ -449,34 +449,15 @@ def _quote_atom(codec: Codec, rel: dict, sentence: Term, var: dict) -> str:
     return p + "(" + ",".join(args + ["x"]) + ")"  # trailing x: keeps zero-arity calls compound
 
 
-# Every run of other characters is a token too: nothing unexpected is skipped silently.
-_LIT_TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
-
-
 def _decode_literals(codec: Codec, inv_rel: dict, text: str) -> list:
     """Parse ``[Lit, ...]`` where literals are q/t/d-wrapped data (see _quote_atom)."""
-    toks = _LIT_TOKEN.findall(text)
+    toks = TOKEN.findall(text)
     pos = 0
-    unsym = codec._unsym
 
     def term():
         nonlocal pos
-        tok = toks[pos]
-        pos += 1
-        if tok not in unsym:
-            raise GroundingError(f"the grounder's output holds {tok!r} where a game term belongs"
-                                 + (" (an unbound variable: a rule is unsafe)" if tok.startswith("_") else ""))
-        name, ar = unsym[tok]
-        if pos < len(toks) and toks[pos] == "(":
-            pos += 1
-            args = []
-            while True:
-                args.append(term())
-                tok = toks[pos]
-                pos += 1
-                if tok == ")":
-                    return (name,) + tuple(args)
-        return (name,) if ar == 0 else name
+        t, pos = codec.read_term(toks, pos, GroundingError)
+        return t
 
     def literal():
         nonlocal pos

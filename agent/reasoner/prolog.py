@@ -159,7 +159,8 @@ def _load_message(m, path: str) -> tuple:
     return kind, " ".join(text.replace(path, "<program>").split())
 
 
-_TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
+# Every run of other characters is a token too: nothing unexpected is skipped silently.
+TOKEN = re.compile(r"[()\[\],]|[^\s()\[\],]+")
 
 
 def new_module_name(kind: str = "game") -> str:
@@ -293,19 +294,40 @@ class Codec:
             self._enc_cache[t] = e
         return e
 
+    def read_term(self, toks: list, pos: int, error) -> tuple:
+        """One game term from Prolog's tokens at ``pos``: (term, next position).  Anything
+        that is not a generated atom raises ``error`` (the caller's exception class)."""
+        tok = toks[pos]
+        pos += 1
+        sym = self._unsym.get(tok)
+        if sym is None:
+            raise error(f"Prolog answered with {tok!r} where a game term belongs"
+                        + (" (an unbound variable: a rule is unsafe)" if tok.startswith("_") else ""))
+        name, ar = sym
+        if pos < len(toks) and toks[pos] == "(":
+            pos += 1
+            args = []
+            while True:
+                a, pos = self.read_term(toks, pos, error)
+                args.append(a)
+                tok = toks[pos]
+                pos += 1
+                if tok == ")":
+                    return (name,) + tuple(args), pos
+        return ((name,) if ar == 0 else name), pos
+
     def decode(self, text: str):
         """Parse Prolog's ``~w`` output (generated atoms, lists, ``-`` pairs) into terms."""
         cached = self._dec_cache.get(text)
         if cached is not None:
             return cached
-        toks = _TOKEN.findall(text)
+        toks = TOKEN.findall(text)
         pos = 0
 
         def parse():
             nonlocal pos
-            tok = toks[pos]
-            pos += 1
-            if tok == "[":
+            if toks[pos] == "[":
+                pos += 1
                 items = []
                 if toks[pos] == "]":
                     pos += 1
@@ -316,23 +338,11 @@ class Codec:
                     pos += 1
                     if tok == "]":
                         return items
-            sym = self._unsym.get(tok)
-            if sym is not None:
-                name, ar = sym
-                if pos < len(toks) and toks[pos] == "(":
-                    pos += 1
-                    args = []
-                    while True:
-                        args.append(parse())
-                        tok = toks[pos]
-                        pos += 1
-                        if tok == ")":
-                            break
-                    return (name,) + tuple(args)
-                return (name,) if ar == 0 else name
-            raise BrokenRules(f"Prolog answered with {tok!r}, not a term of the game"
-                              + (" (an unbound variable: a rule is unsafe)" if tok.startswith("_") else "")
-                              + f", in {text[:200]!r}")
+            try:
+                term, pos = self.read_term(toks, pos, BrokenRules)
+            except BrokenRules as e:
+                raise BrokenRules(f"{e}, in {text[:200]!r}") from None
+            return term
 
         try:
             value = parse()
