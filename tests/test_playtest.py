@@ -101,6 +101,25 @@ def test_agreement_matrix_by_hand():
     assert same["self_dominant"] == ["Y"]
 
 
+def test_inert_weights_and_personas_that_are_the_same_in_a_game():
+    """A one-role game: nothing of an opponent ever changes, so the attacker's opponent
+    weights cannot steer its search and it is the goal-seeker it is left with."""
+    import numpy as np
+    from agent.search.features import FIXED
+    lo, hi = np.zeros(len(FIXED)), np.ones(len(FIXED))
+    for name in ("opp_mobility", "opp_facts"):
+        lo[FIXED.index(name)] = hi[FIXED.index(name)] = 0.0
+    attacker = {"goal": 0.5, "win": 0.5, "length": -0.25, "opp_mobility": -0.25, "opp_facts": -0.5}
+    plain = {"goal": 0.5, "win": 0.5, "length": -0.25}
+    collector = dict(plain, own_facts=0.5)
+    assert M.inert_weights(attacker, lo, hi) == ["opp_facts", "opp_mobility"]
+    assert M.inert_weights(collector, lo, hi) == []
+    utilities = {"attacker": (0.5, attacker), "plain": (0.5, plain), "collector": (0.5, collector),
+                 "plain-lambda": (0.9, plain)}
+    inert = {k: M.inert_weights(w, lo, hi) for k, (_, w) in utilities.items()}
+    assert M.same_in_game(utilities, inert) == [("attacker", "plain")]
+
+
 def test_correlations_and_fact_shares():
     props = {"v1": {"branching": 2.0}, "v2": {"branching": 4.0}, "v3": {"branching": 6.0}}
     means = {"p": {"v1": {"length": 10.0}, "v2": {"length": 20.0}, "v3": {"length": 30.0}}}

@@ -39,6 +39,18 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="output folder: report.html, PNGs, data, run cache")
 
 
+def _utility_structure(players, engine, role: int) -> dict:
+    """Per persona, its utility and the weights that are inert in this game (the report
+    explains non-separation from the rules' structure with them)."""
+    from agent.search import features as F
+    from .metrics import inert_weights
+    cal = F.calibrate(engine)
+    utilities = {p.label: (p.persona.utility_lambda, dict(p.persona.utility_weights)) for p in players}
+    inert = {p.label: inert_weights(p.persona.utility_weights, cal.lo[role], cal.hi[role])
+             for p in players if p.persona.utility_weights}
+    return {"utilities": utilities, "inert": inert}
+
+
 def _personas(spec: str, limits: list):
     from agent.persona import PersonaError, load_persona
     from .runner import Player
@@ -143,7 +155,7 @@ def cmd_playtest(args) -> int:
                          opponent_label=("no one (a one-player game)" if len(roles) == 1 else
                                          "uniformly random moves" if opponent == "random" else
                                          f"{opponent.name} (limit {args.opponent_limit or 'as the persona'})"),
-                         extra={"boards": boards})
+                         extra={"boards": boards, **_utility_structure(players, base_engine, role)})
     runs = runner.play_all(setup)
     hits = runner.agreement_all(setup, runs) if args.agreement_states else {}
     from .metrics import agreement_matrix

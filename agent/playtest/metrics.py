@@ -117,3 +117,31 @@ def fact_shares(runs: list) -> dict:
         for f in r["facts"]:
             counts[f] = counts.get(f, 0) + 1
     return {f: c / len(runs) for f, c in counts.items()} if runs else {}
+
+
+def inert_weights(weights: dict, lo, hi) -> list:
+    """The persona's weighted features that the search can never see change in this game:
+    calibration (spec 6.4) gave them one value (``hi <= lo``), so phi is always 0.5.
+    ``lo``/``hi``: the role's calibrated bounds over ``names`` (FIXED, then rel:<p>)."""
+    from agent.search.features import FIXED
+    out = []
+    for name, w in weights.items():
+        if not w:
+            continue
+        k = FIXED.index(name) if name in FIXED else None
+        if k is not None and hi[k] <= lo[k]:
+            out.append(name)
+    return sorted(out)
+
+
+def same_in_game(personas: dict, inert: dict) -> list:
+    """Pairs of personas whose utilities differ only in inert weights (same lambda and the
+    same weights on every feature that can change): the same player in this game, whatever
+    their names say.  ``personas``: label -> (lambda, weights); ``inert``: label -> list."""
+    def active(label):
+        lam, w = personas[label]
+        return lam, tuple(sorted((k, v) for k, v in w.items() if v and k not in inert[label]))
+    labels = list(personas)
+    return [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]
+            if personas[a] != personas[b] and active(a) == active(b)]
+
