@@ -24,7 +24,9 @@ def _fitness_figure(result):
         g = [h["generation"] + 1 for h in f["history"]]
         line, = ax.plot(g, [h["best"] for h in f["history"]], marker="o", label=f"{name} best")
         ax.plot(g, [h["mean"] for h in f["history"]], ls="--", color=line.get_color(), alpha=.6)
-    ax.set_xlabel("generation")
+    # the dashed lines need a key of their own: one grey proxy says what all of them are
+    ax.plot([], [], ls="--", color="grey", alpha=.6, label="population mean (dashed)")
+    ax.set_xlabel("generation (each scored on its own subsample of training decisions)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("fitness (" + ("thesis log F" if result["settings"]["thesis"] else
                                  "mean log-likelihood per decision") + ")")
