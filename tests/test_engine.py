@@ -368,3 +368,79 @@ def test_random_playout_kernel_on_corpus_games(game, shared_dir, engine_cache_di
         for r in range(g.n_roles):
             possible = {int(v) for v in g.goal_value[g.goal_start[r]:g.goal_start[r + 1]]} | {0}
             assert int(goals[r]) in possible, f"playout {i}: role {r} goal {goals[r]} not in {possible}"
+
+
+# ----------------------------------------------------------------------------- goal-only logic
+# One player paints cells of a row of 4 for 5 moves; the goal reads a recursive relation
+# ("a painted path from cell 1 to cell 4") and a negation of it, which nothing else reads:
+# the network's goal-only part, with a recursive block in it.
+PAINTER = """
+(role p)
+(init (step 0))
+(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5)
+(cell 1) (cell 2) (cell 3) (cell 4)
+(adj 1 2) (adj 2 3) (adj 3 4)
+(<= (nb ?x ?y) (adj ?x ?y))
+(<= (nb ?x ?y) (adj ?y ?x))
+(<= (legal p (paint ?c)) (cell ?c))
+(<= (next (painted ?c)) (does p (paint ?c)))
+(<= (next (painted ?c)) (true (painted ?c)))
+(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
+(<= terminal (true (step 5)))
+(<= (reach ?x ?x) (true (painted ?x)))
+(<= (reach ?x ?z) (true (painted ?x)) (nb ?x ?y) (reach ?y ?z))
+(<= (goal p 100) (reach 1 4))
+(<= (goal p 50) (true (painted 1)) (not (reach 1 4)))
+(<= (goal p 0) (not (true (painted 1))))
+"""
+
+
+def test_goal_only_logic_is_found_from_the_structure_and_left_out_of_the_steps(tmp_path):
+    desc = parse_rules(PAINTER)
+    c = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=tmp_path)
+    g = c.game
+    lazy = np.zeros(g.n_nodes, dtype=bool)
+    items = g.lazy_order
+    lazy[items[items >= 0]] = True
+    for b in (-1 - items[items < 0]):
+        lazy[g.ent_atom[g.blk_start[b]:g.blk_end[b]]] = True
+    assert (items < 0).any(), "the recursive goal relation should be a goal-only block"
+    assert lazy[g.goal_atom].all(), "the goal atoms feed nothing else: goal-only"
+    outputs = np.concatenate([g.legal_atom, g.next_atom, [g.terminal_atom]])
+    assert not lazy[outputs].any() and not lazy[:g.n_base].any()
+    assert not lazy[g.out_edge >> 2].any(), "a step must never walk an edge into goal-only logic"
+    assert lazy[g.lazy_edge >> 2].all()
+
+
+def test_goals_after_steps_agree_with_prolog(tmp_path):
+    """The goals read after the steps of a playout loop (the lazily settled part) equal
+    Prolog's at every state of exhaustive walks, and those of a freshly loaded buffer."""
+    desc = parse_rules(PAINTER)
+    c = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=tmp_path)
+    p = PrologReasoner(desc)
+    g = c.game
+    vals = K.new_vals(g)
+    goals = np.zeros(1, dtype=np.int32)
+    fresh = np.zeros(1, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    seen = set()
+    for seq in range(4 ** 5):
+        K.load_state(g, g.init_state, vals)
+        for k in range(5):
+            K.advance(g, vals, np.array([(seq >> (2 * k)) & 3], dtype=np.int32))
+            K.current_state(g, vals, bits)
+            state = c.unpack(bits)
+            K.goal_vector(g, vals, goals)
+            if state not in seen:
+                seen.add(state)
+                assert [[int(goals[0])]] == p.goal_values(state), show(state)
+            other = K.new_vals(g)
+            K.load_state(g, bits, other)
+            K.goal_vector(g, other, fresh)
+            assert fresh[0] == goals[0], show(state)
+    assert {v for s in seen for v in p.goal_values(s)[0]} == {0, 50, 100}
+    K.seed(3)
+    for _ in range(50):  # the playout kernel settles the goals at the terminal state
+        assert K.random_playout(g, g.init_state, vals, 100, goals) == 5
+        K.current_state(g, vals, bits)
+        assert [[int(goals[0])]] == p.goal_values(c.unpack(bits))

@@ -75,6 +75,7 @@ class CompiledEngine:
     def goal_values(self, state) -> list:
         vals = self._load(state)
         g = self.game
+        K.settle_goals(g, vals)
         return [sorted({int(g.goal_value[k]) for k in range(g.goal_start[r], g.goal_start[r + 1])
                         if vals[g.goal_atom[k]]}) for r in range(g.n_roles)]
 

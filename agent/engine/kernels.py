@@ -24,6 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
+    "lazy_start", "lazy_edge", "lazy_src", "lazy_order",
 ])
 
 
@@ -70,7 +71,9 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # >= 0), a scratch area, and an event stack; last a dirty flag per block.  A change of a
 # node is an event: it moves the counters of the nodes it feeds by +-1, and a counter that
 # crosses 0 flips its node, which is a new event.  Only what changed is touched (a propnet's
-# forward propagation).  Atoms of recursive components are recomputed whole when one of
+# forward propagation).  Nodes that only feed the goals are not on those paths: their input
+# edges are a separate CSR (``lazy_*``, compile._build_net) and ``settle_goals`` recomputes
+# them when goals are read, so their values and counters are stale at other times.  Atoms of recursive components are recomputed whole when one of
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
@@ -117,14 +120,48 @@ def _rebuild(g, w):
             if g.node_input[item] == 0:
                 w[item] = 1 if cnt[item] >= 0 else 0
             _contribute(g.out_start, g.out_edge, w, cnt, item)
+            _contribute(g.lazy_start, g.lazy_edge, w, cnt, item)
         else:
             b = -1 - item
             eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start,
                         g.lits, w, b, b + 1)
             for e in range(g.blk_start[b], g.blk_end[b]):
                 _contribute(g.out_start, g.out_edge, w, cnt, g.ent_atom[e])
+                _contribute(g.lazy_start, g.lazy_edge, w, cnt, g.ent_atom[e])
     for b in range(dirty.shape[0]):
         dirty[b] = 0
+
+
+@njit(cache=True)
+def _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_start, blk_end, blk_loop,
+                 ent_atom, rule_start, lit_start, lits, w, cnt):
+    """Recompute the goal-only nodes from the rest of the work buffer (which is settled), in
+    topological order: counters from their sources' current values, then values."""
+    for item in lazy_order:
+        if item >= 0:
+            cnt[item] = -node_thr[item]
+    for s in lazy_src:
+        _contribute(lazy_start, lazy_edge, w, cnt, s)
+    for item in lazy_order:
+        if item >= 0:
+            w[item] = 1 if cnt[item] >= 0 else 0
+            _contribute(lazy_start, lazy_edge, w, cnt, item)
+        else:
+            b = -1 - item
+            eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits, w, b, b + 1)
+            for e in range(blk_start[b], blk_end[b]):
+                _contribute(lazy_start, lazy_edge, w, cnt, ent_atom[e])
+
+
+@njit(cache=True)
+def settle_goals(g, vals):
+    """Bring the goal atoms up to date with the state ``vals`` is in: every reader of goal
+    atoms calls this first (the goal-only logic is not kept current by the steps)."""
+    if g.lazy_order.shape[0] == 0:
+        return
+    cnt, scratch, stack, dirty = _views(g, vals)
+    _settle_lazy(g.node_thr, g.lazy_src, g.lazy_order, g.lazy_start, g.lazy_edge, g.blk_start, g.blk_end,
+                 g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits, vals, cnt)
 
 
 @njit(cache=True)
@@ -293,6 +330,7 @@ def legal_moves(g, vals, role, out):
 @njit(cache=True)
 def goal_vector(g, vals, out):
     """Goal per role: the largest provable value, 0 when none (statemachine.goal_vector)."""
+    settle_goals(g, vals)
     for r in range(g.n_roles):
         best = -1
         for k in range(g.goal_start[r], g.goal_start[r + 1]):
@@ -490,6 +528,10 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     n_base = g.n_base
     next0 = g.next_atom[0] if n_base > 0 else 0
     term = g.terminal_atom
+    node_thr, lazy_src, lazy_order, lazy_start, lazy_edge = g.node_thr, g.lazy_src, g.lazy_order, \
+        g.lazy_start, g.lazy_edge
+    blk_start, blk_end, blk_loop, ent_atom = g.blk_start, g.blk_end, g.blk_loop, g.ent_atom
+    rule_start, lit_start, lits = g.rule_start, g.lit_start, g.lits
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
@@ -509,6 +551,9 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
+                if lazy_order.shape[0]:
+                    _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_start, blk_end,
+                                 blk_loop, ent_atom, rule_start, lit_start, lits, vals, cnt)
                 # statemachine.goal_vector: the largest provable value, 0 when none
                 for r in range(n_roles):
                     best = 0
@@ -581,6 +626,41 @@ def rule_offsets(flat):
         j += 1
         i += flat[i] + 1
     return starts
+
+
+@njit(cache=True)
+def reach_back(n_nodes, src, dst_node, seeds):
+    """1 for the nodes from which a node of ``seeds`` can be reached along the edges
+    ``src[i] -> dst_node[i]`` (seeds included), else 0."""
+    m = src.shape[0]
+    ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    for i in range(m):
+        ptr[dst_node[i] + 1] += 1
+    for i in range(n_nodes):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    pred = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        pred[fill[dst_node[i]]] = src[i]
+        fill[dst_node[i]] += 1
+    seen = np.zeros(n_nodes, dtype=np.uint8)
+    todo = np.empty(n_nodes, dtype=np.int64)
+    sp = 0
+    for x in seeds:
+        if seen[x] == 0:
+            seen[x] = 1
+            todo[sp] = x
+            sp += 1
+    while sp > 0:
+        sp -= 1
+        x = todo[sp]
+        for j in range(ptr[x], ptr[x + 1]):
+            y = pred[j]
+            if seen[y] == 0:
+                seen[y] = 1
+                todo[sp] = y
+                sp += 1
+    return seen
 
 
 @njit(cache=True)
