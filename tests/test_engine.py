@@ -436,6 +436,7 @@ def test_goals_after_steps_agree_with_prolog(tmp_path):
                 assert [[int(goals[0])]] == p.goal_values(state), show(state)
             other = K.new_vals(g)
             K.load_state(g, bits, other)
+            K._rebuild(g, other)  # every node from scratch
             K.goal_vector(g, other, fresh)
             assert fresh[0] == goals[0], show(state)
     assert {v for s in seen for v in p.goal_values(s)[0]} == {0, 50, 100}
@@ -444,3 +445,34 @@ def test_goals_after_steps_agree_with_prolog(tmp_path):
         assert K.random_playout(g, g.init_state, vals, 100, goals) == 5
         K.current_state(g, vals, bits)
         assert [[int(goals[0])]] == p.goal_values(c.unpack(bits))
+
+
+@needs_shared
+def test_goals_settled_incrementally_equal_goals_from_scratch_in_reversi(shared_dir, engine_cache_dir):
+    """Reversi's piece counts are goal-only logic (most of its network): along random walks,
+    goals settled from the changes since the last reading equal goals recomputed whole."""
+    c, _ = engines(corpus_rules(shared_dir, "base/games/reversi/v0"), engine_cache_dir)
+    g = c.game
+    assert len(g.lazy_order) > g.n_nodes // 2
+    vals, other = K.new_vals(g), K.new_vals(g)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    fresh = np.zeros(g.n_roles, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    legal = np.zeros(max(int(x) for x in g.role_nmoves) + 1, dtype=np.int32)
+    rng = random.Random(5)
+    readings = set()
+    for walk in range(6):
+        K.load_state(g, g.init_state, vals)
+        while not K.is_terminal(g, vals):
+            joint = np.array([legal[rng.randrange(K.legal_moves(g, vals, r, legal))]
+                              for r in range(g.n_roles)], dtype=np.int32)
+            K.advance(g, vals, joint)
+            if rng.random() < 0.3 or K.is_terminal(g, vals):
+                K.goal_vector(g, vals, goals)
+                K.current_state(g, vals, bits)
+                K.load_state(g, bits, other)
+                K._rebuild(g, other)
+                K.goal_vector(g, other, fresh)
+                assert list(goals) == list(fresh), f"walk {walk}: {show(c.unpack(bits))}"
+                readings.add(tuple(int(x) for x in goals))
+    assert len(readings) > 2

@@ -72,8 +72,10 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # node is an event: it moves the counters of the nodes it feeds by +-1, and a counter that
 # crosses 0 flips its node, which is a new event.  Only what changed is touched (a propnet's
 # forward propagation).  Nodes that only feed the goals are not on those paths: their input
-# edges are a separate CSR (``lazy_*``, compile._build_net) and ``settle_goals`` recomputes
-# them when goals are read, so their values and counters are stale at other times.  Atoms of recursive components are recomputed whole when one of
+# edges are a separate CSR (``lazy_*``, compile._build_net), and ``settle_goals`` brings them
+# up to date when goals are read (until then their values are stale): the last area of the
+# buffer holds the values of their sources (``lazy_src``) they were last settled with, and
+# the sources that differ now are propagated as events.  Atoms of recursive components are recomputed whole when one of
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
@@ -90,6 +92,14 @@ def _layout(g):
 
 
 @njit(cache=True)
+def _snap(g, w):
+    """The lazy sources' values the goal-only nodes were last settled with."""
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    o_snap = o_dirty + g.blk_start.shape[0]
+    return w[o_snap:o_snap + g.lazy_src.shape[0]]
+
+
+@njit(cache=True)
 def _views(g, w):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     cnt = w[o_cnt:o_scratch].view(np.int32)
@@ -103,7 +113,7 @@ def _views(g, w):
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    w = np.zeros(o_dirty + g.blk_start.shape[0] + 8, dtype=np.uint8)
+    w = np.zeros(o_dirty + g.blk_start.shape[0] + g.lazy_src.shape[0] + 8, dtype=np.uint8)
     _rebuild(g, w)
     return w
 
@@ -130,6 +140,9 @@ def _rebuild(g, w):
                 _contribute(g.lazy_start, g.lazy_edge, w, cnt, g.ent_atom[e])
     for b in range(dirty.shape[0]):
         dirty[b] = 0
+    snap = _snap(g, w)
+    for j in range(g.lazy_src.shape[0]):
+        snap[j] = w[g.lazy_src[j]]
 
 
 @njit(cache=True)
@@ -154,14 +167,54 @@ def _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_star
 
 
 @njit(cache=True)
+def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, cap):
+    """The goal-only nodes up to date by propagating the changes of their sources since they
+    were last settled.  Returns as ``_settle_a`` (finish with ``_goals_finish``)."""
+    sp = 0
+    for j in range(lazy_src.shape[0]):
+        v = w[lazy_src[j]]
+        if v != snap[j]:
+            snap[j] = v
+            if sp >= cap:
+                return -1
+            stack[sp] = lazy_src[j] * 2 + v
+            sp += 1
+    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap)
+
+
+@njit(cache=True)
+def _goals_finish(g, w, first):
+    """After ``_goals_a``: goal-only recursive blocks, or a recomputation on overflow (rare)."""
+    if first >= 0:
+        if first >= g.blk_start.shape[0]:
+            return
+        cnt, scratch, stack, dirty = _views(g, w)
+        o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+        if _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
+                  g.lazy_start, g.lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
+            return
+    cnt, scratch, stack, dirty = _views(g, w)
+    for b in range(dirty.shape[0]):
+        dirty[b] = 0
+    _settle_lazy(g.node_thr, g.lazy_src, g.lazy_order, g.lazy_start, g.lazy_edge, g.blk_start, g.blk_end,
+                 g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits, w, cnt)
+    snap = _snap(g, w)
+    for j in range(g.lazy_src.shape[0]):
+        snap[j] = w[g.lazy_src[j]]
+
+
+@njit(cache=True)
 def settle_goals(g, vals):
     """Bring the goal atoms up to date with the state ``vals`` is in: every reader of goal
     atoms calls this first (the goal-only logic is not kept current by the steps)."""
     if g.lazy_order.shape[0] == 0:
         return
     cnt, scratch, stack, dirty = _views(g, vals)
-    _settle_lazy(g.node_thr, g.lazy_src, g.lazy_order, g.lazy_start, g.lazy_edge, g.blk_start, g.blk_end,
-                 g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits, vals, cnt)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    f = _goals_a(g.lazy_src, _snap(g, vals), g.lazy_start, g.lazy_edge, g.atom_block, vals, cnt, stack,
+                 dirty, cap)
+    if f != dirty.shape[0]:
+        _goals_finish(g, vals, f)
 
 
 @njit(cache=True)
@@ -528,10 +581,8 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     n_base = g.n_base
     next0 = g.next_atom[0] if n_base > 0 else 0
     term = g.terminal_atom
-    node_thr, lazy_src, lazy_order, lazy_start, lazy_edge = g.node_thr, g.lazy_src, g.lazy_order, \
-        g.lazy_start, g.lazy_edge
-    blk_start, blk_end, blk_loop, ent_atom = g.blk_start, g.blk_end, g.blk_loop, g.ent_atom
-    rule_start, lit_start, lits = g.rule_start, g.lit_start, g.lits
+    lazy_src, lazy_start, lazy_edge = g.lazy_src, g.lazy_start, g.lazy_edge
+    snap = _snap(g, vals)
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
@@ -551,9 +602,11 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
-                if lazy_order.shape[0]:
-                    _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_start, blk_end,
-                                 blk_loop, ent_atom, rule_start, lit_start, lits, vals, cnt)
+                if lazy_src.shape[0]:
+                    f = _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, vals, cnt, stack, dirty,
+                                 cap)
+                    if f != nb:
+                        _goals_finish(g, vals, f)
                 # statemachine.goal_vector: the largest provable value, 0 when none
                 for r in range(n_roles):
                     best = 0
