@@ -4,8 +4,8 @@ propagation event and every edge walked, per node, and on the legal atoms scanne
 the moves.  Nodes are then classed from the network's structure alone:
 
 - *goal-only*: nodes from which no legal, terminal or next atom can be reached (only goals);
-- *control fluents*: fluents that changed on every step of the playouts and feed every legal
-  atom of some role but one (its noop reads the other role's turn) (the "whose turn" fluents).
+- *control fluents*: fluents that changed on every step of the playouts and feed (or gate,
+  compile._gate_legal) every legal atom of some role but one (its noop reads the other role's turn) (the "whose turn" fluents).
 
     python scripts/profile_playout.py RULES [--playouts 200] [--seed 1]
 
@@ -75,14 +75,17 @@ def _profile(g, vals, playouts, ev, ed, flips):
                 l0 = g.legal_atom[s] if m > 0 else 0
                 n = 0
                 for k in range(m):
-                    n += vals[l0 + k]
-                scanned += m
+                    gt = g.legal_gate[s + k]
+                    if gt < 0 or vals[gt] == 1:  # (the kernel skips a gated-off run at once)
+                        n += vals[l0 + k]
+                        scanned += 1
                 if n == 0:
                     return steps, scanned, done
                 pick = np.random.randint(n)
                 k = 0
                 while True:
-                    if vals[l0 + k] == 1:
+                    gt = g.legal_gate[s + k]
+                    if vals[l0 + k] == 1 and (gt < 0 or vals[gt] == 1):
                         if pick == 0:
                             break
                         pick -= 1
@@ -163,7 +166,8 @@ def main() -> int:
         feeds = reaches_from(g, int(i))
         for r in range(g.n_roles):
             la = g.legal_atom[g.legal_start[r]:g.legal_start[r + 1]]
-            if len(la) > 1 and feeds[la].sum() >= len(la) - 1:
+            gated = g.legal_gate[g.legal_start[r]:g.legal_start[r + 1]] == i
+            if len(la) > 1 and (feeds[la] | gated).sum() >= len(la) - 1:
                 control.append(int(i))
                 break
     tot_ev, tot_ed = ev.sum(), ed.sum()

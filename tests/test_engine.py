@@ -476,3 +476,41 @@ def test_goals_settled_incrementally_equal_goals_from_scratch_in_reversi(shared_
                 assert list(goals) == list(fresh), f"walk {walk}: {show(c.unpack(bits))}"
                 readings.add(tuple(int(x) for x in goals))
     assert len(readings) > 2
+
+
+def test_turn_fluents_gate_the_legal_moves_instead_of_feeding_them(engine_cache_dir):
+    """Breakthrough: each role's moves are gated by one fluent (found from the structure: the
+    positive fluent input most legal atoms share), which flips on every move; its edges into
+    the legal atoms are gone, and legal moves read through the gates agree with Prolog's
+    (the random walks above) and between the two readers (legal_moves, legal_into)."""
+    c, p = engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)
+    g = c.game
+    gated = g.legal_gate >= 0
+    assert gated.mean() > 0.9
+    for r in range(g.n_roles):
+        gates = g.legal_gate[g.legal_start[r]:g.legal_start[r + 1]]
+        assert len(set(gates[gates >= 0].tolist())) <= 2   # its own turn; its noop the other's
+    gate_of = {int(a): int(f) for a, f in zip(g.legal_atom, g.legal_gate) if f >= 0}
+    for f in set(gate_of.values()):
+        assert f < g.n_base
+        targets = set((g.out_edge[g.out_start[f]:g.out_start[f + 1]] >> 2).tolist())
+        assert not any(gate_of.get(t) == f for t in targets), "a gate still feeds what it gates"
+    vals = K.new_vals(g)
+    h = K.hot(g, vals)
+    a = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    b = np.zeros_like(a)
+    rng = random.Random(2)
+    K.load_state(g, g.init_state, vals)
+    before = {f: int(vals[f]) for f in set(gate_of.values())}
+    for step in range(40):
+        if K.is_terminal(g, vals):
+            break
+        joint = np.zeros(g.n_roles, dtype=np.int32)
+        for r in range(g.n_roles):
+            n = K.legal_moves(g, vals, r, a)
+            assert K.legal_into(h, r, b) == n and (a[:n] == b[:n]).all()
+            joint[r] = a[rng.randrange(n)]
+        K.advance(g, vals, joint)
+        now = {f: int(vals[f]) for f in before}
+        assert all(now[f] != before[f] for f in before), "a gate fluent should flip on every move"
+        before = now

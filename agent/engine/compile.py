@@ -254,7 +254,8 @@ def compile_program(gp: GroundProgram):
     # logic is left to kernels.settle_goals, run when goals are read.
     eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
                                dtype=np.int64)
-    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs)
+    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
+                     np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64))
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -279,7 +280,8 @@ def compile_program(gp: GroundProgram):
     return g, tables
 
 
-def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs):
+def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
+               legal_atom, n_base, legal_start):
     """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
@@ -475,6 +477,8 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     dst = np.asarray(dst, dtype=np.int64)
     if n_nodes * 4 >= 2 ** 31:
         raise CompileError("the game is too large for the propagation network")
+    src, dst, legal_gate, legal_run_end = _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base,
+                                                      atom_block)
     node_input = np.zeros(n_nodes, dtype=np.uint8)
     node_input[:n_inputs] = 1
     node_input[list(role_of)] = 1
@@ -509,7 +513,53 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64), "lazy_start": lazy_start,
             "lazy_edge": lazy_edge.astype(np.int32), "lazy_src": lazy_src,
-            "lazy_order": rb_order[item_lazy].astype(np.int64)}
+            "lazy_order": rb_order[item_lazy].astype(np.int64), "legal_gate": legal_gate,
+            "legal_run_end": legal_run_end}
+
+
+def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):
+    """Turn fluents out of the legal atoms' AND nodes.  A "whose turn" fluent is a positive
+    input of every legal move of its role, and it flips on every move: its edges were most
+    of the edges a step walked (65% in breakthrough), and every legal atom of both roles was
+    scanned to pick a move.  For a legal atom that is an AND node feeding nothing, the
+    positive fluent input shared by the most legal atoms (if by two or more) becomes its
+    *gate*: the edge goes, the threshold drops by one, and the move is legal iff the node
+    and the gate fluent are both true (``legal_gate[k]``, -1 for none).  Legal atoms of a
+    role come in runs of one gate (``legal_run_end[k]``: the end of k's run, relative to
+    the role's first legal atom), so a role whose gate is off is skipped in one test.
+    Modifies ``node_thr``; returns (src, dst, legal_gate, legal_run_end)."""
+    n_nodes = len(node_thr)
+    tgt = dst >> 2
+    gate = np.full(n_nodes, -1, dtype=np.int64)
+    if len(legal_atom) and len(src):
+        has_out = np.zeros(n_nodes, dtype=bool)
+        has_out[src] = True
+        indeg = np.bincount(tgt, minlength=n_nodes)
+        ok = np.zeros(n_nodes, dtype=bool)
+        ok[legal_atom] = True
+        ok[:len(atom_block)] &= atom_block < 0
+        ok &= ~has_out & (indeg == node_thr) & (node_thr > 0)
+        cand = np.nonzero(ok[tgt] & ((dst & 3) == 0) & (src < n_base))[0]
+        counts = np.bincount(src[cand], minlength=max(n_base, 1))
+        cand = cand[counts[src[cand]] >= 2]
+        # per legal atom, the candidate fluent read by the most legal atoms (then the lowest id)
+        order = np.lexsort((src[cand], -counts[src[cand]], tgt[cand]))
+        first = cand[order[np.unique(tgt[cand][order], return_index=True)[1]]]
+        gate[tgt[first]] = src[first]
+        node_thr[tgt[first]] -= 1
+        keep = np.ones(len(src), dtype=bool)
+        keep[first] = False
+        src, dst = src[keep], dst[keep]
+    legal_gate = gate[legal_atom] if len(legal_atom) else np.zeros(0, dtype=np.int64)
+    run_end = np.zeros(len(legal_atom), dtype=np.int64)
+    for r in range(len(legal_start) - 1):
+        s, e = int(legal_start[r]), int(legal_start[r + 1])
+        end = e - s
+        for k in range(e - 1, s - 1, -1):
+            if k < e - 1 and legal_gate[k] != legal_gate[k + 1]:
+                end = k + 1 - s
+            run_end[k] = end
+    return src, dst, legal_gate, run_end
 
 
 def _lits_for(rule_order, starts, lens, flat):

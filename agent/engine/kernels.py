@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy_start", "lazy_edge", "lazy_src", "lazy_order",
+    "lazy_start", "lazy_edge", "lazy_src", "lazy_order", "legal_gate", "legal_run_end",
 ])
 
 
@@ -369,15 +369,32 @@ def is_terminal(g, vals):
     return g.terminal_atom >= 0 and vals[g.terminal_atom] == 1
 
 
+@njit(cache=True, inline="always")
+def _legal_list(legal_start, legal_atom, legal_gate, legal_run_end, w, role, out):
+    """Move k of ``role`` is legal iff its legal atom is true and its gate fluent (if any) is
+    (compile._gate_legal); legal atoms of a role are contiguous, in runs of one gate."""
+    s = legal_start[role]
+    m = legal_start[role + 1] - s
+    if m == 0:
+        return 0
+    l0 = legal_atom[s]
+    n = 0
+    k = 0
+    while k < m:
+        e = legal_run_end[s + k]
+        gt = legal_gate[s + k]
+        if gt < 0 or w[gt] == 1:
+            for j in range(k, e):
+                if w[l0 + j] == 1:
+                    out[n] = j
+                    n += 1
+        k = e
+    return n
+
+
 @njit(cache=True)
 def legal_moves(g, vals, role, out):
-    n = 0
-    s = g.legal_start[role]
-    for k in range(s, g.legal_start[role + 1]):
-        if vals[g.legal_atom[k]] == 1:
-            out[n] = k - s
-            n += 1
-    return n
+    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, g.legal_run_end, vals, role, out)
 
 
 @njit(cache=True)
@@ -470,7 +487,7 @@ def hot(g, vals):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
             stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
-            g.legal_atom, g.terminal_atom)
+            g.legal_atom, g.terminal_atom, g.legal_gate, g.legal_run_end)
 
 
 @njit(cache=True, inline="always")
@@ -533,18 +550,7 @@ def pack_into(h, out_state):
 @njit(cache=True, inline="always")
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
-    legal_start, w, legal_atom = h[1], h[5], h[14]
-    s = legal_start[role]
-    m = legal_start[role + 1] - s
-    if m == 0:
-        return 0
-    l0 = legal_atom[s]  # legal atoms of a role are contiguous (compile.py)
-    n = 0
-    for k in range(m):
-        if w[l0 + k] == 1:
-            out[n] = k
-            n += 1
-    return n
+    return _legal_list(h[1], h[14], h[16], h[17], h[5], role, out)
 
 
 @njit(cache=True, inline="always")
@@ -576,6 +582,7 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, does_atom = g.legal_start, g.legal_atom, g.does_atom
+    legal_gate, legal_run_end = g.legal_gate, g.legal_run_end
     goal_start, goal_atom, goal_value = g.goal_start, g.goal_atom, g.goal_value
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
@@ -619,24 +626,43 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                # Legal atoms of a role are contiguous (compile.py): count, then pick the k-th.
+                # Legal atoms of a role are contiguous, in runs of one gate (compile.py): count
+                # in the runs whose gate is on, then pick the k-th.
                 s = legal_start[r]
                 m = legal_start[r + 1] - s
                 l0 = legal_atom[s] if m > 0 else 0
                 n = 0
-                for k in range(m):
-                    n += vals[l0 + k]
+                k = 0
+                while k < m:
+                    e = legal_run_end[s + k]
+                    gt = legal_gate[s + k]
+                    if gt < 0 or vals[gt] == 1:
+                        for j in range(k, e):
+                            n += vals[l0 + j]
+                    k = e
                 if n == 0:
                     return p, -2, total, goal_sum
                 pick = np.random.randint(n)
                 k = 0
                 while True:
-                    if vals[l0 + k] == 1:
-                        if pick == 0:
+                    e = legal_run_end[s + k]
+                    gt = legal_gate[s + k]
+                    if gt < 0 or vals[gt] == 1:
+                        c = 0
+                        for j in range(k, e):
+                            c += vals[l0 + j]
+                        if pick < c:
+                            j = k
+                            while True:
+                                if vals[l0 + j] == 1:
+                                    if pick == 0:
+                                        break
+                                    pick -= 1
+                                j += 1
+                            joint[r] = j
                             break
-                        pick -= 1
-                    k += 1
-                joint[r] = k
+                        pick -= c
+                    k = e
             f = step(h, joint)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
