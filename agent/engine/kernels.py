@@ -644,25 +644,19 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
                     return p, -2, total, goal_sum
                 pick = np.random.randint(n)
                 k = 0
-                while True:
+                j = m
+                while j == m:
                     e = legal_run_end[s + k]
                     gt = legal_gate[s + k]
                     if gt < 0 or vals[gt] == 1:
-                        c = 0
-                        for j in range(k, e):
-                            c += vals[l0 + j]
-                        if pick < c:
-                            j = k
-                            while True:
-                                if vals[l0 + j] == 1:
-                                    if pick == 0:
-                                        break
-                                    pick -= 1
-                                j += 1
-                            joint[r] = j
-                            break
-                        pick -= c
+                        for i in range(k, e):
+                            if vals[l0 + i] == 1:
+                                if pick == 0:
+                                    j = i
+                                    break
+                                pick -= 1
                     k = e
+                joint[r] = j
             f = step(h, joint)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
