@@ -296,6 +296,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     ``lazy_edge``, by source node) so a playout step never walks them; ``lazy_src`` (the
     other nodes with such edges) and ``lazy_order`` (the goal-only nodes and recursive
     blocks in topological order) let kernels.settle_goals recompute them when goals are read.
+    Only when they take an eighth of the edges or more: a reading has a fixed cost.
 
     Frame axioms ground to one rule per (fluent, move): ``next(f) <= true(f), does(r, m)``
     for every move m that leaves f alone, so one fluent change touched hundreds of rules
@@ -484,6 +485,11 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     node_input[list(role_of)] = 1
     lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0)
     to_lazy = lazy[dst >> 2]
+    if to_lazy.sum() * 8 < len(dst):
+        # A small goal-only part (a line or two, as in connectFour) costs less to keep
+        # current than to settle at every goal reading: the search reads goals at every leaf.
+        lazy[:] = False
+        to_lazy[:] = False
 
     def csr(sel):
         if not sel.any():
