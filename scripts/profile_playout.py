@@ -75,7 +75,7 @@ def _profile(g, vals, playouts, ev, ed, flips):
                 l0 = g.legal_atom[s] if m > 0 else 0
                 n = 0
                 for k in range(m):
-                    gt = g.legal_gate[s + k]
+                    gt = g.legal_gate[0, s + k]
                     if gt < 0 or vals[gt] == 1:  # (the kernel skips a gated-off run at once)
                         n += vals[l0 + k]
                         scanned += 1
@@ -84,7 +84,7 @@ def _profile(g, vals, playouts, ev, ed, flips):
                 pick = np.random.randint(n)
                 k = 0
                 while True:
-                    gt = g.legal_gate[s + k]
+                    gt = g.legal_gate[0, s + k]
                     if vals[l0 + k] == 1 and (gt < 0 or vals[gt] == 1):
                         if pick == 0:
                             break
@@ -166,7 +166,7 @@ def main() -> int:
         feeds = reaches_from(g, int(i))
         for r in range(g.n_roles):
             la = g.legal_atom[g.legal_start[r]:g.legal_start[r + 1]]
-            gated = g.legal_gate[g.legal_start[r]:g.legal_start[r + 1]] == i
+            gated = g.legal_gate[0, g.legal_start[r]:g.legal_start[r + 1]] == i
             if len(la) > 1 and (feeds[la] | gated).sum() >= len(la) - 1:
                 control.append(int(i))
                 break

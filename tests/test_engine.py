@@ -400,7 +400,7 @@ def test_goal_only_logic_is_found_from_the_structure_and_left_out_of_the_steps(t
     c = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=tmp_path)
     g = c.game
     lazy = np.zeros(g.n_nodes, dtype=bool)
-    items = g.lazy_order
+    lazy_start, lazy_edge, lazy_src, items = K.lazy_parts(g)
     lazy[items[items >= 0]] = True
     for b in (-1 - items[items < 0]):
         lazy[g.ent_atom[g.blk_start[b]:g.blk_end[b]]] = True
@@ -409,7 +409,7 @@ def test_goal_only_logic_is_found_from_the_structure_and_left_out_of_the_steps(t
     outputs = np.concatenate([g.legal_atom, g.next_atom, [g.terminal_atom]])
     assert not lazy[outputs].any() and not lazy[:g.n_base].any()
     assert not lazy[g.out_edge >> 2].any(), "a step must never walk an edge into goal-only logic"
-    assert lazy[g.lazy_edge >> 2].all()
+    assert lazy[lazy_edge >> 2].all()
 
 
 def test_goals_after_steps_agree_with_prolog(tmp_path):
@@ -453,7 +453,7 @@ def test_goals_settled_incrementally_equal_goals_from_scratch_in_reversi(shared_
     goals settled from the changes since the last reading equal goals recomputed whole."""
     c, _ = engines(corpus_rules(shared_dir, "base/games/reversi/v0"), engine_cache_dir)
     g = c.game
-    assert len(g.lazy_order) > g.n_nodes // 2
+    assert len(K.lazy_parts(g)[3]) > g.n_nodes // 2
     vals, other = K.new_vals(g), K.new_vals(g)
     goals = np.zeros(g.n_roles, dtype=np.int32)
     fresh = np.zeros(g.n_roles, dtype=np.int32)
@@ -485,12 +485,12 @@ def test_turn_fluents_gate_the_legal_moves_instead_of_feeding_them(engine_cache_
     (the random walks above) and between the two readers (legal_moves, legal_into)."""
     c, p = engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)
     g = c.game
-    gated = g.legal_gate >= 0
+    gated = g.legal_gate[0] >= 0
     assert gated.mean() > 0.9
     for r in range(g.n_roles):
-        gates = g.legal_gate[g.legal_start[r]:g.legal_start[r + 1]]
+        gates = g.legal_gate[0, g.legal_start[r]:g.legal_start[r + 1]]
         assert len(set(gates[gates >= 0].tolist())) <= 2   # its own turn; its noop the other's
-    gate_of = {int(a): int(f) for a, f in zip(g.legal_atom, g.legal_gate) if f >= 0}
+    gate_of = {int(a): int(f) for a, f in zip(g.legal_atom, g.legal_gate[0]) if f >= 0}
     for f in set(gate_of.values()):
         assert f < g.n_base
         targets = set((g.out_edge[g.out_start[f]:g.out_start[f + 1]] >> 2).tolist())

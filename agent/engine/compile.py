@@ -293,7 +293,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     Nodes from which none of ``eager_outputs`` (legal, terminal, next) can be reached only
     feed the goals: in reversi they were three quarters of the propagation events (piece
     counts updated on every move).  Edges into them are kept apart (``lazy_start``/
-    ``lazy_edge``, by source node) so a playout step never walks them; ``lazy_src`` (the
+    ``lazy_edge``, by source node; all four arrays are one, ``lazy``) so a playout step never walks them; ``lazy_src`` (the
     other nodes with such edges) and ``lazy_order`` (the goal-only nodes and recursive
     blocks in topological order) let kernels.settle_goals recompute them when goals are read.
     Only when they take an eighth of the edges or more: a reading has a fixed cost.
@@ -517,10 +517,12 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
     return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
-            "rb_order": rb_order.astype(np.int64), "lazy_start": lazy_start,
-            "lazy_edge": lazy_edge.astype(np.int32), "lazy_src": lazy_src,
-            "lazy_order": rb_order[item_lazy].astype(np.int64), "legal_gate": legal_gate,
-            "legal_run_end": legal_run_end}
+            "rb_order": rb_order.astype(np.int64),
+            # one array each (kernels.lazy_parts splits it): every function that takes the
+            # CompiledGame pays a reference count per array, and the search calls many
+            "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, rb_order[item_lazy]]).astype(np.int64),
+            "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
+            "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1)}
 
 
 def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):
@@ -530,8 +532,8 @@ def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block)
     scanned to pick a move.  For a legal atom that is an AND node feeding nothing, the
     positive fluent input shared by the most legal atoms (if by two or more) becomes its
     *gate*: the edge goes, the threshold drops by one, and the move is legal iff the node
-    and the gate fluent are both true (``legal_gate[k]``, -1 for none).  Legal atoms of a
-    role come in runs of one gate (``legal_run_end[k]``: the end of k's run, relative to
+    and the gate fluent are both true (``legal_gate[0, k]``, -1 for none).  Legal atoms of a
+    role come in runs of one gate (``legal_gate[1, k]``: the end of k's run, relative to
     the role's first legal atom), so a role whose gate is off is skipped in one test.
     Modifies ``node_thr``; returns (src, dst, legal_gate, legal_run_end)."""
     n_nodes = len(node_thr)

@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy_start", "lazy_edge", "lazy_src", "lazy_order", "legal_gate", "legal_run_end",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate",
 ])
 
 
@@ -92,11 +92,20 @@ def _layout(g):
 
 
 @njit(cache=True)
+def lazy_parts(g):
+    """(lazy_start, lazy_edge, lazy_src, lazy_order) from ``g.lazy`` (compile._build_net)."""
+    a = g.n_nodes + 1
+    b = a + g.n_lazy_edge
+    c = b + g.n_lazy_src
+    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[c:]
+
+
+@njit(cache=True)
 def _snap(g, w):
     """The lazy sources' values the goal-only nodes were last settled with."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     o_snap = o_dirty + g.blk_start.shape[0]
-    return w[o_snap:o_snap + g.lazy_src.shape[0]]
+    return w[o_snap:o_snap + g.n_lazy_src]
 
 
 @njit(cache=True)
@@ -113,7 +122,7 @@ def _views(g, w):
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    w = np.zeros(o_dirty + g.blk_start.shape[0] + g.lazy_src.shape[0] + 8, dtype=np.uint8)
+    w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
     _rebuild(g, w)
     return w
 
@@ -123,6 +132,7 @@ def _rebuild(g, w):
     """Every value and counter from scratch, in topological order (``rb_order``: nodes, or
     ``-1 - b`` for recursive block b); inputs keep their values."""
     cnt, scratch, stack, dirty = _views(g, w)
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
     for t in range(g.n_nodes):
         cnt[t] = -g.node_thr[t]
     for item in g.rb_order:
@@ -130,19 +140,19 @@ def _rebuild(g, w):
             if g.node_input[item] == 0:
                 w[item] = 1 if cnt[item] >= 0 else 0
             _contribute(g.out_start, g.out_edge, w, cnt, item)
-            _contribute(g.lazy_start, g.lazy_edge, w, cnt, item)
+            _contribute(lazy_start, lazy_edge, w, cnt, item)
         else:
             b = -1 - item
             eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start,
                         g.lits, w, b, b + 1)
             for e in range(g.blk_start[b], g.blk_end[b]):
                 _contribute(g.out_start, g.out_edge, w, cnt, g.ent_atom[e])
-                _contribute(g.lazy_start, g.lazy_edge, w, cnt, g.ent_atom[e])
+                _contribute(lazy_start, lazy_edge, w, cnt, g.ent_atom[e])
     for b in range(dirty.shape[0]):
         dirty[b] = 0
     snap = _snap(g, w)
-    for j in range(g.lazy_src.shape[0]):
-        snap[j] = w[g.lazy_src[j]]
+    for j in range(lazy_src.shape[0]):
+        snap[j] = w[lazy_src[j]]
 
 
 @njit(cache=True)
@@ -190,28 +200,31 @@ def _goals_finish(g, w, first):
             return
         cnt, scratch, stack, dirty = _views(g, w)
         o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+        lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
         if _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                  g.lazy_start, g.lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
+                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
             return
     cnt, scratch, stack, dirty = _views(g, w)
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
     for b in range(dirty.shape[0]):
         dirty[b] = 0
-    _settle_lazy(g.node_thr, g.lazy_src, g.lazy_order, g.lazy_start, g.lazy_edge, g.blk_start, g.blk_end,
+    _settle_lazy(g.node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, g.blk_start, g.blk_end,
                  g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits, w, cnt)
     snap = _snap(g, w)
-    for j in range(g.lazy_src.shape[0]):
-        snap[j] = w[g.lazy_src[j]]
+    for j in range(lazy_src.shape[0]):
+        snap[j] = w[lazy_src[j]]
 
 
 @njit(cache=True)
 def settle_goals(g, vals):
     """Bring the goal atoms up to date with the state ``vals`` is in: every reader of goal
     atoms calls this first (the goal-only logic is not kept current by the steps)."""
-    if g.lazy_order.shape[0] == 0:
+    if g.n_lazy_src == 0:   # goal-only nodes without sources are constants, set by _rebuild
         return
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    f = _goals_a(g.lazy_src, _snap(g, vals), g.lazy_start, g.lazy_edge, g.atom_block, vals, cnt, stack,
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
+    f = _goals_a(lazy_src, _snap(g, vals), lazy_start, lazy_edge, g.atom_block, vals, cnt, stack,
                  dirty, cap)
     if f != dirty.shape[0]:
         _goals_finish(g, vals, f)
@@ -370,7 +383,7 @@ def is_terminal(g, vals):
 
 
 @njit(cache=True, inline="always")
-def _legal_list(legal_start, legal_atom, legal_gate, legal_run_end, w, role, out):
+def _legal_list(legal_start, legal_atom, legal_gate, w, role, out):
     """Move k of ``role`` is legal iff its legal atom is true and its gate fluent (if any) is
     (compile._gate_legal); legal atoms of a role are contiguous, in runs of one gate."""
     s = legal_start[role]
@@ -381,8 +394,8 @@ def _legal_list(legal_start, legal_atom, legal_gate, legal_run_end, w, role, out
     n = 0
     k = 0
     while k < m:
-        e = legal_run_end[s + k]
-        gt = legal_gate[s + k]
+        e = legal_gate[1, s + k]
+        gt = legal_gate[0, s + k]
         if gt < 0 or w[gt] == 1:
             for j in range(k, e):
                 if w[l0 + j] == 1:
@@ -394,7 +407,7 @@ def _legal_list(legal_start, legal_atom, legal_gate, legal_run_end, w, role, out
 
 @njit(cache=True)
 def legal_moves(g, vals, role, out):
-    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, g.legal_run_end, vals, role, out)
+    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role, out)
 
 
 @njit(cache=True)
@@ -487,7 +500,7 @@ def hot(g, vals):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
             stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
-            g.legal_atom, g.terminal_atom, g.legal_gate, g.legal_run_end)
+            g.legal_atom, g.terminal_atom, g.legal_gate)
 
 
 @njit(cache=True, inline="always")
@@ -550,7 +563,7 @@ def pack_into(h, out_state):
 @njit(cache=True, inline="always")
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
-    return _legal_list(h[1], h[14], h[16], h[17], h[5], role, out)
+    return _legal_list(h[1], h[14], h[16], h[5], role, out)
 
 
 @njit(cache=True, inline="always")
@@ -582,13 +595,13 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, does_atom = g.legal_start, g.legal_atom, g.does_atom
-    legal_gate, legal_run_end = g.legal_gate, g.legal_run_end
+    legal_gate = g.legal_gate
     goal_start, goal_atom, goal_value = g.goal_start, g.goal_atom, g.goal_value
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
     next0 = g.next_atom[0] if n_base > 0 else 0
     term = g.terminal_atom
-    lazy_src, lazy_start, lazy_edge = g.lazy_src, g.lazy_start, g.lazy_edge
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
     snap = _snap(g, vals)
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
@@ -634,8 +647,8 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
                 n = 0
                 k = 0
                 while k < m:
-                    e = legal_run_end[s + k]
-                    gt = legal_gate[s + k]
+                    e = legal_gate[1, s + k]
+                    gt = legal_gate[0, s + k]
                     if gt < 0 or vals[gt] == 1:
                         for j in range(k, e):
                             n += vals[l0 + j]
@@ -646,8 +659,8 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
                 k = 0
                 j = m
                 while j == m:
-                    e = legal_run_end[s + k]
-                    gt = legal_gate[s + k]
+                    e = legal_gate[1, s + k]
+                    gt = legal_gate[0, s + k]
                     if gt < 0 or vals[gt] == 1:
                         for i in range(k, e):
                             if vals[l0 + i] == 1:
