@@ -368,3 +368,149 @@ def test_random_playout_kernel_on_corpus_games(game, shared_dir, engine_cache_di
         for r in range(g.n_roles):
             possible = {int(v) for v in g.goal_value[g.goal_start[r]:g.goal_start[r + 1]]} | {0}
             assert int(goals[r]) in possible, f"playout {i}: role {r} goal {goals[r]} not in {possible}"
+
+
+# ----------------------------------------------------------------------------- goal-only logic
+# One player paints cells of a row of 4 for 5 moves; the goal reads a recursive relation
+# ("a painted path from cell 1 to cell 4") and a negation of it, which nothing else reads:
+# the network's goal-only part, with a recursive block in it.
+PAINTER = """
+(role p)
+(init (step 0))
+(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5)
+(cell 1) (cell 2) (cell 3) (cell 4)
+(adj 1 2) (adj 2 3) (adj 3 4)
+(<= (nb ?x ?y) (adj ?x ?y))
+(<= (nb ?x ?y) (adj ?y ?x))
+(<= (legal p (paint ?c)) (cell ?c))
+(<= (next (painted ?c)) (does p (paint ?c)))
+(<= (next (painted ?c)) (true (painted ?c)))
+(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
+(<= terminal (true (step 5)))
+(<= (reach ?x ?x) (true (painted ?x)))
+(<= (reach ?x ?z) (true (painted ?x)) (nb ?x ?y) (reach ?y ?z))
+(<= (goal p 100) (reach 1 4))
+(<= (goal p 50) (true (painted 1)) (not (reach 1 4)))
+(<= (goal p 0) (not (true (painted 1))))
+"""
+
+
+def test_goal_only_logic_is_found_from_the_structure_and_left_out_of_the_steps(tmp_path):
+    desc = parse_rules(PAINTER)
+    c = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=tmp_path)
+    g = c.game
+    lazy = np.zeros(g.n_nodes, dtype=bool)
+    lazy_start, lazy_edge, lazy_src, items = K.lazy_parts(g)
+    lazy[items[items >= 0]] = True
+    for b in (-1 - items[items < 0]):
+        lazy[g.ent_atom[g.blk_start[b]:g.blk_end[b]]] = True
+    assert (items < 0).any(), "the recursive goal relation should be a goal-only block"
+    assert lazy[g.goal_atom].all(), "the goal atoms feed nothing else: goal-only"
+    outputs = np.concatenate([g.legal_atom, g.next_atom, [g.terminal_atom]])
+    assert not lazy[outputs].any() and not lazy[:g.n_base].any()
+    assert not lazy[g.out_edge >> 2].any(), "a step must never walk an edge into goal-only logic"
+    assert lazy[lazy_edge >> 2].all()
+
+
+def test_goals_after_steps_agree_with_prolog(tmp_path):
+    """The goals read after the steps of a playout loop (the lazily settled part) equal
+    Prolog's at every state of exhaustive walks, and those of a freshly loaded buffer."""
+    desc = parse_rules(PAINTER)
+    c = load_engine(desc, engine="compiled", budget_seconds=BUILD_BUDGET, cache_dir=tmp_path)
+    p = PrologReasoner(desc)
+    g = c.game
+    vals = K.new_vals(g)
+    goals = np.zeros(1, dtype=np.int32)
+    fresh = np.zeros(1, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    seen = set()
+    for seq in range(4 ** 5):
+        K.load_state(g, g.init_state, vals)
+        for k in range(5):
+            K.advance(g, vals, np.array([(seq >> (2 * k)) & 3], dtype=np.int32))
+            K.current_state(g, vals, bits)
+            state = c.unpack(bits)
+            K.goal_vector(g, vals, goals)
+            if state not in seen:
+                seen.add(state)
+                assert [[int(goals[0])]] == p.goal_values(state), show(state)
+            other = K.new_vals(g)
+            K.load_state(g, bits, other)
+            K._rebuild(g, other)  # every node from scratch
+            K.goal_vector(g, other, fresh)
+            assert fresh[0] == goals[0], show(state)
+    assert {v for s in seen for v in p.goal_values(s)[0]} == {0, 50, 100}
+    K.seed(3)
+    for _ in range(50):  # the playout kernel settles the goals at the terminal state
+        assert K.random_playout(g, g.init_state, vals, 100, goals) == 5
+        K.current_state(g, vals, bits)
+        assert [[int(goals[0])]] == p.goal_values(c.unpack(bits))
+
+
+@needs_shared
+def test_goals_settled_incrementally_equal_goals_from_scratch_in_reversi(shared_dir, engine_cache_dir):
+    """Reversi's piece counts are goal-only logic (most of its network): along random walks,
+    goals settled from the changes since the last reading equal goals recomputed whole."""
+    c, _ = engines(corpus_rules(shared_dir, "base/games/reversi/v0"), engine_cache_dir)
+    g = c.game
+    assert len(K.lazy_parts(g)[3]) > g.n_nodes // 2
+    vals, other = K.new_vals(g), K.new_vals(g)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    fresh = np.zeros(g.n_roles, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    legal = np.zeros(max(int(x) for x in g.role_nmoves) + 1, dtype=np.int32)
+    rng = random.Random(5)
+    readings = set()
+    for walk in range(6):
+        K.load_state(g, g.init_state, vals)
+        while not K.is_terminal(g, vals):
+            joint = np.array([legal[rng.randrange(K.legal_moves(g, vals, r, legal))]
+                              for r in range(g.n_roles)], dtype=np.int32)
+            K.advance(g, vals, joint)
+            if rng.random() < 0.3 or K.is_terminal(g, vals):
+                K.goal_vector(g, vals, goals)
+                K.current_state(g, vals, bits)
+                K.load_state(g, bits, other)
+                K._rebuild(g, other)
+                K.goal_vector(g, other, fresh)
+                assert list(goals) == list(fresh), f"walk {walk}: {show(c.unpack(bits))}"
+                readings.add(tuple(int(x) for x in goals))
+    assert len(readings) > 2
+
+
+def test_turn_fluents_gate_the_legal_moves_instead_of_feeding_them(engine_cache_dir):
+    """Breakthrough: each role's moves are gated by one fluent (found from the structure: the
+    positive fluent input most legal atoms share), which flips on every move; its edges into
+    the legal atoms are gone, and legal moves read through the gates agree with Prolog's
+    (the random walks above) and between the two readers (legal_moves, legal_into)."""
+    c, p = engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)
+    g = c.game
+    gated = g.legal_gate[0] >= 0
+    assert gated.mean() > 0.9
+    for r in range(g.n_roles):
+        gates = g.legal_gate[0, g.legal_start[r]:g.legal_start[r + 1]]
+        assert len(set(gates[gates >= 0].tolist())) <= 2   # its own turn; its noop the other's
+    gate_of = {int(a): int(f) for a, f in zip(g.legal_atom, g.legal_gate[0]) if f >= 0}
+    for f in set(gate_of.values()):
+        assert f < g.n_base
+        targets = set((g.out_edge[g.out_start[f]:g.out_start[f + 1]] >> 2).tolist())
+        assert not any(gate_of.get(t) == f for t in targets), "a gate still feeds what it gates"
+    vals = K.new_vals(g)
+    h = K.hot(g, vals)
+    a = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    b = np.zeros_like(a)
+    rng = random.Random(2)
+    K.load_state(g, g.init_state, vals)
+    before = {f: int(vals[f]) for f in set(gate_of.values())}
+    for step in range(40):
+        if K.is_terminal(g, vals):
+            break
+        joint = np.zeros(g.n_roles, dtype=np.int32)
+        for r in range(g.n_roles):
+            n = K.legal_moves(g, vals, r, a)
+            assert K.legal_into(h, r, b) == n and (a[:n] == b[:n]).all()
+            joint[r] = a[rng.randrange(n)]
+        K.advance(g, vals, joint)
+        now = {f: int(vals[f]) for f in before}
+        assert all(now[f] != before[f] for f in before), "a gate fluent should flip on every move"
+        before = now

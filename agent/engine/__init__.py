@@ -13,10 +13,15 @@ Contract for numba callers (the search runs its whole loop in nopython mode on t
 Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
     new_vals(g) -> uint8[...]                        a work buffer (one per thread/search); its
                                                      first n_atoms bytes are the atom values
-    load_state(g, state, vals)                       set the state and derive legal/terminal/goals
+    load_state(g, state, vals)                       set the state and derive legal/terminal
     is_terminal(g, vals) -> bool
-    legal_moves(g, vals, role, out) -> n             int32 move indices of ``role`` into out[:n]
+    legal_moves(g, vals, role, out) -> n             int32 move indices of ``role`` into out[:n] (the
+                                                     only way to read legality: a legal atom's byte
+                                                     alone is not, its gate fluent counts too)
     goal_vector(g, vals, out)                        int32 goal per role (statemachine.goal_vector rule)
+    settle_goals(g, vals)                            goal atoms up to date: call before reading
+                                                     vals[goal_atom] (goal-only logic is not kept
+                                                     current by load_state or the steps)
     next_state(g, vals, joint, out_state)            joint: int32[n_roles] move indices
     random_playout(g, state, vals, max_depth, out_goals) -> depth
                                                      uniform random joint moves until terminal

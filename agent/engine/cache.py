@@ -21,7 +21,7 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/2"
+FORMAT = "compiled-game/5"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays
 log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 

@@ -13,7 +13,7 @@ import numpy as np
 from gdl.terms import render, signature
 
 from .ground import GroundingError, GroundProgram
-from .kernels import CompiledGame, eval_blocks, rule_offsets, tarjan, topo_order
+from .kernels import CompiledGame, eval_blocks, reach_back, rule_offsets, tarjan, topo_order
 
 
 class CompileError(GroundingError):
@@ -239,9 +239,9 @@ def compile_program(gp: GroundProgram):
         goal_atom.extend(nid(i) for _, i in gl)
         goal_value.extend(v for v, _ in gl)
         goal_start.append(len(goal_atom))
-    next_atom = next_base + np.arange(n_base, dtype=np.int64)
     const_true = np.array([new_id[i] for i in np.nonzero(static_true & live)[0]], dtype=np.int64)
 
+    next_atom = next_base + np.arange(n_base, dtype=np.int64)
     atom_block = np.full(n_atoms, -1, dtype=np.int64)
     b0, b1 = phase_blocks[3]
     for b in range(b0, b1):
@@ -250,7 +250,12 @@ def compile_program(gp: GroundProgram):
     if len(legal_atom) and not (np.diff(legal_atom) == 1).all():
         raise CompileError("internal: legal atoms are not contiguous")
     role_does = [does_atom[legal_start[r]:legal_start[r + 1]] for r in range(len(roles))]
-    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does)
+    # What a playout step must keep current: legal moves, terminal, next values.  Goal-only
+    # logic is left to kernels.settle_goals, run when goals are read.
+    eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
+                               dtype=np.int64)
+    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
+                     np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64))
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -275,7 +280,8 @@ def compile_program(gp: GroundProgram):
     return g, tables
 
 
-def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does):
+def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
+               legal_atom, n_base, legal_start):
     """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
@@ -283,6 +289,14 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     through edges ``target * 4 + loop * 2 + negated``.  Atoms of recursive components only
     receive LOOP edges: they are recomputed whole (a positive cycle must not keep itself
     true).  ``rb_order`` is a topological order for rebuilding a work buffer.
+
+    Nodes from which none of ``eager_outputs`` (legal, terminal, next) can be reached only
+    feed the goals: in reversi they were three quarters of the propagation events (piece
+    counts updated on every move).  Edges into them are kept apart (``lazy_start``/
+    ``lazy_edge``, by source node; all four arrays are one, ``lazy``) so a playout step never walks them; ``lazy_src`` (the
+    other nodes with such edges) and ``lazy_order`` (the goal-only nodes and recursive
+    blocks in topological order) let kernels.settle_goals recompute them when goals are read.
+    Only when they take an eighth of the edges or more: a reading has a fixed cost.
 
     Frame axioms ground to one rule per (fluent, move): ``next(f) <= true(f), does(r, m)``
     for every move m that leaves f alone, so one fluent change touched hundreds of rules
@@ -464,11 +478,28 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     dst = np.asarray(dst, dtype=np.int64)
     if n_nodes * 4 >= 2 ** 31:
         raise CompileError("the game is too large for the propagation network")
-    out_start, out_edge, _ = _csr(src, dst, n_nodes) if len(src) else (
-        np.zeros(n_nodes + 1, dtype=np.int64), dst, None)
+    src, dst, legal_gate, legal_run_end = _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base,
+                                                      atom_block)
     node_input = np.zeros(n_nodes, dtype=np.uint8)
     node_input[:n_inputs] = 1
     node_input[list(role_of)] = 1
+    lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0)
+    to_lazy = lazy[dst >> 2]
+    if to_lazy.sum() * 8 < len(dst):
+        # A small goal-only part (a line or two, as in connectFour) costs less to keep
+        # current than to settle at every goal reading: the search reads goals at every leaf.
+        lazy[:] = False
+        to_lazy[:] = False
+
+    def csr(sel):
+        if not sel.any():
+            return np.zeros(n_nodes + 1, dtype=np.int64), dst[:0]
+        ptr, edges, _ = _csr(src[sel], dst[sel], n_nodes)
+        return ptr, edges
+
+    out_start, out_edge = csr(~to_lazy)
+    lazy_start, lazy_edge = csr(to_lazy)
+    lazy_src = np.unique(src[to_lazy & ~lazy[src]]).astype(np.int64)
     # Rebuild order: recursive blocks as single groups (ids n_nodes + block).
     n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
     group = np.arange(n_nodes, dtype=np.int64)
@@ -481,9 +512,62 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     used[group] = True
     order = order[used[order]]
     rb_order = np.where(order < n_nodes, order, -1 - (order - n_nodes))
+    block_lazy = np.zeros(n_blocks + 1, dtype=bool)
+    block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
+    item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
     return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
-            "rb_order": rb_order.astype(np.int64)}
+            "rb_order": rb_order.astype(np.int64),
+            # one array each (kernels.lazy_parts splits it): every function that takes the
+            # CompiledGame pays a reference count per array, and the search calls many
+            "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, rb_order[item_lazy]]).astype(np.int64),
+            "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
+            "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1)}
+
+
+def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):
+    """Turn fluents out of the legal atoms' AND nodes.  A "whose turn" fluent is a positive
+    input of every legal move of its role, and it flips on every move: its edges were most
+    of the edges a step walked (65% in breakthrough), and every legal atom of both roles was
+    scanned to pick a move.  For a legal atom that is an AND node feeding nothing, the
+    positive fluent input shared by the most legal atoms (if by two or more) becomes its
+    *gate*: the edge goes, the threshold drops by one, and the move is legal iff the node
+    and the gate fluent are both true (``legal_gate[0, k]``, -1 for none).  Legal atoms of a
+    role come in runs of one gate (``legal_gate[1, k]``: the end of k's run, relative to
+    the role's first legal atom), so a role whose gate is off is skipped in one test.
+    Modifies ``node_thr``; returns (src, dst, legal_gate, legal_run_end)."""
+    n_nodes = len(node_thr)
+    tgt = dst >> 2
+    gate = np.full(n_nodes, -1, dtype=np.int64)
+    if len(legal_atom) and len(src):
+        has_out = np.zeros(n_nodes, dtype=bool)
+        has_out[src] = True
+        indeg = np.bincount(tgt, minlength=n_nodes)
+        ok = np.zeros(n_nodes, dtype=bool)
+        ok[legal_atom] = True
+        ok[:len(atom_block)] &= atom_block < 0
+        ok &= ~has_out & (indeg == node_thr) & (node_thr > 0)
+        cand = np.nonzero(ok[tgt] & ((dst & 3) == 0) & (src < n_base))[0]
+        counts = np.bincount(src[cand], minlength=max(n_base, 1))
+        cand = cand[counts[src[cand]] >= 2]
+        # per legal atom, the candidate fluent read by the most legal atoms (then the lowest id)
+        order = np.lexsort((src[cand], -counts[src[cand]], tgt[cand]))
+        first = cand[order[np.unique(tgt[cand][order], return_index=True)[1]]]
+        gate[tgt[first]] = src[first]
+        node_thr[tgt[first]] -= 1
+        keep = np.ones(len(src), dtype=bool)
+        keep[first] = False
+        src, dst = src[keep], dst[keep]
+    legal_gate = gate[legal_atom] if len(legal_atom) else np.zeros(0, dtype=np.int64)
+    run_end = np.zeros(len(legal_atom), dtype=np.int64)
+    for r in range(len(legal_start) - 1):
+        s, e = int(legal_start[r]), int(legal_start[r + 1])
+        end = e - s
+        for k in range(e - 1, s - 1, -1):
+            if k < e - 1 and legal_gate[k] != legal_gate[k + 1]:
+                end = k + 1 - s
+            run_end[k] = end
+    return src, dst, legal_gate, run_end
 
 
 def _lits_for(rule_order, starts, lens, flat):

@@ -48,9 +48,9 @@ class CompiledEngine:
 
     def legal_moves(self, state, role_index: int) -> list:
         vals = self._load(state)
-        g = self.game
-        s, e = g.legal_start[role_index], g.legal_start[role_index + 1]
-        return canonical_sorted(self.move_terms[role_index][k - s] for k in range(s, e) if vals[g.legal_atom[k]])
+        out = np.zeros(int(self.game.role_nmoves[role_index]) + 1, dtype=np.int32)
+        n = K.legal_moves(self.game, vals, role_index, out)
+        return canonical_sorted(self.move_terms[role_index][k] for k in out[:n])
 
     def move_index(self, role_index: int, move) -> int:
         k = self._move_index[role_index].get(move)
@@ -75,6 +75,7 @@ class CompiledEngine:
     def goal_values(self, state) -> list:
         vals = self._load(state)
         g = self.game
+        K.settle_goals(g, vals)
         return [sorted({int(g.goal_value[k]) for k in range(g.goal_start[r], g.goal_start[r + 1])
                         if vals[g.goal_atom[k]]}) for r in range(g.n_roles)]
 

@@ -24,6 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate",
 ])
 
 
@@ -70,7 +71,11 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # >= 0), a scratch area, and an event stack; last a dirty flag per block.  A change of a
 # node is an event: it moves the counters of the nodes it feeds by +-1, and a counter that
 # crosses 0 flips its node, which is a new event.  Only what changed is touched (a propnet's
-# forward propagation).  Atoms of recursive components are recomputed whole when one of
+# forward propagation).  Nodes that only feed the goals are not on those paths: their input
+# edges are a separate CSR (``lazy_*``, compile._build_net), and ``settle_goals`` brings them
+# up to date when goals are read (until then their values are stale): the last area of the
+# buffer holds the values of their sources (``lazy_src``) they were last settled with, and
+# the sources that differ now are propagated as events.  Atoms of recursive components are recomputed whole when one of
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
@@ -87,6 +92,23 @@ def _layout(g):
 
 
 @njit(cache=True)
+def lazy_parts(g):
+    """(lazy_start, lazy_edge, lazy_src, lazy_order) from ``g.lazy`` (compile._build_net)."""
+    a = g.n_nodes + 1
+    b = a + g.n_lazy_edge
+    c = b + g.n_lazy_src
+    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[c:]
+
+
+@njit(cache=True)
+def _snap(g, w):
+    """The lazy sources' values the goal-only nodes were last settled with."""
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    o_snap = o_dirty + g.blk_start.shape[0]
+    return w[o_snap:o_snap + g.n_lazy_src]
+
+
+@njit(cache=True)
 def _views(g, w):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     cnt = w[o_cnt:o_scratch].view(np.int32)
@@ -100,7 +122,7 @@ def _views(g, w):
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    w = np.zeros(o_dirty + g.blk_start.shape[0] + 8, dtype=np.uint8)
+    w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
     _rebuild(g, w)
     return w
 
@@ -110,6 +132,7 @@ def _rebuild(g, w):
     """Every value and counter from scratch, in topological order (``rb_order``: nodes, or
     ``-1 - b`` for recursive block b); inputs keep their values."""
     cnt, scratch, stack, dirty = _views(g, w)
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
     for t in range(g.n_nodes):
         cnt[t] = -g.node_thr[t]
     for item in g.rb_order:
@@ -117,14 +140,94 @@ def _rebuild(g, w):
             if g.node_input[item] == 0:
                 w[item] = 1 if cnt[item] >= 0 else 0
             _contribute(g.out_start, g.out_edge, w, cnt, item)
+            _contribute(lazy_start, lazy_edge, w, cnt, item)
         else:
             b = -1 - item
             eval_blocks(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start,
                         g.lits, w, b, b + 1)
             for e in range(g.blk_start[b], g.blk_end[b]):
                 _contribute(g.out_start, g.out_edge, w, cnt, g.ent_atom[e])
+                _contribute(lazy_start, lazy_edge, w, cnt, g.ent_atom[e])
     for b in range(dirty.shape[0]):
         dirty[b] = 0
+    snap = _snap(g, w)
+    for j in range(lazy_src.shape[0]):
+        snap[j] = w[lazy_src[j]]
+
+
+@njit(cache=True)
+def _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_start, blk_end, blk_loop,
+                 ent_atom, rule_start, lit_start, lits, w, cnt):
+    """Recompute the goal-only nodes from the rest of the work buffer (which is settled), in
+    topological order: counters from their sources' current values, then values."""
+    for item in lazy_order:
+        if item >= 0:
+            cnt[item] = -node_thr[item]
+    for s in lazy_src:
+        _contribute(lazy_start, lazy_edge, w, cnt, s)
+    for item in lazy_order:
+        if item >= 0:
+            w[item] = 1 if cnt[item] >= 0 else 0
+            _contribute(lazy_start, lazy_edge, w, cnt, item)
+        else:
+            b = -1 - item
+            eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits, w, b, b + 1)
+            for e in range(blk_start[b], blk_end[b]):
+                _contribute(lazy_start, lazy_edge, w, cnt, ent_atom[e])
+
+
+@njit(cache=True)
+def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, cap):
+    """The goal-only nodes up to date by propagating the changes of their sources since they
+    were last settled.  Returns as ``_settle_a`` (finish with ``_goals_finish``)."""
+    sp = 0
+    for j in range(lazy_src.shape[0]):
+        v = w[lazy_src[j]]
+        if v != snap[j]:
+            snap[j] = v
+            if sp >= cap:
+                return -1
+            stack[sp] = lazy_src[j] * 2 + v
+            sp += 1
+    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap)
+
+
+@njit(cache=True)
+def _goals_finish(g, w, first):
+    """After ``_goals_a``: goal-only recursive blocks, or a recomputation on overflow (rare)."""
+    if first >= 0:
+        if first >= g.blk_start.shape[0]:
+            return
+        cnt, scratch, stack, dirty = _views(g, w)
+        o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+        lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
+        if _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
+                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
+            return
+    cnt, scratch, stack, dirty = _views(g, w)
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
+    for b in range(dirty.shape[0]):
+        dirty[b] = 0
+    _settle_lazy(g.node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, g.blk_start, g.blk_end,
+                 g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits, w, cnt)
+    snap = _snap(g, w)
+    for j in range(lazy_src.shape[0]):
+        snap[j] = w[lazy_src[j]]
+
+
+@njit(cache=True)
+def settle_goals(g, vals):
+    """Bring the goal atoms up to date with the state ``vals`` is in: every reader of goal
+    atoms calls this first (the goal-only logic is not kept current by the steps)."""
+    if g.n_lazy_src == 0:   # goal-only nodes without sources are constants, set by _rebuild
+        return
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
+    f = _goals_a(lazy_src, _snap(g, vals), lazy_start, lazy_edge, g.atom_block, vals, cnt, stack,
+                 dirty, cap)
+    if f != dirty.shape[0]:
+        _goals_finish(g, vals, f)
 
 
 @njit(cache=True)
@@ -279,20 +382,38 @@ def is_terminal(g, vals):
     return g.terminal_atom >= 0 and vals[g.terminal_atom] == 1
 
 
+@njit(cache=True, inline="always")
+def _legal_list(legal_start, legal_atom, legal_gate, w, role, out):
+    """Move k of ``role`` is legal iff its legal atom is true and its gate fluent (if any) is
+    (compile._gate_legal); legal atoms of a role are contiguous, in runs of one gate."""
+    s = legal_start[role]
+    m = legal_start[role + 1] - s
+    if m == 0:
+        return 0
+    l0 = legal_atom[s]
+    n = 0
+    k = 0
+    while k < m:
+        e = legal_gate[1, s + k]
+        gt = legal_gate[0, s + k]
+        if gt < 0 or w[gt] == 1:
+            for j in range(k, e):
+                if w[l0 + j] == 1:
+                    out[n] = j
+                    n += 1
+        k = e
+    return n
+
+
 @njit(cache=True)
 def legal_moves(g, vals, role, out):
-    n = 0
-    s = g.legal_start[role]
-    for k in range(s, g.legal_start[role + 1]):
-        if vals[g.legal_atom[k]] == 1:
-            out[n] = k - s
-            n += 1
-    return n
+    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role, out)
 
 
 @njit(cache=True)
 def goal_vector(g, vals, out):
     """Goal per role: the largest provable value, 0 when none (statemachine.goal_vector)."""
+    settle_goals(g, vals)
     for r in range(g.n_roles):
         best = -1
         for k in range(g.goal_start[r], g.goal_start[r + 1]):
@@ -379,7 +500,7 @@ def hot(g, vals):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
             stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
-            g.legal_atom, g.terminal_atom)
+            g.legal_atom, g.terminal_atom, g.legal_gate)
 
 
 @njit(cache=True, inline="always")
@@ -442,18 +563,7 @@ def pack_into(h, out_state):
 @njit(cache=True, inline="always")
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
-    legal_start, w, legal_atom = h[1], h[5], h[14]
-    s = legal_start[role]
-    m = legal_start[role + 1] - s
-    if m == 0:
-        return 0
-    l0 = legal_atom[s]  # legal atoms of a role are contiguous (compile.py)
-    n = 0
-    for k in range(m):
-        if w[l0 + k] == 1:
-            out[n] = k
-            n += 1
-    return n
+    return _legal_list(h[1], h[14], h[16], h[5], role, out)
 
 
 @njit(cache=True, inline="always")
@@ -485,11 +595,14 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, does_atom = g.legal_start, g.legal_atom, g.does_atom
+    legal_gate = g.legal_gate
     goal_start, goal_atom, goal_value = g.goal_start, g.goal_atom, g.goal_value
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
     next0 = g.next_atom[0] if n_base > 0 else 0
     term = g.terminal_atom
+    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
+    snap = _snap(g, vals)
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
@@ -509,6 +622,11 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
+                if lazy_src.shape[0]:
+                    f = _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, vals, cnt, stack, dirty,
+                                 cap)
+                    if f != nb:
+                        _goals_finish(g, vals, f)
                 # statemachine.goal_vector: the largest provable value, 0 when none
                 for r in range(n_roles):
                     best = 0
@@ -521,24 +639,37 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                # Legal atoms of a role are contiguous (compile.py): count, then pick the k-th.
+                # Legal atoms of a role are contiguous, in runs of one gate (compile.py): count
+                # in the runs whose gate is on, then pick the k-th.
                 s = legal_start[r]
                 m = legal_start[r + 1] - s
                 l0 = legal_atom[s] if m > 0 else 0
                 n = 0
-                for k in range(m):
-                    n += vals[l0 + k]
+                k = 0
+                while k < m:
+                    e = legal_gate[1, s + k]
+                    gt = legal_gate[0, s + k]
+                    if gt < 0 or vals[gt] == 1:
+                        for j in range(k, e):
+                            n += vals[l0 + j]
+                    k = e
                 if n == 0:
                     return p, -2, total, goal_sum
                 pick = np.random.randint(n)
                 k = 0
-                while True:
-                    if vals[l0 + k] == 1:
-                        if pick == 0:
-                            break
-                        pick -= 1
-                    k += 1
-                joint[r] = k
+                j = m
+                while j == m:
+                    e = legal_gate[1, s + k]
+                    gt = legal_gate[0, s + k]
+                    if gt < 0 or vals[gt] == 1:
+                        for i in range(k, e):
+                            if vals[l0 + i] == 1:
+                                if pick == 0:
+                                    j = i
+                                    break
+                                pick -= 1
+                    k = e
+                joint[r] = j
             f = step(h, joint)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
@@ -581,6 +712,41 @@ def rule_offsets(flat):
         j += 1
         i += flat[i] + 1
     return starts
+
+
+@njit(cache=True)
+def reach_back(n_nodes, src, dst_node, seeds):
+    """1 for the nodes from which a node of ``seeds`` can be reached along the edges
+    ``src[i] -> dst_node[i]`` (seeds included), else 0."""
+    m = src.shape[0]
+    ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    for i in range(m):
+        ptr[dst_node[i] + 1] += 1
+    for i in range(n_nodes):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    pred = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        pred[fill[dst_node[i]]] = src[i]
+        fill[dst_node[i]] += 1
+    seen = np.zeros(n_nodes, dtype=np.uint8)
+    todo = np.empty(n_nodes, dtype=np.int64)
+    sp = 0
+    for x in seeds:
+        if seen[x] == 0:
+            seen[x] = 1
+            todo[sp] = x
+            sp += 1
+    while sp > 0:
+        sp -= 1
+        x = todo[sp]
+        for j in range(ptr[x], ptr[x + 1]):
+            y = pred[j]
+            if seen[y] == 0:
+                seen[y] = 1
+                todo[sp] = y
+                sp += 1
+    return seen
 
 
 @njit(cache=True)

@@ -62,6 +62,8 @@ def _legal(h, r, out, rank, sort):
 @njit(cache=True)
 def _read_goals(g, vals, gr):
     """The goal facts that hold, as ``leaf`` reads them: count, smallest, largest per role."""
+    if g.n_lazy_src:   # (the call alone costs a fifth of a connectFour playout)
+        K.settle_goals(g, vals)
     for r in range(g.n_roles):
         c = 0
         lo = 0.0
