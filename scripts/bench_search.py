@@ -282,8 +282,7 @@ def speed_report(path: Path) -> list:
              f"(DIR: a checkout of the previous version, {prev}). "
              f"Two processes, this version and the previous one, took turns for {len(new)} runs; "
              "medians of the runs; ratios are medians of run-by-run ratios. CPU time of the process "
-             "(the 2-core machine ran other work at a load average far above 2, so wall-clock rates "
-             "measure the load more than the code).", "",
+             "(on a shared machine wall-clock rates would measure the other work too).", "",
              "Raw: the engine's kernel loop of uniform random playouts from the initial state "
              f"(`kernels.playouts_for`). Search: one search of {rec['search_sims']} simulations from "
              "the initial state (champion with its solver; flat MC and plain UCT as described above).", "",
