@@ -594,15 +594,11 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
-    legal_start, legal_atom, does_atom = g.legal_start, g.legal_atom, g.does_atom
-    legal_gate = g.legal_gate
-    goal_start, goal_atom, goal_value = g.goal_start, g.goal_atom, g.goal_value
+    legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
+    legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
-    next0 = g.next_atom[0] if n_base > 0 else 0
     term = g.terminal_atom
-    lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
-    snap = _snap(g, vals)
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
@@ -622,54 +618,17 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
-                if lazy_src.shape[0]:
-                    f = _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, vals, cnt, stack, dirty,
-                                 cap)
-                    if f != nb:
-                        _goals_finish(g, vals, f)
-                # statemachine.goal_vector: the largest provable value, 0 when none
+                goal_vector(g, vals, out_goals)   # settles the goal-only logic first
                 for r in range(n_roles):
-                    best = 0
-                    for k in range(goal_start[r], goal_start[r + 1]):
-                        if vals[goal_atom[k]] == 1 and goal_value[k] > best:
-                            best = goal_value[k]
-                    out_goals[r] = best
-                    goal_sum += best
+                    goal_sum += out_goals[r]
                 break
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                # Legal atoms of a role are contiguous, in runs of one gate (compile.py): count
-                # in the runs whose gate is on, then pick the k-th.
-                s = legal_start[r]
-                m = legal_start[r + 1] - s
-                l0 = legal_atom[s] if m > 0 else 0
-                n = 0
-                k = 0
-                while k < m:
-                    e = legal_gate[1, s + k]
-                    gt = legal_gate[0, s + k]
-                    if gt < 0 or vals[gt] == 1:
-                        for j in range(k, e):
-                            n += vals[l0 + j]
-                    k = e
+                n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
                 if n == 0:
                     return p, -2, total, goal_sum
-                pick = np.random.randint(n)
-                k = 0
-                j = m
-                while j == m:
-                    e = legal_gate[1, s + k]
-                    gt = legal_gate[0, s + k]
-                    if gt < 0 or vals[gt] == 1:
-                        for i in range(k, e):
-                            if vals[l0 + i] == 1:
-                                if pick == 0:
-                                    j = i
-                                    break
-                                pick -= 1
-                    k = e
-                joint[r] = j
+                joint[r] = legal[np.random.randint(n)]
             f = step(h, joint)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
