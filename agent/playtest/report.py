@@ -200,11 +200,11 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             text += (f" These 6.4 features never change in any run of this game: "
                      f"{', '.join(flat)}; personas that differ in their weights play alike here.")
     inert = setup.extra.get("inert") or {}
+    same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if any(inert.values()):
         text += ("\n\nWhat the rules allow (calibration, persona-model 6.4): the search sees these "
                  "weighted features take a single value in this game, so they cannot steer it: "
                  + "; ".join(f"{p}: {', '.join(f)}" for p, f in inert.items() if f) + ".")
-        same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
         if same:
             text += (" Without them these personas have the same utility here, and any difference "
                      "between them is search noise: " + ", ".join(f"{x} / {y}" for x, y in same) + ".")
@@ -293,8 +293,7 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
            for r in metrics.welch_table({p: by_pv[p][v] for p in players})],
         "agreement.json": {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in a.items()},
                            "inert_weights": inert,
-                           "same_in_game": [list(x) for x in metrics.same_in_game(
-                               setup.extra.get("utilities") or {}, inert)]},
+                           "same_in_game": [list(x) for x in same]},
         "properties.json": props,
         "pearson.csv": corr,
         "fact_shares.json": {v: {p: metrics.fact_shares(by_pv[p][v]) for p in players} for v in variants},
