@@ -123,21 +123,10 @@ def _profile(g, vals, playouts, ev, ed, flips):
 
 
 def reaches(g, targets) -> np.ndarray:
-    """Nodes from which a node of ``targets`` can be reached along the network's edges."""
-    src = np.repeat(np.arange(g.n_nodes), np.diff(g.out_start))
-    dst = g.out_edge.astype(np.int64) >> 2
-    seen = np.zeros(g.n_nodes, dtype=bool)
-    seen[targets] = True
-    order = np.argsort(dst, kind="stable")
-    ptr = np.searchsorted(dst[order], np.arange(g.n_nodes + 1))
-    todo = list(np.nonzero(seen)[0])
-    while todo:
-        v = todo.pop()
-        for s in src[order[ptr[v]:ptr[v + 1]]]:
-            if not seen[s]:
-                seen[s] = True
-                todo.append(s)
-    return seen
+    """Nodes from which a node of ``targets`` can be reached along the network's edges (the
+    compiler's ``reach_back``, on the compiled network)."""
+    src = np.repeat(np.arange(g.n_nodes, dtype=np.int64), np.diff(g.out_start))
+    return K.reach_back(g.n_nodes, src, g.out_edge.astype(np.int64) >> 2, targets).astype(bool)
 
 
 def main() -> int:
