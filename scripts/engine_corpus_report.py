@@ -335,6 +335,24 @@ def render_report(results: list, budget: float, timeout: float, command: str, se
     return "\n".join(o)
 
 
+def load_earlier(path: Path, budget: float, timeout: float) -> tuple[dict, float]:
+    """``({game: result}, seconds)`` of an earlier run's --out file; nothing if there is none.
+    A file from other settings is refused: its games were judged by another budget."""
+    if not path.is_file():
+        return {}, 0.0
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: cannot resume from {path}: {e}")
+    if not isinstance(data, dict) or "results" not in data:
+        raise SystemExit(f"error: {path} is not a results file of this script (no 'results')")
+    if (data.get("budget"), data.get("timeout")) != (budget, timeout):
+        raise SystemExit(f"error: {path} was run with budget {data.get('budget')} and timeout "
+                         f"{data.get('timeout')}, not {budget:g} and {timeout:g}: start afresh or "
+                         f"use the same settings")
+    return {r["game"]: r for r in data["results"]}, float(data.get("seconds", 0.0))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", type=float, default=30.0, help="grounding budget per game (default 30 s)")
@@ -343,7 +361,9 @@ def main(argv=None):
     ap.add_argument("--only", action="append", default=[],
                     help="only games whose name contains this (repeatable: any of them)")
     ap.add_argument("--shared", type=Path, default=SHARED)
-    ap.add_argument("--out", type=Path, help="write the results as JSON here")
+    ap.add_argument("--out", type=Path, help="write the results as JSON here (after every game)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the games already in --out (same budget and timeout) and run the rest")
     ap.add_argument("--report", type=Path, help="write the Markdown report here (atomically)")
     ap.add_argument("--worker", nargs=3, metavar=("GAME", "RULES", "TRACE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -353,11 +373,24 @@ def main(argv=None):
     command = ".venv/bin/python scripts/engine_corpus_report.py " + " ".join(
         shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
     games = [(g, p) for g, p in latest_games(a.shared) if not a.only or any(o in g for o in a.only)]
-    t0 = time.monotonic()
+    done, before = {}, 0.0
+    if a.resume:
+        if not a.out:
+            ap.error("--resume needs --out (the results of the earlier run)")
+        done, before = load_earlier(a.out, a.budget, a.timeout)
+        print(f"resuming: {len(done)} games already done in {a.out}", flush=True)
+    t0 = time.monotonic() - before
     results = []
     for i, (game, rules) in enumerate(games, 1):
+        if game in done:
+            results.append(done[game])
+            continue
         r = run_one(game, rules, trace_for(a.shared, game), a.budget, a.timeout)
         results.append(r)
+        if a.out:  # after every game, so that an interrupted run resumes where it stopped
+            write_atomic(a.out, json.dumps({"budget": a.budget, "timeout": a.timeout,
+                                            "seconds": time.monotonic() - t0, "results": results},
+                                           indent=1))
         info = r.get("info", {})
         extra = (f"ground {info.get('ground_seconds')} compile {info.get('compile_seconds')}"
                  if r["cls"] == "compiled" else _short(r.get("why", ""), 160))
@@ -373,7 +406,8 @@ def main(argv=None):
             write_atomic(a.report, render_report(results, a.budget, a.timeout, command,
                                                  time.monotonic() - t0, planned=len(games)))
     if a.out:
-        write_atomic(a.out, json.dumps(results, indent=1))
+        write_atomic(a.out, json.dumps({"budget": a.budget, "timeout": a.timeout,
+                                        "seconds": time.monotonic() - t0, "results": results}, indent=1))
     if a.report:
         write_atomic(a.report, render_report(results, a.budget, a.timeout, command, time.monotonic() - t0))
     counts = {c: sum(1 for r in results if r["cls"] == c) for c in CLASSES}
