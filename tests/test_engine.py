@@ -514,3 +514,73 @@ def test_turn_fluents_gate_the_legal_moves_instead_of_feeding_them(engine_cache_
         now = {f: int(vals[f]) for f in before}
         assert all(now[f] != before[f] for f in before), "a gate fluent should flip on every move"
         before = now
+
+
+STUCK_GAME = """
+(role a) (role b)
+(init (control a))
+(init (blank 1)) (init (blank 2)) (init (blank 3)) (init (blank 4))
+(allowed a 1) (allowed a 2) (allowed a 3) (allowed b 2) (allowed b 3) (allowed b 4)
+(<= (legal ?r (place ?x)) (true (control ?r)) (true (blank ?x)) (allowed ?r ?x))
+(<= (legal a noop) (true (control b)))
+(<= (legal b noop) (true (control a)))
+(<= (placed ?x) (does ?r (place ?x)))
+(<= (next (blank ?x)) (true (blank ?x)) (not (placed ?x)))
+(<= (next (mark ?r ?x)) (does ?r (place ?x)))
+(<= (next (mark ?r ?x)) (true (mark ?r ?x)))
+(<= (next (control a)) (true (control b)))
+(<= (next (control b)) (true (control a)))
+(<= (can_move ?r) (legal ?r (place ?x)))
+(<= terminal (true (control ?r)) (not (can_move ?r)))
+(<= (wins ?r) (role ?r) (true (control ?o)) (distinct ?o ?r) (not (can_move ?o)))
+(<= (goal ?r 100) (wins ?r))
+(<= (goal ?r 0) (role ?r) (not (wins ?r)))
+"""
+
+
+def test_gate_is_pushed_through_an_or_that_reads_the_legal_moves(tmp_path, engine_cache_dir):
+    """Legal atoms read by another rule (here "some move left", read by terminal and goals,
+    as checkers' stuck rule does) are gated too: the turn fluent feeds one node of the OR
+    instead of every legal atom.  Every reachable state of this small game, walked through
+    the kernels' incremental path, agrees with Prolog on legal moves, terminal and goals."""
+    rules = tmp_path / "stuck.kif"
+    rules.write_text(STUCK_GAME)
+    c, p = engines(rules, engine_cache_dir)
+    g = c.game
+    place = [k for r in range(g.n_roles) for k, m in enumerate(c.move_terms[r])
+             if render(m) != "noop" for k in [g.legal_start[r] + k]]
+    assert len(place) == 6 and (g.legal_gate[0, place] >= 0).all()
+    gates = set(g.legal_gate[0, place].tolist())
+    assert len(gates) == 2
+    for f in gates:  # the turn fluent no longer feeds the legal atoms it gates
+        targets = set((g.out_edge[g.out_start[f]:g.out_start[f + 1]] >> 2).tolist())
+        assert not targets & {int(g.legal_atom[k]) for k in place if g.legal_gate[0, k] == f}
+    vals = K.new_vals(g)
+    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    seen, ends = set(), set()
+
+    def walk(path):
+        K.load_state(g, g.init_state, vals)  # then the moves one by one: the incremental path
+        for joint in path:
+            K.advance(g, vals, np.array(joint, dtype=np.int32))
+        K.current_state(g, vals, bits)
+        state = c.unpack(bits)
+        seen.add(state)
+        ours = [sorted(render(c.move_terms[r][k]) for k in legal[:K.legal_moves(g, vals, r, legal)])
+                for r in range(g.n_roles)]
+        assert ours == [sorted(render(m) for m in p.legal_moves(state, r)) for r in range(g.n_roles)], show(state)
+        assert K.is_terminal(g, vals) == p.is_terminal(state), show(state)
+        K.goal_vector(g, vals, goals)
+        assert [[int(x)] for x in goals] == p.goal_values(state), show(state)
+        if p.is_terminal(state):
+            ends.add(tuple(int(x) for x in goals))
+            return
+        per_role = [legal[:K.legal_moves(g, vals, r, legal)].copy() for r in range(g.n_roles)]
+        for m0 in per_role[0]:
+            for m1 in per_role[1]:
+                walk(path + [(int(m0), int(m1))])
+
+    walk([])
+    assert len(seen) > 10 and ends == {(100, 0), (0, 100)}
