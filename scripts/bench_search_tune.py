@@ -4,6 +4,7 @@ confirmed by round-robin): variants of the champion against plain UCT at equal
 simulations, sides alternating.  Prints one line per variant.
 
     python scripts/bench_search_tune.py --game connectFour --n 20 --sims 1000
+    python scripts/bench_search_tune.py --game breakthrough --n 40 --seconds 0.05   # equal time
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--sims", type=int, default=1000)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    ap.add_argument("--seconds", type=float, help="equal time per move instead of equal simulations")
     ap.add_argument("--opponent", default="uct")
     ap.add_argument("--set", nargs="*", default=[], help="extra variant as k=v,k=v")
     args = ap.parse_args(argv)
@@ -54,11 +56,14 @@ def main(argv=None) -> int:
             players = [None, None]
             players[i % 2] = (p, True)
             players[1 - i % 2] = (opp, args.opponent not in ("flat", "uct"))
-            res = play_game(eng, players, "sims", args.sims, item_seed(7, f"{args.game}|{i}"))
+            mode, budget = ("time", args.seconds) if args.seconds else ("sims", args.sims)
+            res = play_game(eng, players, mode, budget, item_seed(7, f"{args.game}|{i}"))
             me, other = res["goals"][i % 2], res["goals"][1 - i % 2]
             scores.append(1.0 if me > other else 0.5 if me == other else 0.0)
         m, lo, hi = score_ci(scores)
-        print(f"{args.game} {name:<12} vs {args.opponent}: {m:.3f} [{lo:.3f}, {hi:.3f}] over {args.n}", flush=True)
+        at = f"{args.seconds:g} s a move" if args.seconds else f"{args.sims} simulations"
+        print(f"{args.game} {name:<12} vs {args.opponent} at {at}: {m:.3f} [{lo:.3f}, {hi:.3f}] over {args.n}",
+              flush=True)
     return 0
 
 
