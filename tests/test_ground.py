@@ -182,7 +182,7 @@ def test_a_fixpoint_rule_joins_from_the_new_facts_and_only_tests_its_local_varia
 GROWING_GAME = """
 (role a)
 (init (f z))
-(<= (next (f (g ?x))) (true (f ?x)))
+(<= (next (f (g ?x ?x ?x ?x))) (true (f ?x)))
 (<= (legal a noop) (true (f ?x)))
 (<= terminal (true (f z)) (not (true (f z))))
 (<= (goal a 100) (true (f z)))

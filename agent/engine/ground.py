@@ -1,9 +1,12 @@
 """Grounding with Prolog: the reachable ground atoms and the ground rule instances.
 
 The classic relaxation: drop every negative literal (an over-approximation of what can ever
-be true), make every relation tabled, and iterate ``true := init | next``,
-``does := legal`` until nothing new appears.  Then each rule is instantiated against the
-relaxed model: Prolog enumerates the substitutions that satisfy its positive literals and
+be true) and compute the least model of ``true := init | next``, ``does := legal`` with the
+relations these read.  That is one positive Datalog program, evaluated semi-naively over
+plain Prolog facts (``fixpoint_relations``, the ``fix`` loop); static relations and those
+outside it (goal, terminal, those read only under ``not``) are tabled and evaluated on
+demand, for the values their callers bind.  Then each
+rule is instantiated against the relaxed model: Prolog enumerates the substitutions that satisfy its positive literals and
 its ``distinct`` tests, and returns the ground head with every ground body literal.
 Negative literals whose atom is outside the relaxed model are always true and vanish later.
 
@@ -62,23 +65,20 @@ def _lit_text(codec: Codec, rel: dict, lit, var: dict) -> str | None:
     return _atom_call(codec, rel, lit, var)
 
 
-# _NO_ZERO_ARITY: SWI-Prolog 9.0's incremental tabling does not invalidate a table when a
-# clause is asserted to a *zero-arity* incremental dynamic predicate it has called (a table
-# over ``u7, ...`` stays stale after ``assertz(u7)``), so the fixpoint stopped early and moves
-# legal only after a propositional fluent were never grounded.  State predicates of
-# propositional fluents therefore take a dummy argument: ``u7(0)``.
+# _NO_ZERO_ARITY: state predicates of propositional fluents take a dummy argument, ``u7(0)``
+# (a relic of incremental tabling, which did not invalidate a table over a zero-arity
+# predicate; kept so that every state predicate has the same shape).
 
 def _fluent_pred(codec: Codec, fluent: Term) -> str | None:
-    """One dynamic predicate per fluent functor (``u<id>``): a new ``(step 57)`` then only
-    invalidates the tables that read ``step``, not every table that reads the state."""
+    """One dynamic predicate per fluent functor (``u<id>``): SWI-Prolog indexes the
+    fluent's arguments (a ``t(cell(..))`` fact would be indexed on its functor only)."""
     if isinstance(fluent, str):
         return None if fluent.startswith("?") else "u" + codec.atom(fluent, -1)[1:]
     return "u" + codec.atom(fluent[0], len(fluent) - 1)[1:]
 
 
 def _head_call(codec: Codec, rel: dict, head: Term, var: dict) -> str:
-    """``next`` is split by fluent functor too (``n<id>``), so that a new counter value
-    re-derives only the counter's next rules, not the whole board's."""
+    """``next`` is split by fluent functor too (``n<id>``): each becomes its ``u<id>``."""
     if signature(head) == ("next", 1):
         u = _fluent_pred(codec, head[1])
         if u is not None:
@@ -279,14 +279,14 @@ def _exists_suffix(lits: list, head_vars: set, first_prefix: str) -> str:
     attacker's cell) then derives each head once per binding of its head variables instead
     of once per solution of its body.  ``lits``: (text, positive?, variables), in order;
     the first text gets ``first_prefix`` (the last round's facts)."""
-    texts = [first_prefix + lits[0][0]] + [t for t, _, _ in lits[1:]]
+    texts = [first_prefix + lits[0][0]] + [x[0] for x in lits[1:]]
     bound: set = set()
-    for p, (_, positive, vs) in enumerate(lits):
+    for p, (_, positive, vs, *_) in enumerate(lits):
         if positive:
             bound |= vs
         if head_vars <= bound:
             rest = texts[p + 1:]
-            if rest and set().union(*(vs for _, _, vs in lits[p + 1:])) - head_vars:
+            if rest and set().union(*(x[2] for x in lits[p + 1:])) - head_vars:
                 return ", ".join(texts[:p + 1] + [f"once(({', '.join(rest)}))"])
             break
     return ", ".join(texts)
@@ -308,7 +308,11 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         rules = factor_rules(rules, filters)
     deps = dependencies(rules)
     static = set(deps.edges) - deps.depending_on([TRUE_SIG, DOES_SIG])
-    fix = fixpoint_relations(rules)
+    # Computed by the fixpoint: what init, next and legal read that depends on the state.
+    # Static relations stay tabled: complete once called, asked only for the values the
+    # joins bind (materialised whole, ronaldinho's 65,280 pairs of distinct cells cost more
+    # than the tables).
+    dyn = (fixpoint_relations(rules) - static) | {("init", 1), ("next", 1), ("legal", 2)}
     codec, rel = Codec(), {}
     module = new_module_name("ground")
     clauses: dict = {}   # tabled relations outside the fixpoint: predicate -> clauses
@@ -320,15 +324,16 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         head = _head_call(codec, rel, r.head, var)
         head_q = _quote_atom(codec, rel, r.head, var)
         ordered = ordered_body(r.body)
-        lits = [(t, _is_call(l), set(variables(l))) for l, t in
-                ((l, _lit_text(codec, rel, l, var)) for l in ordered) if t is not None]
-        body = [t for t, _, _ in lits]
-        if signature(r.head) in fix:
+        # (text, positive?, variables, read from the fixpoint's facts?)
+        lits = [(t, _is_call(l), set(variables(l)), _is_call(l) and signature(l) in dyn | {TRUE_SIG, DOES_SIG})
+                for l, t in ((l, _lit_text(codec, rel, l, var)) for l in ordered) if t is not None]
+        body = [x[0] for x in lits]
+        if signature(r.head) in dyn:
             # Semi-naive: a rule can derive a new fact only from a fact new in the last
             # round, so it runs once per positive literal with that literal read from the
             # last round's facts (``e<pred>``, first) and the others from all facts.
             fact_preds.add(head.split("(")[0])
-            calls = [k for k, (_, c, _) in enumerate(lits) if c]
+            calls = [k for k, x in enumerate(lits) if x[3]]
             if not calls:
                 seeds.append(f"step0({head})" + (" :- " + ", ".join(body) if body else "") + ".")
             for k in calls:
