@@ -48,7 +48,7 @@ class GroundProgram:
                             # +(id+1) positive, -(id+1) negative; heads are +(id+1)
     n_rules: int
     static: set           # signatures of relations that depend on neither true nor does
-    iterations: int
+    iterations: int       # rounds of the semi-naive relaxed fixpoint
     seconds: float
     fixpoint_seconds: float
 
