@@ -72,7 +72,7 @@ MAX_STEPS = {
 
 
 # Replayed on the compiled engine: the compiled required games but the slower ones
-# (breakthrough, checkers, reversi, hex; skirmish in test_ground.py; chess does not compile), scrambled aaai2006 games with
+# (breakthrough, checkers, reversi; hex and skirmish in test_ground.py; chess does not compile), scrambled aaai2006 games with
 # and without recursion, simultaneous moves and one player, and unstratified games.  Ground
 # plus compile time is 0.2-0.7 s each in docs/reports/engine-corpus*.md.
 COMPILED_SAMPLE = (

@@ -1,9 +1,12 @@
 """Grounding with Prolog: the reachable ground atoms and the ground rule instances.
 
 The classic relaxation: drop every negative literal (an over-approximation of what can ever
-be true), make every relation tabled, and iterate ``true := init | next``,
-``does := legal`` until nothing new appears.  Then each rule is instantiated against the
-relaxed model: Prolog enumerates the substitutions that satisfy its positive literals and
+be true) and compute the least model of ``true := init | next``, ``does := legal`` with the
+relations these read.  That is one positive Datalog program, evaluated semi-naively over
+plain Prolog facts (``fixpoint_relations``, the ``fix`` loop); static relations and those
+outside it (goal, terminal, those read only under ``not``) are tabled and evaluated on
+demand, for the values their callers bind.  Then each
+rule is instantiated against the relaxed model: Prolog enumerates the substitutions that satisfy its positive literals and
 its ``distinct`` tests, and returns the ground head with every ground body literal.
 Negative literals whose atom is outside the relaxed model are always true and vanish later.
 
@@ -30,7 +33,7 @@ from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_at
 from gdl.kif import Description, Rule
 from gdl.terms import Term, render, signature, variables
 
-from ..reasoner.prolog import TOKEN, Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
+from ..reasoner.prolog import MAX_TABLE_ANSWER_SIZE, TOKEN, Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
 from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
                                      RulesRefused)
 
@@ -45,7 +48,7 @@ class GroundProgram:
                             # +(id+1) positive, -(id+1) negative; heads are +(id+1)
     n_rules: int
     static: set           # signatures of relations that depend on neither true nor does
-    iterations: int
+    iterations: int       # rounds of the semi-naive relaxed fixpoint
     seconds: float
     fixpoint_seconds: float
 
@@ -62,23 +65,20 @@ def _lit_text(codec: Codec, rel: dict, lit, var: dict) -> str | None:
     return _atom_call(codec, rel, lit, var)
 
 
-# _NO_ZERO_ARITY: SWI-Prolog 9.0's incremental tabling does not invalidate a table when a
-# clause is asserted to a *zero-arity* incremental dynamic predicate it has called (a table
-# over ``u7, ...`` stays stale after ``assertz(u7)``), so the fixpoint stopped early and moves
-# legal only after a propositional fluent were never grounded.  State predicates of
-# propositional fluents therefore take a dummy argument: ``u7(0)``.
+# _NO_ZERO_ARITY: state predicates of propositional fluents take a dummy argument, ``u7(0)``
+# (a relic of incremental tabling, which did not invalidate a table over a zero-arity
+# predicate; kept so that every state predicate has the same shape).
 
 def _fluent_pred(codec: Codec, fluent: Term) -> str | None:
-    """One dynamic predicate per fluent functor (``u<id>``): a new ``(step 57)`` then only
-    invalidates the tables that read ``step``, not every table that reads the state."""
+    """One dynamic predicate per fluent functor (``u<id>``): SWI-Prolog indexes the
+    fluent's arguments (a ``t(cell(..))`` fact would be indexed on its functor only)."""
     if isinstance(fluent, str):
         return None if fluent.startswith("?") else "u" + codec.atom(fluent, -1)[1:]
     return "u" + codec.atom(fluent[0], len(fluent) - 1)[1:]
 
 
 def _head_call(codec: Codec, rel: dict, head: Term, var: dict) -> str:
-    """``next`` is split by fluent functor too (``n<id>``), so that a new counter value
-    re-derives only the counter's next rules, not the whole board's."""
+    """``next`` is split by fluent functor too (``n<id>``): each becomes its ``u<id>``."""
     if signature(head) == ("next", 1):
         u = _fluent_pred(codec, head[1])
         if u is not None:
@@ -226,6 +226,77 @@ def _ordered_vars(lits) -> list:
     return out
 
 
+def fixpoint_relations(rules: list) -> set:
+    """Signatures the relaxed fixpoint needs: ``init``, ``next``, ``legal`` and what they
+    depend on through positive literals (the relaxation drops the negative ones).  Only
+    these are computed bottom-up to their full relaxed extent; the others (goal, terminal,
+    and relations read only under ``not``, like chess's check tests) are evaluated on
+    demand by the instance queries, for the argument values their readers ask about."""
+    pos: dict = {}
+    for r in rules:
+        s = pos.setdefault(signature(r.head), set())
+        for lit in r.body:
+            la = literal_atom(lit)
+            if la is not None and la[1]:
+                s.add(signature(la[0]))
+    need: set = set()
+    todo = [("init", 1), ("next", 1), ("legal", 2)]
+    while todo:
+        sig = todo.pop()
+        if sig not in need:
+            need.add(sig)
+            todo.extend(pos.get(sig, ()))
+    return need
+
+
+def _join_order(first, rest: list) -> list:
+    """``first`` (the last round's facts), then greedily the positive literal sharing the
+    most variables already bound (the earliest in the rule on ties), each test as soon as
+    its variables are bound.  The rule's own order can start with a literal unrelated to
+    the new facts (chess: every move, then the king's cell), a cross product per round."""
+    out, bound, rest = [first], set(first[2]), list(rest)
+    while rest:
+        ready = [x for x in rest if not x[1] and x[2] <= bound]
+        pos = [x for x in rest if x[1]]
+        if ready:
+            nxt = ready[0]
+        elif pos:
+            nxt = max(pos, key=lambda x: (len(x[2] & bound) > 0, len(x[2] & bound), -rest.index(x)))
+        else:
+            nxt = rest[0]  # a test on variables no literal binds: unsafe, left last
+        out.append(nxt)
+        rest.remove(nxt)
+        if nxt[1]:
+            bound |= nxt[2]
+    return out
+
+
+def _exists_suffix(lits: list, head_vars: set, first_prefix: str) -> str:
+    """Body text with the literals after the first point where every head variable is
+    bound wrapped in ``once``: from there they only test that some value of the local
+    variables exists, and the head is the same whichever does.  A rule whose head drops
+    most of its variables (chess's ``next (check ...)``: a move, the king's cell, every
+    attacker's cell) then derives each head once per binding of its head variables instead
+    of once per solution of its body.  ``lits``: (text, positive?, variables), in order;
+    the first text gets ``first_prefix`` (the last round's facts)."""
+    texts = [first_prefix + lits[0][0]] + [x[0] for x in lits[1:]]
+    bound: set = set()
+    for p, (_, positive, vs, *_) in enumerate(lits):
+        if positive:
+            bound |= vs
+        if head_vars <= bound:
+            rest = texts[p + 1:]
+            if rest and set().union(*(x[2] for x in lits[p + 1:])) - head_vars:
+                return ", ".join(texts[:p + 1] + [f"once(({', '.join(rest)}))"])
+            break
+    return ", ".join(texts)
+
+
+def _is_call(lit) -> bool:
+    """A positive sentence (a relation, true or does), not a distinct test or a negation."""
+    return not (isinstance(lit, tuple) and lit[0] in ("distinct", "not"))
+
+
 def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_000_000,
            max_instances: int = 2_000_000, factor: bool = True) -> GroundProgram:
     """``factor``: factor rule bodies first (see ``factor_rules``); off only to measure."""
@@ -237,17 +308,39 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         rules = factor_rules(rules, filters)
     deps = dependencies(rules)
     static = set(deps.edges) - deps.depending_on([TRUE_SIG, DOES_SIG])
+    # Computed by the fixpoint: what init, next and legal read that depends on the state.
+    # Static relations stay tabled: complete once called, asked only for the values the
+    # joins bind (materialised whole, ronaldinho's 65,280 pairs of distinct cells cost more
+    # than the tables).
+    dyn = (fixpoint_relations(rules) - static) | {("init", 1), ("next", 1), ("legal", 2)}
     codec, rel = Codec(), {}
     module = new_module_name("ground")
-    clauses: dict = {}
+    clauses: dict = {}   # tabled relations outside the fixpoint: predicate -> clauses
+    seeds, steps = [], []  # the fixpoint's rules (see below)
+    fact_preds: set = set()
     instance_queries = []
     for i, r in enumerate(rules):
         var: dict = {}
         head = _head_call(codec, rel, r.head, var)
         head_q = _quote_atom(codec, rel, r.head, var)
         ordered = ordered_body(r.body)
-        body = [t for t in (_lit_text(codec, rel, l, var) for l in ordered) if t is not None]
-        clauses.setdefault(head.split("(")[0], []).append(head + (" :- " + ", ".join(body) if body else "") + ".")
+        # (text, positive?, variables, read from the fixpoint's facts?)
+        lits = [(t, _is_call(l), set(variables(l)), _is_call(l) and signature(l) in dyn | {TRUE_SIG, DOES_SIG})
+                for l, t in ((l, _lit_text(codec, rel, l, var)) for l in ordered) if t is not None]
+        body = [x[0] for x in lits]
+        if signature(r.head) in dyn:
+            # Semi-naive: a rule can derive a new fact only from a fact new in the last
+            # round, so it runs once per positive literal with that literal read from the
+            # last round's facts (``e<pred>``, first) and the others from all facts.
+            fact_preds.add(head.split("(")[0])
+            calls = [k for k, x in enumerate(lits) if x[3]]
+            if not calls:
+                seeds.append(f"step0({head})" + (" :- " + ", ".join(body) if body else "") + ".")
+            for k in calls:
+                order = _join_order(lits[k], [x for j, x in enumerate(lits) if j != k])
+                steps.append(f"step({head}) :- " + _exists_suffix(order, set(variables(r.head)), "e") + ".")
+        else:
+            clauses.setdefault(head.split("(")[0], []).append(head + (" :- " + ", ".join(body) if body else "") + ".")
         # The instance query: same positive part, but it reports every literal, negatives too.
         report = []
         skip = list(filters.get(i, ()))
@@ -276,43 +369,64 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
                 # (state predicate call, next predicate call, arity of the state predicate)
                 fluents[u] = (data, u + (f"({','.join(vs)})" if vs else "(0)"),
                               "n" + u[1:] + (f"({','.join(vs)})" if vs else ""), max(k, 1))
-    dyn = [f"{u}/{k}" for u, (_, _, _, k) in fluents.items()] + ["u_other/1", "d/2"]
+    init, nxt, legal = rel[("init", 1)], rel[("next", 1)], rel[("legal", 2)]
+    # Every predicate of the fixpoint is a set of facts, with its last round's new facts in
+    # e<pred>: state (u<functor>, u_other, d), next (n<functor>) and the fixpoint relations.
+    preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
+    facts = {"u_other": 1, "d": 2}
+    for u, (_, _, ncall, k) in fluents.items():
+        facts[u] = k
+        facts[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
+    facts.update({p: n for p, n in preds.items() if p in fact_preds or p not in clauses})
+    dyn = [f"{p}/{n}" for p, n in sorted(facts.items())] + [f"e{p}/{n}" for p, n in sorted(facts.items())]
     out = [f":- module({module}, []).", ":- style_check(-singleton).",
-           f":- dynamic([{', '.join(dyn)}], [incremental(true)])."]
+           f":- dynamic([{', '.join(dyn)}]).", ":- dynamic([step0/1, step/1])."]
     for u, (data, call, _, _) in fluents.items():
         out.append(f"t({data}) :- {call}.")
     out.append("t(X) :- u_other(X).")
     for u, (data, call, _, _) in fluents.items():
-        out.append(f"ins({data}) :- !, assertz({call}).")
-    out.append("ins(X) :- assertz(u_other(X)).")
-    preds = {p: max(sig[1], 0) for sig, p in rel.items() if sig not in (TRUE_SIG, DOES_SIG)}
-    for u, (_, _, ncall, _) in fluents.items():
-        preds[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
+        out.append(f"et({data}) :- e{call}.")
+    out.append("et(X) :- eu_other(X).")
+    # true := init | next, does := legal: rules of the same fixpoint.
+    for u, (data, call, _, _) in fluents.items():
+        out.append(f"tconv({data}, {call}) :- !.")
+    out.append("tconv(X, u_other(X)).")
+    out.extend(seeds)
+    for u, (_, call, ncall, _) in fluents.items():
+        out.append(f"step({call}) :- e{ncall}.")
+    out.append(f"step(T) :- e{init}(X), tconv(X, T).")
+    out.append(f"step(T) :- e{nxt}(X), tconv(X, T).")
+    out.append(f"step(d(R, A)) :- e{legal}(R, A).")
+    out.extend(steps)
     for p, n in sorted(preds.items()):
-        # Incremental tabling: a new fact re-evaluates only the tables that depend on it,
-        # so long counters (step 1..200) do not recompute the whole board each iteration.
-        out.append(f":- table {p}/{n} as incremental." if p in clauses
-                   else f":- dynamic([{p}/{n}], [incremental(true)]).")
-    init, nxt, legal = rel[("init", 1)], rel[("next", 1)], rel[("legal", 2)]
+        if p in clauses:  # relations outside the fixpoint: tabled, evaluated after it
+            out.append(f":- table {p}/{n}.")
     for p in clauses:
         out.extend(clauses[p])
-    for u, (data, _, ncall, _) in fluents.items():
-        out.append(f"nx({data}) :- {ncall}.")
-    out.append(f"nx(X) :- {nxt}(X).")
+    clear = ", ".join(f"retractall(e{p}" + (f"({','.join('_' * n)})" if n else "") + ")"
+                      for p, n in sorted(facts.items()))
     out.append(f"""
-% Facts already known are looked up in a trie (trie_insert fails on a known key): a lookup
-% in d/2 itself scanned every move of the role (first-argument indexing only), which was
-% 93% of skirmish's fixpoint.
-:- dynamic seen/1.
-add_t([], C, C).
-add_t([X|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, t(X)) -> ins(X), C1 is C0 + 1 ; C1 = C0 ), add_t(Xs, C1, C).
-add_d([], C, C).
-add_d([R-A|Xs], C0, C) :- seen(Tr), ( trie_insert(Tr, d(R, A)) -> assertz(d(R, A)), C1 is C0 + 1 ; C1 = C0 ),
-    add_d(Xs, C1, C).
-fix(N) :- trie_new(Tr), assertz(seen(Tr)), findall(X, {init}(X), I), add_t(I, 0, _), loop(0, N).
-loop(K, N) :- findall(X, nx(X), Ns), findall(R-A, {legal}(R, A), Ls),
-    add_t(Ns, 0, C1), add_d(Ls, 0, C2),
-    ( C1 + C2 =:= 0 -> N = K ; K1 is K + 1, loop(K1, N) ).
+% The relaxed fixpoint, semi-naive: each round runs the rules on the facts new in the last
+% round (a trie tells new facts from known ones), until a round adds nothing.  Facts are
+% plain dynamic predicates, indexed by SWI-Prolog on whatever arguments the joins bind: no
+% table per call pattern (incremental tabling made one for every bound call of a relation,
+% 991,375 tables in chess, 70 % of its time in variant lookups).
+% A round's duplicates go first, in sort/2 (most of chinese checkers' derivations are
+% repeats, and a trie insert costs more than sorting).
+fix(N) :- trie_new(Tr), findall(H, step0(H), Hs0), sort(Hs0, Hs), add_new(Hs, Tr, New), loop(New, Tr, 0, N).
+loop([], _, K, K) :- !.
+loop(New, Tr, K, N) :- clear_delta, maplist(add_delta, New), findall(H, step(H), Hs0), sort(Hs0, Hs),
+    add_new(Hs, Tr, New1), K1 is K + 1, loop(New1, Tr, K1, N).
+add_new([], _, []).
+add_new([H|Hs], Tr, New) :- check_fact(H),
+    ( trie_insert(Tr, H) -> assertz(H), New = [H|New1] ; New = New1 ), add_new(Hs, Tr, New1).
+% An unsafe rule derives a fact with a variable; a recursive rule can grow a term for ever
+% (the same guard as the reasoner's tabled answers).
+check_fact(H) :- ( ground(H) -> true ; throw(gdl_error(unsafe_rule(H))) ),
+    term_size(H, S), ( S =< {MAX_TABLE_ANSWER_SIZE} -> true
+    ; throw(error(resource_error(tripwire(max_table_answer_size, S)), _)) ).
+add_delta(H) :- H =.. [F|As], atom_concat(e, F, E), D =.. [E|As], assertz(D).
+clear_delta :- {clear or 'true'}.
 q_fix(T) :- fix(N), format(atom(T), '~w', [N]).
 q_facts(T) :- findall(X, t(X), L1), findall([R,A], d(R, A), L2), format(atom(T), '~w', [[L1, L2]]).
 % Ground atoms are interned in a trie: rules come back as integers, each atom is sent once.
@@ -343,7 +457,11 @@ q_atoms(T) :- atom_trie(Tr), findall(I-A, trie_gen(Tr, A, I), Ps), keysort(Ps, S
             load_program("\n".join(out) + "\n")
         except RulesRefused as e:  # e.g. a fluent of over 1024 arguments: Prolog may still play it
             raise GroundingError(f"the grounding program: {e}") from None
-        iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)", left()))
+        try:
+            iterations = int(run_goal(module, "q_fix(T)", inferences, "grounding (relaxed fixpoint)", left()))
+        except RulesRefused:
+            raise GroundingError("a rule derives an atom with a variable that no positive literal "
+                                 "binds (an unsafe rule)") from None
         t_fix = time.monotonic() - t0
         _check_time(t0, seconds, "the relaxed fixpoint")
         facts = codec.decode(run_goal(module, "q_facts(T)", inferences, "grounding facts", left()))
