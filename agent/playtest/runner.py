@@ -20,6 +20,9 @@ from .play import agreement_task, engine_for, play_run, sub_seed
 from .variants import Variant
 
 RUN_FORMAT = 1          # bump when a run record changes meaning (old cache files are ignored)
+# the same for an agreement result; 2: the judge searches as the persona played (live search)
+# and takes the mode of several seeded searches
+AGREEMENT_FORMAT = 2
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Setup:
     seed: int = 0
     max_plies: int = 1000
     agreement_states: int = 40          # decisions sampled per (player, variant) for 5.1
+    agreement_seeds: int = 1            # judge searches per state; its choice is their mode
     workers: int | None = None
     scheduler: str | None = None
     out: Path = Path("playtest")
@@ -119,7 +123,8 @@ def play_all(setup: Setup) -> list:
 def agreement_all(setup: Setup, runs: list) -> dict:
     """Spec 5.1: for each variant, each owner A and judge B, B's choices on a seeded sample
     of A's decision states (at most ``agreement_states`` per A and variant, drawn across its
-    runs).  Within-persona agreement uses a fresh seed, as a fresh instance would.
+    runs).  Within-persona agreement uses fresh seeds, as a fresh instance would.  B's choice
+    is its modal choice over ``agreement_seeds`` seeded searches (``play.agreement_task``).
     Returns hits[(A, B)] = list (per A-run) of lists of 1/0, pooled over variants."""
     tasks, owners = [], []
     by_label = {pl.label: pl for pl in setup.players}
@@ -137,7 +142,8 @@ def agreement_all(setup: Setup, runs: list) -> dict:
                               "role": setup.role, "limit": b.limit,
                               "seed": sub_seed(setup.seed, "judge", v.key, a.label, b.label),
                               "items": [(d["state"], d["move"]) for _, d in sample],
-                              "runs": [run for run, _ in sample]})
+                              "runs": [run for run, _ in sample],
+                              "seeds": setup.agreement_seeds, "format": AGREEMENT_FORMAT})
                 owners.append(a.label)
     results = _cached(setup.out / "cache" / "agreement", tasks, agreement_task,
                       f"agreement ({len(tasks)} owner x judge x variant)", setup)
