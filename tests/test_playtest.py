@@ -208,8 +208,8 @@ def test_agreement_task_collector_against_attacker(tmp_path):
     att = play_run(task(v, "attacker"))
     items = [(d["state"], d["move"]) for d in att["decisions"]]
     base = task(v, "collector")
-    assert agreement_task(dict(base, items=items)) == [0]
-    assert agreement_task(dict(task(v, "attacker"), items=items)) == [1]
+    assert agreement_task(dict(base, items=items)) == ["collect"]
+    assert agreement_task(dict(task(v, "attacker"), items=items)) == ["attack"]
 
 
 def _noisy(name: str, like: str):
@@ -276,9 +276,9 @@ def test_agreement_judge_takes_the_modal_choice(tmp_path):
     state = play_run(task(v, "collector"))["decisions"][0]["state"]
     judge = dict(task(v, "collector"), persona=R._persona_data(_noisy("noisy", "collector")))
     collect, attack = [(state, "collect")] * 16, [(state, "attack")] * 4
-    assert agreement_task(dict(judge, items=collect + attack, seeds=15)) == [1] * 16 + [0] * 4
+    assert agreement_task(dict(judge, items=collect + attack, seeds=15)) == ["collect"] * 20
     single = agreement_task(dict(judge, items=collect, seeds=1))
-    assert 0 < sum(single) < 16
+    assert 0 < single.count("collect") < 16
     assert agreement_task(dict(judge, items=collect)) == single         # one search: the default
 
 
@@ -296,12 +296,15 @@ def test_different_personas_separate_and_identical_ones_tie(tmp_path):
     recorded = {p: [r["decisions"][0]["move"] for r in runs if r["player"] == p]
                 for p in ("collector", "attacker")}
     assert "attack" in recorded["collector"] or "collect" in recorded["attacker"]   # noisy play
-    a = M.agreement_matrix(R.agreement_all(setup, runs), ["collector", "attacker", "hoarder"])
+    hits, alike = R.agreement_all(setup, runs)
+    a = M.agreement_matrix(hits, ["collector", "attacker", "hoarder"], alike)
     m = a["matrix"]
     assert m[0][0] > m[0][1] and m[1][1] > m[1][0] and m[1][1] > m[1][2]
     assert m[0][0] == m[0][2] and m[2][2] == m[2][0]
     assert a["not_separated"] == [("collector", "hoarder")]
     assert a["self_dominant"] == ["attacker"] and a["within"][0] > a["between"][0]
+    # why the pair does not separate: the two collectors choose alike on every state
+    assert a["alike"][0][2] == a["alike"][2][0] == 1.0 and a["alike"][0][1] == 0.0
 
 
 def test_playtest_is_resumable_and_distinct(tmp_path, monkeypatch):
@@ -311,8 +314,9 @@ def test_playtest_is_resumable_and_distinct(tmp_path, monkeypatch):
                     agreement_states=5, out=tmp_path / "out")
     runs = R.play_all(setup)
     assert len(runs) == 6 and len(list((tmp_path / "out/cache/runs").glob("*.json"))) == 6
-    hits = R.agreement_all(setup, runs)
-    a = M.agreement_matrix(hits, ["collector", "attacker"])
+    hits, alike = R.agreement_all(setup, runs)
+    a = M.agreement_matrix(hits, ["collector", "attacker"], alike)
+    assert a["alike"] == [[1.0, 0.0], [0.0, 1.0]]
     assert a["matrix"] == [[1.0, 0.0], [0.0, 1.0]] and a["diagonal_dominant"]
     # second time: everything from the cache, nothing is run
     monkeypatch.setattr(R, "run_tasks", lambda *a, **k: pytest.fail("ran again"))

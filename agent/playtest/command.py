@@ -163,9 +163,9 @@ def cmd_playtest(args) -> int:
                                          f"{opponent.name} (limit {args.opponent_limit or 'as the persona'})"),
                          extra={"boards": boards, **_utility_structure(players, base_engine, role)})
     runs = runner.play_all(setup)
-    hits = runner.agreement_all(setup, runs) if args.agreement_states else {}
+    hits, alike = runner.agreement_all(setup, runs) if args.agreement_states else ({}, {})
     from .metrics import agreement_matrix
-    agr = agreement_matrix(hits, [p.label for p in players])
+    agr = agreement_matrix(hits, [p.label for p in players], alike)
     game = Path(args.rules).stem
     title = args.title or f"Playtest: {game}"
     intro = (f"{len(players)} persona(s) x {len(vs)} variant(s) x {args.runs} seeded runs "

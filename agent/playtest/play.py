@@ -133,14 +133,15 @@ def repeat_seed(seed: int, k: int) -> int:
 
 
 def agreement_task(task: dict) -> list:
-    """Persona B's choices on persona A's decision states: 1/0 per item, in item order.
+    """Persona B's choices on persona A's decision states: the chosen move (rendered) per
+    item, in item order.
     B's choice at a state is its modal choice over ``seeds`` (default 1) independently seeded
     searches (``modal_move``): one search is noisy, so with a single judge search a persona
     agrees with itself no more than with another persona of the same habits; its mode is what
     the persona would play most often, and a persona's own mode is the move it is likeliest to
     have recorded (departure from persona-model 5.1's single search, see README).
     Task keys: rules_text, rules_key, persona (B, dict), role, limit, seed, [seeds],
-    items [(state facts rendered, move rendered)]."""
+    items [(state facts rendered, move rendered)] (the recorded move is compared by the caller)."""
     from agent.persona import persona_from_dict
     from agent.search import item_seed, search_batch
     from gdl.kif import parse_term
@@ -161,4 +162,4 @@ def agreement_task(task: dict) -> list:
     results = search_batch(engine, batch, persona, seed=task["seed"], limit=task["limit"],
                            thesis=False)
     n = len(states)
-    return [int(modal_move(results[i::n]) == move) for i, (_, move) in enumerate(task["items"])]
+    return [modal_move(results[i::n]) for i in range(n)]
