@@ -303,8 +303,10 @@ def test_different_personas_separate_and_identical_ones_tie(tmp_path):
     assert m[0][0] == m[0][2] and m[2][2] == m[2][0]
     assert a["not_separated"] == [("collector", "hoarder")]
     assert a["self_dominant"] == ["attacker"] and a["within"][0] > a["between"][0]
-    # why the pair does not separate: the two collectors choose alike on every state
+    # why the pair does not separate: the two collectors choose alike on every state, as
+    # each does with itself under other seeds (the diagonal of the alike matrix)
     assert a["alike"][0][2] == a["alike"][2][0] == 1.0 and a["alike"][0][1] == 0.0
+    assert [a["alike"][i][i] for i in range(3)] == [1.0, 1.0, 1.0]
 
 
 def test_playtest_is_resumable_and_distinct(tmp_path, monkeypatch):

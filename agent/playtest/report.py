@@ -203,6 +203,19 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             f"Welch t = {a['t']:.2f}, p = {a['p']:.3g}). {verdict} {len(a['self_dominant'])} of "
             f"{len(owners_)} personas agree with themselves more than with any other persona on "
             f"their own states{': ' + ', '.join(a['self_dominant']) if a['self_dominant'] else ''}.")
+    al = a.get("alike")
+    if al and len(owners_) > 1:
+        diag = [al[i][i] for i in range(len(owners_)) if not math.isnan(al[i][i])]
+        off = [al[i][j] for i in range(len(owners_)) for j in range(len(owners_))
+               if i != j and not math.isnan(al[i][j])]
+        if diag and off:
+            text += (f"\n\nHow alike they choose (second matrix): a persona's choice is reproduced "
+                     f"by itself with other seeds on {_pct(sum(diag) / len(diag))} of its states "
+                     f"on average ({_pct(min(diag))} to {_pct(max(diag))}), and matched by another "
+                     f"persona on {_pct(sum(off) / len(off))} ({_pct(min(off))} to "
+                     f"{_pct(max(off))}). Where the two are close, the personas choose no more "
+                     f"differently from each other than each does from itself: at this search "
+                     f"size their choices are decided by the search's noise, not their utility.")
     inert = setup.extra.get("inert") or {}
     same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if pairs:
@@ -215,7 +228,8 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                       "utilities that differ")
             if alike:
                 reason += (f"; they choose alike on {_pct(alike[i][j])} of {x}'s states and "
-                           f"{_pct(alike[j][i])} of {y}'s")
+                           f"{_pct(alike[j][i])} of {y}'s, against {_pct(alike[i][i])} and "
+                           f"{_pct(alike[j][j])} for each with itself")
             why.append(f"{x} / {y} ({reason})")
         text += (f"\n\nThese pairs do not separate in this game (one agrees with the other's "
                  f"recorded moves at least as much as with itself): {'; '.join(why)}. Where two "
@@ -243,8 +257,9 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                                   "choice is the move A played."),
                                  (agreement_figure(a, "alike", "share of states chosen alike"), "alike",
                                   "Choosing alike: share of A's decision states where B's most "
-                                  "frequent choice is A's own (1 on the diagonal); a pair near 1 "
-                                  "plays alike in this game.")]})
+                                  "frequent choice is A's own; on the diagonal, A's again with other "
+                                  "seeds (how reproducible A's choice is). Two personas play "
+                                  "differently where their entry is below both their diagonals.")]})
 
     # --- Welch tests
     wrows = []

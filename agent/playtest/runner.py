@@ -127,7 +127,9 @@ def agreement_all(setup: Setup, runs: list) -> tuple:
     is its modal choice over ``agreement_seeds`` seeded searches (``play.agreement_task``).
     Returns (hits, alike): hits[(A, B)] = list (per A-run) of lists of 1/0 (B's choice is
     A's recorded move), pooled over variants; alike[(A, B)] = list of 1/0 per A-state (B's
-    choice is A's own modal choice there: the two personas would play alike)."""
+    choice is A's own modal choice there: the two personas would play alike); alike[(A, A)]
+    compares A's choices with A's again under other seeds (a retest: how reproducible A's
+    choice is, which two personas that play alike also reach)."""
     tasks = []
     by_label = {pl.label: pl for pl in setup.players}
     for v in setup.variants:
@@ -146,20 +148,29 @@ def agreement_all(setup: Setup, runs: list) -> tuple:
                               "items": [(d["state"], d["move"]) for _, d in sample],
                               "runs": [run for run, _ in sample],
                               "seeds": setup.agreement_seeds, "format": AGREEMENT_FORMAT})
+            # A again with other seeds: how often A's own choice is reproduced, the yardstick
+            # for how alike two personas are
+            mine = next(t for t in tasks[-len(setup.players):] if t["judge"] == a.label)
+            tasks.append(dict(mine, retest=True, seed=sub_seed(setup.seed, "retest", v.key, a.label)))
     results = _cached(setup.out / "cache" / "agreement", tasks, agreement_task,
                       f"agreement ({len(tasks)} owner x judge x variant)", setup)
     own = {(t["variant"], t["owner"]): res for t, res in zip(tasks, results)
-           if t["owner"] == t["judge"]}
+           if t["owner"] == t["judge"] and not t.get("retest")}
     hits: dict = {}
     alike: dict = {}
     for t, res in zip(tasks, results):
+        mine = own[(t["variant"], t["owner"])]
+        if t.get("retest"):
+            alike.setdefault((t["owner"], t["owner"]), []).extend(
+                int(x == y) for x, y in zip(res, mine))
+            continue
         per_run: dict = {}
         for run, (_, move), choice in zip(t["runs"], t["items"], res):
             per_run.setdefault((t["variant"], run), []).append(int(choice == move))
         hits.setdefault((t["owner"], t["judge"]), []).extend(per_run.values())
-        mine = own[(t["variant"], t["owner"])]
-        alike.setdefault((t["owner"], t["judge"]), []).extend(
-            int(x == y) for x, y in zip(res, mine))
+        if t["owner"] != t["judge"]:
+            alike.setdefault((t["owner"], t["judge"]), []).extend(
+                int(x == y) for x, y in zip(res, mine))
     return hits, alike
 
 
