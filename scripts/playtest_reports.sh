@@ -1,7 +1,9 @@
 #!/bin/sh
 # The committed playtest reports (docs/reports/playtest/*), sized to finish in about an hour
 # on a 2-core machine.  Each run is cached in OUT/cache, so an interrupted command resumes
-# where it stopped.  Full size: --runs 50 --limit 1000 (the defaults).
+# where it stopped.  Full size: --runs 50 --limit 1000 (the defaults).  Agreement: each
+# replayed decision is judged by the mode of 5 seeded searches (--agreement-seeds, default 5),
+# plus a retest of each persona against itself with other seeds.
 # Needs ../shared (the corpus) beside the repository.
 set -e
 G=../shared/corpus/games/base/games
