@@ -14,6 +14,7 @@ W="${WORKERS:-2}"
 $PT $G/peg/v0/peg.kif \
   --variant 'corner-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c3 peg) +(hole a c3 empty)' \
   --variant 'edge-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c4 peg) +(hole a c4 empty)' \
+  --agreement-states 16 \
   --runs 30 --limit 2000 --workers "$W" --title "Playtest: peg solitaire (one player)" \
   --out docs/reports/playtest/peg
 
@@ -39,7 +40,7 @@ $PT $G/pawnWhopping/v1/pawnWhopping.kif \
 
 # skill: the same personas at three search sizes (persona-model 6.6), one report
 $PT $G/breakthrough/v0/breakthrough.kif \
-  --personas finisher,attacker,collector --limit 100,1000,4000 --agreement-states 24 \
+  --personas finisher,attacker,collector --limit 100,1000,4000 --agreement-states 8 \
   --runs 10 --workers "$W" --title "Playtest: breakthrough, skill sweep (100, 1000, 4000 simulations)" \
   --out docs/reports/playtest/breakthrough-skill
 
