@@ -40,7 +40,7 @@ $PT $G/pawnWhopping/v1/pawnWhopping.kif \
 
 # skill: the same personas at three search sizes (persona-model 6.6), one report
 $PT $G/breakthrough/v0/breakthrough.kif \
-  --personas finisher,attacker,collector --limit 100,1000,4000 --agreement-states 8 \
+  --personas finisher,attacker,collector --limit 100,1000,4000 --agreement-states 24 \
   --runs 10 --workers "$W" --title "Playtest: breakthrough, skill sweep (100, 1000, 4000 simulations)" \
   --out docs/reports/playtest/breakthrough-skill
 
