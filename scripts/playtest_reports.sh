@@ -1,7 +1,9 @@
 #!/bin/sh
 # The committed playtest reports (docs/reports/playtest/*), sized to finish in about an hour
 # on a 2-core machine.  Each run is cached in OUT/cache, so an interrupted command resumes
-# where it stopped.  Full size: --runs 50 --limit 1000 (the defaults).
+# where it stopped.  Full size: --runs 50 --limit 1000 (the defaults).  Agreement: each
+# replayed decision is judged by the mode of 5 seeded searches (--agreement-seeds, default 5),
+# plus a retest of each persona against itself with other seeds.
 # Needs ../shared (the corpus) beside the repository.
 set -e
 G=../shared/corpus/games/base/games
@@ -12,6 +14,7 @@ W="${WORKERS:-2}"
 $PT $G/peg/v0/peg.kif \
   --variant 'corner-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c3 peg) +(hole a c3 empty)' \
   --variant 'edge-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c4 peg) +(hole a c4 empty)' \
+  --agreement-states 16 \
   --runs 30 --limit 2000 --workers "$W" --title "Playtest: peg solitaire (one player)" \
   --out docs/reports/playtest/peg
 

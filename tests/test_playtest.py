@@ -208,8 +208,105 @@ def test_agreement_task_collector_against_attacker(tmp_path):
     att = play_run(task(v, "attacker"))
     items = [(d["state"], d["move"]) for d in att["decisions"]]
     base = task(v, "collector")
-    assert agreement_task(dict(base, items=items)) == [0]
-    assert agreement_task(dict(task(v, "attacker"), items=items)) == [1]
+    assert agreement_task(dict(base, items=items)) == ["collect"]
+    assert agreement_task(dict(task(v, "attacker"), items=items)) == ["attack"]
+
+
+def _noisy(name: str, like: str):
+    """A preset's utility with random_error 0.4 (spec 2.7): one search picks a uniformly
+    random move 40 % of the time, so on DUEL it plays its preferred move with p = 0.8 and
+    its modal choice over many searches is known by hand."""
+    from dataclasses import replace
+    return replace(load_persona(like), name=name, random_error=0.4)
+
+
+def test_modal_move_by_hand():
+    from types import SimpleNamespace as S
+
+    import numpy as np
+
+    from agent.playtest.play import modal_move
+    from gdl.kif import parse_term
+    a, b, c = (parse_term(x) for x in ("a", "b", "(c 1)"))
+
+    def res(move, visits, q):
+        return S(move=move, moves=[a, b, c], visits=np.array(visits), q=np.array(q, float))
+    assert modal_move([res(a, [5, 5, 5], [0, 0, 0]), res(b, [5, 5, 5], [0, 0, 0]),
+                       res(b, [5, 5, 5], [0, 0, 0])]) == "b"                 # most votes
+    # one vote each: the most visits summed over the searches, then the highest summed Q
+    assert modal_move([res(a, [9, 2, 1], [0, 0, 0]), res(c, [1, 2, 9], [0, 0, 0]),
+                       res(b, [3, 1, 1], [0, 0, 0])]) == "a"
+    assert modal_move([res(a, [4, 4, 1], [10, 20, 0]), res(b, [4, 4, 1], [10, 20, 0])]) == "b"
+    assert modal_move([res(a, [4, 4, 0], [10, 10, 0]), res(b, [4, 4, 0], [10, 10, 0])]) == "a"
+
+
+def test_the_judge_searches_as_the_persona_played(tmp_path):
+    """A persona judging its own states differs from the player only by its seeds: the
+    batch search of the agreement task (live mode) gives the play search's move, Q and
+    visits for the same state and seed."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from agent.playtest.play import engine_for
+    from agent.search import search, search_batch
+    rules = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    engine = engine_for(rules, "ttt-judge")
+    persona = load_persona("collector")
+    s = engine.initial_state()
+    states = [s]
+    for _ in range(3):
+        s = engine.next_state(s, [engine.legal_moves(s, r)[-1] for r in range(len(engine.roles))])
+        states.append(s)
+    items = [(st, r, 100 + i) for i, st in enumerate(states)
+             for r in range(2) if len(engine.legal_moves(st, r)) > 1]
+    batch = search_batch(engine, items, persona, seed=0, limit=30, thesis=False)
+    for (st, r, seed), b in zip(items, batch):
+        one = search(engine, st, r, persona, seed=seed, limit=30)
+        assert b.move == one.move and np.array_equal(b.visits, one.visits)
+        assert np.allclose(b.q, one.q)
+
+
+def test_agreement_judge_takes_the_modal_choice(tmp_path):
+    """Departure from persona-model 5.1 (README): the judge's choice at a state is its modal
+    choice over several seeded searches.  The noisy collector picks collect with p = 0.8 in
+    one search; its mode is collect, so with 15 searches every collect item agrees and every
+    attack item does not, while one search per state disagrees with collect now and then."""
+    v = duel_variant(tmp_path)
+    state = play_run(task(v, "collector"))["decisions"][0]["state"]
+    judge = dict(task(v, "collector"), persona=R._persona_data(_noisy("noisy", "collector")))
+    collect, attack = [(state, "collect")] * 16, [(state, "attack")] * 4
+    assert agreement_task(dict(judge, items=collect + attack, seeds=15)) == ["collect"] * 20
+    single = agreement_task(dict(judge, items=collect, seeds=1))
+    assert 0 < single.count("collect") < 16
+    assert agreement_task(dict(judge, items=collect)) == single         # one search: the default
+
+
+def test_different_personas_separate_and_identical_ones_tie(tmp_path):
+    """The real path (runs, agreement tasks, matrix) on DUEL with noisy personas: collector
+    and attacker value different things and separate (each agrees with itself more than with
+    the other), while two collectors under different names have the same modal choices, so
+    their entries are equal and the pair is reported as not separating."""
+    v = duel_variant(tmp_path)
+    players = [R.Player(n, _noisy(n, like), 30) for n, like in
+               (("collector", "collector"), ("attacker", "attacker"), ("hoarder", "collector"))]
+    setup = R.Setup(variants=[v], players=players, opponent="random", runs=10, workers=0,
+                    agreement_states=9, agreement_seeds=15, out=tmp_path / "out")
+    runs = R.play_all(setup)
+    recorded = {p: [r["decisions"][0]["move"] for r in runs if r["player"] == p]
+                for p in ("collector", "attacker")}
+    assert "attack" in recorded["collector"] or "collect" in recorded["attacker"]   # noisy play
+    hits, alike = R.agreement_all(setup, runs)
+    a = M.agreement_matrix(hits, ["collector", "attacker", "hoarder"], alike)
+    m = a["matrix"]
+    assert m[0][0] > m[0][1] and m[1][1] > m[1][0] and m[1][1] > m[1][2]
+    assert m[0][0] == m[0][2] and m[2][2] == m[2][0]
+    assert a["not_separated"] == [("collector", "hoarder")]
+    assert a["self_dominant"] == ["attacker"] and a["within"][0] > a["between"][0]
+    # why the pair does not separate: the two collectors choose alike on every state, as
+    # each does with itself under other seeds (the diagonal of the alike matrix)
+    assert a["alike"][0][2] == a["alike"][2][0] == 1.0 and a["alike"][0][1] == 0.0
+    assert [a["alike"][i][i] for i in range(3)] == [1.0, 1.0, 1.0]
 
 
 def test_playtest_is_resumable_and_distinct(tmp_path, monkeypatch):
@@ -219,8 +316,9 @@ def test_playtest_is_resumable_and_distinct(tmp_path, monkeypatch):
                     agreement_states=5, out=tmp_path / "out")
     runs = R.play_all(setup)
     assert len(runs) == 6 and len(list((tmp_path / "out/cache/runs").glob("*.json"))) == 6
-    hits = R.agreement_all(setup, runs)
-    a = M.agreement_matrix(hits, ["collector", "attacker"])
+    hits, alike = R.agreement_all(setup, runs)
+    a = M.agreement_matrix(hits, ["collector", "attacker"], alike)
+    assert a["alike"] == [[1.0, 0.0], [0.0, 1.0]]
     assert a["matrix"] == [[1.0, 0.0], [0.0, 1.0]] and a["diagonal_dominant"]
     # second time: everything from the cache, nothing is run
     monkeypatch.setattr(R, "run_tasks", lambda *a, **k: pytest.fail("ran again"))

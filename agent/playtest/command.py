@@ -7,6 +7,7 @@ from pathlib import Path
 
 HELP = "play a game and its variants with personas; write an HTML report"
 GENERIC = "finisher,rusher,survivor,attacker,collector,completionist"
+AGREEMENT_SEEDS = 5
 
 
 class PlaytestError(ValueError):
@@ -33,6 +34,9 @@ def add_arguments(p) -> None:
     p.add_argument("--max-plies", type=int, default=1000, help="stop a run after this many plies")
     p.add_argument("--agreement-states", type=int, default=40,
                    help="decisions per persona and variant replayed for the agreement matrix (default 40)")
+    p.add_argument("--agreement-seeds", type=int, default=AGREEMENT_SEEDS,
+                   help="seeded searches per replayed decision; the judge's choice is their most "
+                        f"frequent move (default {AGREEMENT_SEEDS}; 1 = persona-model 5.1's single search)")
     p.add_argument("--workers", type=int, default=None, help="local processes (default: cores; 0 = in process)")
     p.add_argument("--scheduler", default=None, help="a Dask scheduler, tcp://HOST:PORT")
     p.add_argument("--title", default=None)
@@ -93,8 +97,9 @@ def cmd_playtest(args) -> int:
     from . import heatmap, report, runner, variants as V
     from .play import engine_for
 
-    if args.runs < 1 or args.agreement_states < 0 or args.max_plies < 1:
-        raise PlaytestError("--runs and --max-plies must be at least 1, --agreement-states at least 0")
+    if args.runs < 1 or args.agreement_states < 0 or args.max_plies < 1 or args.agreement_seeds < 1:
+        raise PlaytestError("--runs, --max-plies and --agreement-seeds must be at least 1, "
+                            "--agreement-states at least 0")
     limits = _limits(args.limit)
     players = _personas(args.personas, limits)
     opponent = "random"
@@ -150,6 +155,7 @@ def cmd_playtest(args) -> int:
     setup = runner.Setup(variants=vs, players=players, role=role, opponent=opponent,
                          opponent_limit=args.opponent_limit, runs=args.runs, seed=args.seed,
                          max_plies=args.max_plies, agreement_states=args.agreement_states,
+                         agreement_seeds=args.agreement_seeds,
                          workers=args.workers, scheduler=args.scheduler, out=out,
                          role_name=roles[role],
                          opponent_label=("no one (a one-player game)" if len(roles) == 1 else
@@ -157,15 +163,16 @@ def cmd_playtest(args) -> int:
                                          f"{opponent.name} (limit {args.opponent_limit or 'as the persona'})"),
                          extra={"boards": boards, **_utility_structure(players, base_engine, role)})
     runs = runner.play_all(setup)
-    hits = runner.agreement_all(setup, runs) if args.agreement_states else {}
+    hits, alike = runner.agreement_all(setup, runs) if args.agreement_states else ({}, {})
     from .metrics import agreement_matrix
-    agr = agreement_matrix(hits, [p.label for p in players])
+    agr = agreement_matrix(hits, [p.label for p in players], alike)
     game = Path(args.rules).stem
     title = args.title or f"Playtest: {game}"
     intro = (f"{len(players)} persona(s) x {len(vs)} variant(s) x {args.runs} seeded runs "
              f"(seed {args.seed}), limit {args.limit} simulations per decision, persona in role "
              f"{roles[role]} against {setup.opponent_label}. Agreement from up to "
-             f"{args.agreement_states} decisions per persona and variant.")
+             f"{args.agreement_states} decisions per persona and variant, each judged by the "
+             f"modal choice of {args.agreement_seeds} seeded search(es).")
     if args.runs < 50 or max(limits) < 1000:
         intro += (" This is smaller than the default size (50 runs, limit 1000), so intervals are "
                   "wider and the search weaker than in a full-size playtest.")

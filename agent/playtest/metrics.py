@@ -61,10 +61,12 @@ def welch_table(groups: dict, metrics=None) -> list:
     return rows
 
 
-def agreement_matrix(hits: dict, owners: list) -> dict:
+def agreement_matrix(hits: dict, owners: list, alike: dict | None = None) -> dict:
     """``hits[(A, B)]`` = list of per-run lists of 1/0 (B's choice equals A's on A's states).
     Returns the matrix of AARs (row = trace owner A, column = B), the within (A = B) and
-    between (A != B) per-run AARs, and Welch's test of within against between."""
+    between (A != B) per-run AARs, and Welch's test of within against between.
+    ``alike[(A, B)]`` (optional) = 1/0 per A-state, B's choice equals A's own judged choice:
+    returned as the ``alike`` matrix (the share of A's states where A and B choose alike)."""
     matrix = [[math.nan] * len(owners) for _ in owners]
     within, between = [], []
     for i, a in enumerate(owners):
@@ -82,7 +84,13 @@ def agreement_matrix(hits: dict, owners: list) -> dict:
         # with itself on its own states.
         if not (matrix[i][i] > matrix[i][j] and matrix[j][j] > matrix[j][i]):
             not_separated.append((owners[i], owners[j]))
-    return {"owners": owners, "matrix": matrix, "within": mean_ci(within),
+    same = [[math.nan] * len(owners) for _ in owners]
+    for i, a in enumerate(owners):
+        for j, b in enumerate(owners):
+            xs = (alike or {}).get((a, b), [])
+            if xs:
+                same[i][j] = sum(xs) / len(xs)
+    return {"owners": owners, "matrix": matrix, "alike": same, "within": mean_ci(within),
             "between": mean_ci(between), "t": t, "p": p, "diagonal": diag,
             "diagonal_dominant": all(matrix[i][i] > matrix[i][j] for i in range(len(owners))
                                      for j in range(len(owners)) if i != j),

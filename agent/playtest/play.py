@@ -109,17 +109,57 @@ def play_run(task: dict) -> dict:
             "utility": u, "facts": sorted(render(f) for f in seen), "decisions": decisions}
 
 
+def modal_move(searches: list) -> str:
+    """The persona's modal choice at one state over independently seeded searches
+    (``SearchResult``s): the move chosen most often; a tie goes to the move with the most
+    visits summed over the searches, then the highest summed Q, then the first in text order,
+    so the answer depends on the searches only."""
+    votes: dict = {}
+    visits: dict = {}
+    qsum: dict = {}
+    for r in searches:
+        m = render(r.move)
+        votes[m] = votes.get(m, 0) + 1
+        for mv, n, q in zip(r.moves, r.visits, r.q):
+            t = render(mv)
+            visits[t] = visits.get(t, 0) + int(n)
+            qsum[t] = qsum.get(t, 0.0) + float(q)
+    return min(votes, key=lambda m: (-votes[m], -visits.get(m, 0), -qsum.get(m, 0.0), m))
+
+
+def repeat_seed(seed: int, k: int) -> int:
+    """The batch seed of the judge's k-th search of every state (k = 0: the task's seed)."""
+    return seed if k == 0 else sub_seed(seed, "repeat", k)
+
+
 def agreement_task(task: dict) -> list:
-    """Persona B's choices on persona A's decision states: 1/0 per item, in item order.
-    Task keys: rules_text, rules_key, persona (B, dict), role, limit, seed,
-    items [(state facts rendered, move rendered)]."""
+    """Persona B's choices on persona A's decision states: the chosen move (rendered) per
+    item, in item order.
+    B's choice at a state is its modal choice over ``seeds`` (default 1) independently seeded
+    searches (``modal_move``): one search is noisy, so with a single judge search a persona
+    agrees with itself no more than with another persona of the same habits; its mode is what
+    the persona would play most often, and a persona's own mode is the move it is likeliest to
+    have recorded (departure from persona-model 5.1's single search, see README).
+    Task keys: rules_text, rules_key, persona (B, dict), role, limit, seed, [seeds],
+    items [(state facts rendered, move rendered)] (the recorded move is compared by the caller)."""
     from agent.persona import persona_from_dict
-    from agent.search import search_batch
+    from agent.search import item_seed, search_batch
     from gdl.kif import parse_term
 
     engine = engine_for(task["rules_text"], task["rules_key"])
     persona = persona_from_dict(task["persona"], "persona")
     states = [frozenset(parse_term(f) for f in facts) for facts, _ in task["items"]]
-    results = search_batch(engine, [(st, task["role"]) for st in states], persona,
-                           seed=task["seed"], limit=task["limit"])
-    return [int(render(r.move) == move) for r, (_, move) in zip(results, task["items"])]
+    repeats = int(task.get("seeds", 1))
+    if repeats < 1:
+        raise ValueError(f"agreement seeds must be at least 1, got {repeats}")
+    # one batch (one numba call) for every search of every state; the k-th search of state i
+    # is seeded as a batch seeded repeat_seed(seed, k) would seed its item i
+    batch = [(st, task["role"], item_seed(repeat_seed(task["seed"], k), i))
+             for k in range(repeats) for i, st in enumerate(states)]
+    # thesis=False: the search the persona played with in play_run (fresh tree per decision,
+    # the live final choice), so a persona judging its own states differs from the player
+    # only by its seeds
+    results = search_batch(engine, batch, persona, seed=task["seed"], limit=task["limit"],
+                           thesis=False)
+    n = len(states)
+    return [modal_move(results[i::n]) for i in range(n)]

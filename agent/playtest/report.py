@@ -106,9 +106,9 @@ def length_figure(runs, players, variants):
     return fig
 
 
-def agreement_figure(agr):
+def agreement_figure(agr, key="matrix", label="action agreement ratio"):
     owners = agr["owners"]
-    m = np.array(agr["matrix"], float)
+    m = np.array(agr[key], float)
     fig, ax = plt.subplots(figsize=(1.1 * len(owners) + 2.5, 0.9 * len(owners) + 1.8),
                            constrained_layout=True)
     im = ax.imshow(m, vmin=0, vmax=1, cmap="magma")
@@ -122,8 +122,12 @@ def agreement_figure(agr):
     ax.set_yticks(range(len(owners)), owners)
     ax.set_xlabel("judge B (whose choice)")
     ax.set_ylabel("trace owner A (whose states)")
-    fig.colorbar(im, ax=ax, label="action agreement ratio")
+    fig.colorbar(im, ax=ax, label=label)
     return fig
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.0f} %"
 
 
 def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
@@ -182,16 +186,57 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
     pairs = ", ".join(f"{x} / {y}" for x, y in a["not_separated"])
     flat = [f for f in metrics.FEATURES
             if len({r["features"][f] for r in runs}) == 1]
+    seeds = getattr(setup, "agreement_seeds", 1)
     text = (f"Agreement matrix (persona-model 5.1): row A = whose decision states, column B = "
-            f"whose choice (the persona's own choice rule) on them; within-persona agreement uses "
-            f"a fresh seed. Within-persona agreement {w[0]:.3f} [{w[1]:.3f}, {w[2]:.3f}] vs "
-            f"between {b[0]:.3f} [{b[1]:.3f}, {b[2]:.3f}] (per-run AARs; Welch t = {a['t']:.2f}, "
-            f"p = {a['p']:.3g}). {verdict} {len(a['self_dominant'])} of {len(owners_)} personas "
-            f"agree with themselves more than with any other persona on their own states"
-            f"{': ' + ', '.join(a['self_dominant']) if a['self_dominant'] else ''}.")
+            f"whose choice on them. B's choice at a state is its most frequent move over {seeds} "
+            f"independently seeded searches (the search it plays with; ties go to the most visits), "
+            f"compared with the move A played there; within-persona agreement uses fresh seeds. "
+            f"One search is noisy, and with a single judge search a persona agrees with itself no "
+            f"more than with another persona of the same habits; the most frequent move is what "
+            f"the persona plays most often, so with enough searches the diagonal is the highest in "
+            f"a row when the personas' choices differ, and equal when they do not (a departure "
+            f"from 5.1's single search, listed in the README). With few searches and many "
+            f"near-equal moves the most frequent move is itself a guess (each search picks a "
+            f"different one and the tie goes to the most visits), and then a persona whose "
+            f"searches agree more on the same moves can match A better than A does. Within-persona agreement {w[0]:.3f} "
+            f"[{w[1]:.3f}, {w[2]:.3f}] vs between {b[0]:.3f} [{b[1]:.3f}, {b[2]:.3f}] (per-run AARs; "
+            f"Welch t = {a['t']:.2f}, p = {a['p']:.3g}). {verdict} {len(a['self_dominant'])} of "
+            f"{len(owners_)} personas agree with themselves more than with any other persona on "
+            f"their own states{': ' + ', '.join(a['self_dominant']) if a['self_dominant'] else ''}.")
+    al = a.get("alike")
+    if al and len(owners_) > 1:
+        diag = [al[i][i] for i in range(len(owners_)) if not math.isnan(al[i][i])]
+        off = [al[i][j] for i in range(len(owners_)) for j in range(len(owners_))
+               if i != j and not math.isnan(al[i][j])]
+        if diag and off:
+            text += (f"\n\nHow alike they choose (second matrix): a persona's choice is reproduced "
+                     f"by itself with other seeds on {_pct(sum(diag) / len(diag))} of its states "
+                     f"on average ({_pct(min(diag))} to {_pct(max(diag))}), and matched by another "
+                     f"persona on {_pct(sum(off) / len(off))} ({_pct(min(off))} to "
+                     f"{_pct(max(off))}). Where the two are close, the personas choose no more "
+                     f"differently from each other than each does from itself: at this search "
+                     f"size their choices are decided by the search's noise, not their utility.")
+    inert = setup.extra.get("inert") or {}
+    same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if pairs:
-        text += (f"\n\nThese pairs do not separate in this game (one agrees with the other at "
-                 f"least as much as with itself): {pairs}.")
+        alike = a.get("alike")
+        idx = {o: i for i, o in enumerate(owners_)}
+        why = []
+        for x, y in a["not_separated"]:
+            i, j = idx[x], idx[y]
+            reason = (f"the same utility in this game" if (x, y) in same or (y, x) in same else
+                      "utilities that differ")
+            if alike:
+                reason += (f"; they choose alike on {_pct(alike[i][j])} of {x}'s states and "
+                           f"{_pct(alike[j][i])} of {y}'s, against {_pct(alike[i][i])} and "
+                           f"{_pct(alike[j][j])} for each with itself")
+            why.append(f"{x} / {y} ({reason})")
+        text += (f"\n\nThese pairs do not separate in this game (one agrees with the other's "
+                 f"recorded moves at least as much as with itself): {'; '.join(why)}. Where two "
+                 f"personas choose alike on most states, their utilities lead to the same moves "
+                 f"here (or the difference is smaller than these few states can show); where they "
+                 f"choose alike on few states and still do not separate, the recorded moves are "
+                 f"spread over moves neither judge prefers.")
         if not (a["p"] < 0.05 and a["within"][0] > a["between"][0]):
             text += (" Within-persona agreement is not significantly higher than between-persona "
                      "agreement: in this game, at this search size, the personas do not separate "
@@ -199,8 +244,6 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
         if flat:
             text += (f" These 6.4 features never change in any run of this game: "
                      f"{', '.join(flat)}; personas that differ in their weights play alike here.")
-    inert = setup.extra.get("inert") or {}
-    same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if any(inert.values()):
         text += ("\n\nWhat the rules allow (calibration, persona-model 6.4): the search sees these "
                  "weighted features take a single value in this game, so they cannot steer it: "
@@ -210,7 +253,13 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                      "between them is search noise: " + ", ".join(f"{x} / {y}" for x, y in same) + ".")
     sections.append({"heading": "Are the personas distinct?", "text": text,
                      "figures": [(agreement_figure(a), "agreement",
-                                  "Agreement matrix: share of A's decisions where B chose the same move.")]})
+                                  "Agreement matrix: share of A's decisions where B's most frequent "
+                                  "choice is the move A played."),
+                                 (agreement_figure(a, "alike", "share of states chosen alike"), "alike",
+                                  "Choosing alike: share of A's decision states where B's most "
+                                  "frequent choice is A's own; on the diagonal, A's again with other "
+                                  "seeds (how reproducible A's choice is). Two personas play "
+                                  "differently where their entry is below both their diagonals.")]})
 
     # --- Welch tests
     wrows = []

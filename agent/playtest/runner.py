@@ -20,6 +20,9 @@ from .play import agreement_task, engine_for, play_run, sub_seed
 from .variants import Variant
 
 RUN_FORMAT = 1          # bump when a run record changes meaning (old cache files are ignored)
+# the same for an agreement result; 2: the judge searches as the persona played (live search)
+# and takes the mode of several seeded searches; 3: the result is the judge's move per state
+AGREEMENT_FORMAT = 3
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Setup:
     seed: int = 0
     max_plies: int = 1000
     agreement_states: int = 40          # decisions sampled per (player, variant) for 5.1
+    agreement_seeds: int = 1            # judge searches per state; its choice is their mode
     workers: int | None = None
     scheduler: str | None = None
     out: Path = Path("playtest")
@@ -116,12 +120,17 @@ def play_all(setup: Setup) -> list:
     return results
 
 
-def agreement_all(setup: Setup, runs: list) -> dict:
+def agreement_all(setup: Setup, runs: list) -> tuple:
     """Spec 5.1: for each variant, each owner A and judge B, B's choices on a seeded sample
     of A's decision states (at most ``agreement_states`` per A and variant, drawn across its
-    runs).  Within-persona agreement uses a fresh seed, as a fresh instance would.
-    Returns hits[(A, B)] = list (per A-run) of lists of 1/0, pooled over variants."""
-    tasks, owners = [], []
+    runs).  Within-persona agreement uses fresh seeds, as a fresh instance would.  B's choice
+    is its modal choice over ``agreement_seeds`` seeded searches (``play.agreement_task``).
+    Returns (hits, alike): hits[(A, B)] = list (per A-run) of lists of 1/0 (B's choice is
+    A's recorded move), pooled over variants; alike[(A, B)] = list of 1/0 per A-state (B's
+    choice is A's own modal choice there: the two personas would play alike); alike[(A, A)]
+    compares A's choices with A's again under other seeds (a retest: how reproducible A's
+    choice is, which two personas that play alike also reach)."""
+    tasks = []
     by_label = {pl.label: pl for pl in setup.players}
     for v in setup.variants:
         for a in setup.players:
@@ -137,17 +146,32 @@ def agreement_all(setup: Setup, runs: list) -> dict:
                               "role": setup.role, "limit": b.limit,
                               "seed": sub_seed(setup.seed, "judge", v.key, a.label, b.label),
                               "items": [(d["state"], d["move"]) for _, d in sample],
-                              "runs": [run for run, _ in sample]})
-                owners.append(a.label)
+                              "runs": [run for run, _ in sample],
+                              "seeds": setup.agreement_seeds, "format": AGREEMENT_FORMAT})
+            # A again with other seeds: how often A's own choice is reproduced, the yardstick
+            # for how alike two personas are
+            mine = next(t for t in tasks[-len(setup.players):] if t["judge"] == a.label)
+            tasks.append(dict(mine, retest=True, seed=sub_seed(setup.seed, "retest", v.key, a.label)))
     results = _cached(setup.out / "cache" / "agreement", tasks, agreement_task,
                       f"agreement ({len(tasks)} owner x judge x variant)", setup)
+    own = {(t["variant"], t["owner"]): res for t, res in zip(tasks, results)
+           if t["owner"] == t["judge"] and not t.get("retest")}
     hits: dict = {}
+    alike: dict = {}
     for t, res in zip(tasks, results):
+        mine = own[(t["variant"], t["owner"])]
+        if t.get("retest"):
+            alike.setdefault((t["owner"], t["owner"]), []).extend(
+                int(x == y) for x, y in zip(res, mine))
+            continue
         per_run: dict = {}
-        for run, h in zip(t["runs"], res):
-            per_run.setdefault((t["variant"], run), []).append(h)
+        for run, (_, move), choice in zip(t["runs"], t["items"], res):
+            per_run.setdefault((t["variant"], run), []).append(int(choice == move))
         hits.setdefault((t["owner"], t["judge"]), []).extend(per_run.values())
-    return hits
+        if t["owner"] != t["judge"]:
+            alike.setdefault((t["owner"], t["judge"]), []).extend(
+                int(x == y) for x, y in zip(res, mine))
+    return hits, alike
 
 
 def variant_properties(v: Variant, playouts: int = 30, cap: int = 500) -> dict:
