@@ -51,3 +51,12 @@ $PT $G/englishDraughts/v0/englishDraughts.kif \
   --personas finisher,survivor,attacker,collector --agreement-states 16 \
   --runs 10 --limit 500 --workers "$W" --title "Playtest: English draughts (captures, kings)" \
   --out docs/reports/playtest/englishDraughts
+
+# utility only: the generic personas at lambda = 1 (spec 6.4's pure persona), persona files
+# committed beside the report; does the utility separate them when the goal is out of the mix?
+P=docs/reports/playtest/breakthrough-pure/personas
+$PT $G/breakthrough/v0/breakthrough.kif \
+  --personas $P/finisher-pure.toml,$P/survivor-pure.toml,$P/attacker-pure.toml,$P/collector-pure.toml \
+  --runs 10 --limit 1000 --agreement-states 24 --workers "$W" \
+  --title "Playtest: breakthrough, pure personas (utility only, lambda 1)" \
+  --out docs/reports/playtest/breakthrough-pure
