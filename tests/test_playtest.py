@@ -342,9 +342,21 @@ def test_command_writes_the_report(tmp_path, capsys):
     assert summary["attacker"]["fewer"]["end opp_facts"][0] == 0.0
     for png in ("outcomes.png", "metrics.png", "lengths.png", "agreement.png"):
         assert (out / png).stat().st_size > 1000
+    cells = re.findall(r"(-?\d+\.\d) \[(-?\d+\.\d), (-?\d+\.\d)\]", html)
+    assert cells and all(0.0 <= float(lo) <= float(m) <= float(hi) <= 100.0 for m, lo, hi in cells)
     # bad input: one line, exit 2, no traceback
     assert main(["playtest", str(f), "--variant", "x: -(nothing)", "--out", str(out)]) == 2
     assert "not an init fact" in capsys.readouterr().err
+
+
+def test_table_intervals_stay_within_what_a_run_can_reach():
+    """A t interval over a few goals of 0 and 100 reaches below 0 (breakthrough-pure's
+    attacker: 10.0 [-12.6, 32.6]); the table, like the bars, clips it to the metric's range."""
+    from agent.playtest.report import interval_cell
+    assert interval_cell("final goal", [10.0, -12.6, 32.6]) == "10.0 [0.0, 32.6]"
+    assert interval_cell("final goal", [90.0, 67.4, 112.6]) == "90.0 [67.4, 100.0]"
+    assert interval_cell("length", [3.0, -1.5, 7.5]) == "3.0 [0.0, 7.5]"
+    assert interval_cell("length", [300.0, 250.0, 350.0]) == "300.0 [250.0, 350.0]"
 
 
 # ----------------------------------------------------------------------------- heat maps

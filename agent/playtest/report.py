@@ -25,6 +25,18 @@ def _groups(runs, key_a, key_b):
     return out
 
 
+def metric_bounds(name: str) -> tuple:
+    """The range a metric's values can take: every one counts or scores from 0, goals and
+    utilities end at 100 (the table and the bars clip their intervals to it)."""
+    return (0.0, 100.0 if name in ("final goal", "end utility") else None)
+
+
+def interval_cell(name: str, stat) -> str:
+    """``mean [lo, hi]`` of a metric for a table, the interval clipped to its range."""
+    lo, hi = np.clip(np.asarray(stat[1:3], float), *metric_bounds(name))
+    return f"{stat[0]:.1f} [{lo:.1f}, {hi:.1f}]"
+
+
 def _bars(ax, labels, series: dict, ylabel: str, ylim=None, bounds=(0.0, None)):
     """Grouped bars with 95 % intervals: ``series[name] = [(mean, lo, hi) per label]``; the
     intervals are clipped to the metric's possible range (``bounds``): a t interval on a few
@@ -72,9 +84,8 @@ def metric_figure(summ, players, variants):
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.4 * rows + 0.6), layout="constrained",
                              squeeze=False)
     for ax, m in zip(axes.flat, names):
-        top = 100.0 if m in ("final goal", "end utility") else None
         _bars(ax, players, {v: [summ[p][v][m] for p in players] for v in variants}, m,
-              bounds=(0.0, top))
+              bounds=metric_bounds(m))
         ax.set_title(f"{m} (mean, 95 % t interval)", fontsize=9)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
@@ -160,7 +171,7 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             s = summ[p][v]
             rows.append([p, v, s["runs"]] + [f"{s[o][0]:.2f} [{s[o][1]:.2f}, {s[o][2]:.2f}]"
                                              for o in metrics.OUTCOMES] +
-                        [f"{s[m][0]:.1f} [{s[m][1]:.1f}, {s[m][2]:.1f}]" for m in ("length", "final goal")])
+                        [interval_cell(m, s[m]) for m in ("length", "final goal")])
     sections.append({"heading": "Outcomes", "text":
                      f"Each persona plays role {setup.role_name} against "
                      f"{setup.opponent_label}; win/draw/loss as in persona-model 6.4 "
