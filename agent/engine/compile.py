@@ -573,30 +573,24 @@ def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block)
         keep[first] = False
         # Edges out of gated nodes into ORs: per (OR, gate), one helper g & OR(sources).
         out = np.nonzero(keep & (gate[src] >= 0))[0]
-        if len(out):
-            keep[out] = False
-            groups: dict = {}
-            for e in out.tolist():
-                groups.setdefault((int(tgt[e]), int(gate[src[e]])), []).append(int(src[e]))
-            add_src, add_dst = [], []
-            for (c, g), members in sorted(groups.items()):
-                inner = members[0]
-                if len(members) >= 2:
-                    inner = n_nodes + len(extra_thr)
-                    extra_thr.append(1)
-                    add_src.extend(members)
-                    add_dst.extend([inner * 4] * len(members))
-                both = n_nodes + len(extra_thr)
-                extra_thr.append(2)
-                add_src.extend([g, inner])
-                add_dst.extend([both * 4, both * 4])
-                add_src.append(both)
-                add_dst.append(c * 4)
-            src = np.concatenate([src[keep], np.asarray(add_src, dtype=np.int64)])
-            dst = np.concatenate([dst[keep], np.asarray(add_dst, dtype=np.int64)])
-            keep = None
-        if keep is not None:
-            src, dst = src[keep], dst[keep]
+        keep[out] = False
+        groups: dict = {}
+        for e in out.tolist():
+            groups.setdefault((int(tgt[e]), int(gate[src[e]])), []).append(int(src[e]))
+        add_src, add_dst = [], []
+        for (c, g), members in sorted(groups.items()):
+            inner = members[0]
+            if len(members) >= 2:
+                inner = n_nodes + len(extra_thr)
+                extra_thr.append(1)
+                add_src.extend(members)
+                add_dst.extend([inner * 4] * len(members))
+            both = n_nodes + len(extra_thr)
+            extra_thr.append(2)
+            add_src.extend([g, inner, both])
+            add_dst.extend([both * 4, both * 4, c * 4])
+        src = np.concatenate([src[keep], np.asarray(add_src, dtype=np.int64)])
+        dst = np.concatenate([dst[keep], np.asarray(add_dst, dtype=np.int64)])
     if extra_thr:
         node_thr = np.concatenate([node_thr, np.asarray(extra_thr, dtype=node_thr.dtype)])
     legal_gate = gate[legal_atom] if len(legal_atom) else np.zeros(0, dtype=np.int64)

@@ -378,9 +378,9 @@ def ground(desc: Description, *, seconds: float = 20.0, inferences: int = 2_000_
         facts[u] = k
         facts[ncall.split("(")[0]] = ncall.count(",") + 1 if "(" in ncall else 0
     facts.update({p: n for p, n in preds.items() if p in fact_preds or p not in clauses})
-    dyn = [f"{p}/{n}" for p, n in sorted(facts.items())] + [f"e{p}/{n}" for p, n in sorted(facts.items())]
+    declared = [f"{p}/{n}" for p, n in sorted(facts.items())] + [f"e{p}/{n}" for p, n in sorted(facts.items())]
     out = [f":- module({module}, []).", ":- style_check(-singleton).",
-           f":- dynamic([{', '.join(dyn)}]).", ":- dynamic([step0/1, step/1])."]
+           f":- dynamic([{', '.join(declared)}]).", ":- dynamic([step0/1, step/1])."]
     for u, (data, call, _, _) in fluents.items():
         out.append(f"t({data}) :- {call}.")
     out.append("t(X) :- u_other(X).")

@@ -197,7 +197,7 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
     pairs = ", ".join(f"{x} / {y}" for x, y in a["not_separated"])
     flat = [f for f in metrics.FEATURES
             if len({r["features"][f] for r in runs}) == 1]
-    seeds = getattr(setup, "agreement_seeds", 1)
+    seeds = setup.agreement_seeds
     text = (f"Agreement matrix (persona-model 5.1): row A = whose decision states, column B = "
             f"whose choice on them. B's choice at a state is its most frequent move over {seeds} "
             f"independently seeded searches (the search it plays with; ties go to the most visits), "
@@ -214,11 +214,11 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
             f"Welch t = {a['t']:.2f}, p = {a['p']:.3g}). {verdict} {len(a['self_dominant'])} of "
             f"{len(owners_)} personas agree with themselves more than with any other persona on "
             f"their own states{': ' + ', '.join(a['self_dominant']) if a['self_dominant'] else ''}.")
-    al = a.get("alike")
-    if al and len(owners_) > 1:
-        diag = [al[i][i] for i in range(len(owners_)) if not math.isnan(al[i][i])]
-        off = [al[i][j] for i in range(len(owners_)) for j in range(len(owners_))
-               if i != j and not math.isnan(al[i][j])]
+    alike = a.get("alike")
+    if alike and len(owners_) > 1:
+        diag = [alike[i][i] for i in range(len(owners_)) if not math.isnan(alike[i][i])]
+        off = [alike[i][j] for i in range(len(owners_)) for j in range(len(owners_))
+               if i != j and not math.isnan(alike[i][j])]
         if diag and off:
             text += (f"\n\nHow alike they choose (second matrix): a persona's choice is reproduced "
                      f"by itself with other seeds on {_pct(sum(diag) / len(diag))} of its states "
@@ -230,12 +230,11 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
     inert = setup.extra.get("inert") or {}
     same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if pairs:
-        alike = a.get("alike")
         idx = {o: i for i, o in enumerate(owners_)}
         why = []
         for x, y in a["not_separated"]:
             i, j = idx[x], idx[y]
-            reason = (f"the same utility in this game" if (x, y) in same or (y, x) in same else
+            reason = ("the same utility in this game" if (x, y) in same or (y, x) in same else
                       "utilities that differ")
             if alike:
                 reason += (f"; they choose alike on {_pct(alike[i][j])} of {x}'s states and "
