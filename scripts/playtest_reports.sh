@@ -1,5 +1,5 @@
 #!/bin/sh
-# The committed playtest reports (docs/reports/playtest/*), sized to finish in about an hour
+# The committed playtest reports (docs/reports/playtest/*), sized to finish in about half an hour
 # on a 2-core machine.  Each run is cached in OUT/cache, so an interrupted command resumes
 # where it stopped.  Full size: --runs 50 --limit 1000 (the defaults).  Agreement: each
 # replayed decision is judged by the mode of 5 seeded searches (--agreement-seeds, default 5),
@@ -14,7 +14,6 @@ W="${WORKERS:-2}"
 $PT $G/peg/v0/peg.kif \
   --variant 'corner-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c3 peg) +(hole a c3 empty)' \
   --variant 'edge-hole: -(hole d c4 empty) +(hole d c4 peg) -(hole a c4 peg) +(hole a c4 empty)' \
-  --agreement-states 16 \
   --runs 30 --limit 2000 --workers "$W" --title "Playtest: peg solitaire (one player)" \
   --out docs/reports/playtest/peg
 
@@ -40,7 +39,7 @@ $PT $G/pawnWhopping/v1/pawnWhopping.kif \
 
 # skill: the same personas at three search sizes (persona-model 6.6), one report
 $PT $G/breakthrough/v0/breakthrough.kif \
-  --personas finisher,attacker,collector --limit 100,1000,4000 --agreement-states 24 \
+  --personas finisher,attacker,collector --limit 100,1000,4000 \
   --runs 10 --workers "$W" --title "Playtest: breakthrough, skill sweep (100, 1000, 4000 simulations)" \
   --out docs/reports/playtest/breakthrough-skill
 
@@ -48,15 +47,14 @@ $PT $G/breakthrough/v0/breakthrough.kif \
 $PT $G/englishDraughts/v0/englishDraughts.kif \
   --variant 'white-king: -(cell b 1 white pawn) +(cell b 1 white king)' \
   --variant 'black-short: -(cell a 6 black pawn)' \
-  --personas finisher,survivor,attacker,collector --agreement-states 16 \
+  --personas finisher,survivor,attacker,collector \
   --runs 10 --limit 500 --workers "$W" --title "Playtest: English draughts (captures, kings)" \
   --out docs/reports/playtest/englishDraughts
 
-# utility only: the generic personas at lambda = 1 (spec 6.4's pure persona), persona files
-# committed beside the report; does the utility separate them when the goal is out of the mix?
-P=docs/reports/playtest/breakthrough-pure/personas
-$PT $G/breakthrough/v0/breakthrough.kif \
-  --personas $P/finisher-pure.toml,$P/survivor-pure.toml,$P/attacker-pure.toml,$P/collector-pure.toml \
-  --runs 10 --limit 1000 --agreement-states 24 --workers "$W" \
-  --title "Playtest: breakthrough, pure personas (utility only, lambda 1)" \
-  --out docs/reports/playtest/breakthrough-pure
+# the charge depth of the generic presets: the same four personas with the utility read at the
+# end of the tree's descent (0, the presets), after 3 and 10 random moves, and after the
+# champion's 100 (spec 6.5 as written); one report per depth and a summary (depth.md)
+${PYTHON:-.venv/bin/python} scripts/playtest_depth.py $G/breakthrough/v0/breakthrough.kif \
+  --depths 0,3,10,100 --personas finisher,survivor,attacker,collector \
+  --runs 20 --limit 1000 --agreement-states 60 --workers "$W" \
+  --out docs/reports/playtest/breakthrough-depth

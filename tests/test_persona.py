@@ -51,8 +51,11 @@ def test_generic_personas_match_table():
     for n in GENERIC:
         p = load_persona(n)
         assert p.kind == "procedural" and p.utility_lambda == 0.5
+        # README deviation from 6.5: the champion's search settings but for charge_depth 0
+        # (the utility read where the tree's descent ends: docs/reports/playtest/breakthrough-depth)
+        assert p.charge_depth == 0 and champion.charge_depth == 100
         assert p.replace(name="x", kind="x", description="", utility_weights={}, utility_lambda=0.0) == \
-            champion.replace(name="x", kind="x", description="")
+            champion.replace(name="x", kind="x", description="", charge_depth=0)
 
 
 def _base() -> dict:

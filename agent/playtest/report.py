@@ -14,6 +14,9 @@ from agent.report import write_report  # noqa: E402
 
 from . import heatmap, metrics  # noqa: E402
 
+# how much more often (on average) a persona must reproduce its own choice than another persona
+# matches it before the page says the utilities, not the noise, decide: a tenth of the states
+ALIKE_MARGIN = 0.10
 BAR_METRICS = ("length", "final goal", "end utility", "end mobility", "end opp_mobility",
                "end own_facts", "end opp_facts")
 
@@ -224,9 +227,13 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
                      f"by itself with other seeds on {_pct(sum(diag) / len(diag))} of its states "
                      f"on average ({_pct(min(diag))} to {_pct(max(diag))}), and matched by another "
                      f"persona on {_pct(sum(off) / len(off))} ({_pct(min(off))} to "
-                     f"{_pct(max(off))}). Where the two are close, the personas choose no more "
-                     f"differently from each other than each does from itself: at this search "
-                     f"size their choices are decided by the search's noise, not their utility.")
+                     f"{_pct(max(off))}). "
+                     + ("The personas choose differently from each other more often than each "
+                        "does from itself: their utilities, not the search's noise, decide."
+                        if sum(diag) / len(diag) - sum(off) / len(off) >= ALIKE_MARGIN else
+                        "The two are close: the personas choose no more differently from each "
+                        "other than each does from itself, so at this search size their choices "
+                        "are decided by the search's noise, not their utility."))
     inert = setup.extra.get("inert") or {}
     same = metrics.same_in_game(setup.extra.get("utilities") or {}, inert)
     if pairs:
