@@ -584,3 +584,138 @@ def test_gate_is_pushed_through_an_or_that_reads_the_legal_moves(tmp_path, engin
 
     walk([])
     assert len(seen) > 10 and ends == {(100, 0), (0, 100)}
+
+
+# ----------------------------------------------------------------------------- legal lists
+def _lists_agree_with_the_scan(g, vals, where: str) -> None:
+    """The incremental legal lists (kernels._legal_area) hold, per gate run, exactly the
+    legal indices whose atom is true, with consistent positions; and through the gates they
+    give the same set of moves as the scan (legal_moves), and the same count."""
+    lv, l0, nl = K._legal_area(g, vals)
+    pos, lst, cnt, run0 = lv[:nl], lv[nl:2 * nl], lv[2 * nl:3 * nl], lv[3 * nl:]
+    for j in sorted(set(run0.tolist())):
+        members = lst[j:j + cnt[j]]
+        true_in_run = {k for k in range(nl) if run0[k] == j and vals[l0 + k] == 1}
+        assert sorted(members.tolist()) == sorted(true_in_run), f"run {j} at {where}"
+        assert all(pos[k] == j + i for i, k in enumerate(members.tolist())), f"positions, run {j} at {where}"
+    out = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    h = K.hot(g, vals)
+    for r in range(g.n_roles):
+        n = K.legal_moves(g, vals, r, out)
+        listed = [K._legal_nth(g.legal_start, g.legal_gate, lv, nl, vals, r, i)
+                  for i in range(K.legal_count(g, vals, r))]
+        assert sorted(listed) == out[:n].tolist(), f"role {r} at {where}"
+        assert K.legal_count_in(h, r) == n
+
+
+# Legal moves that read legal moves through a cycle: the legal atoms are a recursive component,
+# recomputed whole (kernels._loops), not flipped one by one by the propagation.
+LOOPED_LEGAL_GAME = """
+(role a)
+(init (at 1))
+(edge 1 2) (edge 2 3) (edge 3 1) (edge 4 5) (edge 5 4) (edge 3 4)
+(cell 1) (cell 2) (cell 3) (cell 4) (cell 5)
+(<= (legal a (go ?x)) (true (at ?x)))
+(<= (legal a (go ?y)) (legal a (go ?x)) (edge ?x ?y) (not (true (blocked ?y))))
+(<= (next (at ?y)) (does a (go ?x)) (edge ?x ?y))
+(<= (next (blocked ?x)) (does a (go ?x)))
+(<= (next (blocked ?x)) (true (blocked ?x)))
+(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
+(init (step 0))
+(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5) (succ 5 6)
+(<= terminal (true (step 6)))
+(<= (goal a 100) (true (blocked 4)))
+(<= (goal a 0) (not (true (blocked 4))))
+"""
+
+LEGAL_LIST_GAMES = {   # what each covers
+    "breakthrough": "turn-gated moves, a role's noop gated by the other role's turn: two runs",
+    "base/games/pentago/v0": "three gate runs per role, one ungated",
+    "aaai2006/games/bunk_s.3359146085/v0": "simultaneous moves, scrambled",
+    "base/games/smallest_4player/v0": "4 roles, simultaneous, recursion",
+    "stuck": "legal atoms read by another rule (gate pushed through an OR)",
+    "looped": "legal atoms in a recursive component",
+}
+
+
+@pytest.mark.parametrize("game", list(LEGAL_LIST_GAMES))
+def test_incremental_legal_lists_equal_the_scan(game, tmp_path, engine_cache_dir, request):
+    """Along random walks (steps through the playout path, jumps to an arbitrary earlier
+    state by load_state and by load_into, rebuilds from scratch, and the random playout
+    kernel itself), the legal lists kept up to date by the propagation equal, at every
+    state, what the scan of every legal atom gives."""
+    if game == "breakthrough":
+        path = GAMES_DIR / "breakthrough.kif"
+    elif game in ("stuck", "looped"):
+        path = tmp_path / f"{game}.kif"
+        path.write_text(STUCK_GAME if game == "stuck" else LOOPED_LEGAL_GAME)
+    else:
+        path = corpus_rules(request.getfixturevalue("shared_dir"), game)
+    c, _ = engines(path, engine_cache_dir)
+    g = c.game
+    if game == "looped":
+        assert (g.atom_block[g.legal_atom] >= 0).all()
+    vals = K.new_vals(g)
+    h = K.hot(g, vals)
+    _lists_agree_with_the_scan(g, vals, "a new buffer")
+    rng = random.Random(11)
+    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    seen = []
+    checked = 0
+    for walk in range(8):
+        K.load_state(g, g.init_state, vals)
+        for step in range(60):
+            _lists_agree_with_the_scan(g, vals, f"walk {walk} step {step}")
+            checked += 1
+            if K.is_terminal(g, vals):
+                break
+            K.current_state(g, vals, bits)
+            seen.append(bits.copy())
+            joint = np.array([legal[rng.randrange(K.legal_moves(g, vals, r, legal))]
+                              for r in range(g.n_roles)], dtype=np.int32)
+            K.advance(g, vals, joint)
+            u = rng.random()
+            if u < 0.1:      # jump to an arbitrary earlier state: only the differences propagate
+                K.load_state(g, seen[rng.randrange(len(seen))], vals)
+            elif u < 0.2:    # the same through the hot tuple (the search's path)
+                f = K.load_into(h, seen[rng.randrange(len(seen))])
+                if f != h[K.H_NB]:
+                    K.load_finish(g, vals, f)
+            elif u < 0.25:
+                K._rebuild(g, vals)
+        K.load_state(g, seen[rng.randrange(len(seen))], vals)
+        K.random_playout_here(g, vals, 200, goals)
+        _lists_agree_with_the_scan(g, vals, f"after the playout of walk {walk}")
+    assert checked > 30
+
+
+def test_random_playout_picks_each_legal_move_uniformly(engine_cache_dir):
+    """The playout kernel picks from the unordered legal lists: from ticTacToe's first state
+    (nine marks for one role, one noop for the other) every first move is made, each about
+    1/9 of the time, and each is legal (the state after it is one a legal joint gives)."""
+    c, _ = engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)
+    g = c.game
+    vals = K.new_vals(g)
+    K.load_state(g, g.init_state, vals)
+    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    per_role = [legal[:K.legal_moves(g, vals, r, legal)].tolist() for r in range(g.n_roles)]
+    assert sorted(len(m) for m in per_role) == [1, 9]
+    after = {}
+    out = np.zeros(g.n_words, dtype=np.uint64)
+    for m0 in per_role[0]:
+        for m1 in per_role[1]:
+            K.next_state(g, vals, np.array([m0, m1], dtype=np.int32), out)
+            after[tuple(out.tolist())] = 0
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    K.seed(4)
+    draws = 9000
+    for _ in range(draws):
+        assert K.random_playout(g, g.init_state, vals, 1, goals) == -1   # one joint move, then the cap
+        K.current_state(g, vals, out)
+        key = tuple(out.tolist())
+        assert key in after, "the playout made an illegal move"
+        after[key] += 1
+    counts = sorted(after.values())
+    assert len(counts) == 9 and counts[0] > draws / 9 * 0.8 and counts[-1] < draws / 9 * 1.2, counts
