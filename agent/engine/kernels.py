@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists",
 ])
 
 
@@ -80,19 +80,22 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
 #
-# Legal lists: after the lazy snapshot, an int32 area ``lv`` of four parts, ``nl`` (the number
-# of legal atoms) entries each, indexed by legal index k (atom ``l0 + k``): ``pos`` (k's slot
-# in ``lst`` while its legal atom is true), ``lst`` (per gate run, the legal indices whose atom
-# is true, in the run's own range of slots, unordered), ``cnt`` (at a run's first index: how
-# many), ``run0`` (constant: the first index of k's run).  Whoever flips a legal atom updates
-# it in O(1) (``_legal_flip``: append, or swap-remove), so a random playout picks a move
-# without scanning the role's legal atoms (``_legal_count``, ``_legal_nth``).
+# Legal lists: the counters' int32 view goes on past the nodes with four entries per legal
+# atom k, at ``E(k) = n_nodes + 4 * k``: [0] the entry of the list slot holding k while its
+# legal atom is true, else -1; [1] a list slot: the slots of a gate run (compile._gate_legal)
+# are those of its legal atoms, and its first ``count`` slots hold the entries of its true
+# legal atoms, unordered; [2] at a run's first atom: that ``count``; [3] constant: the entry
+# of the first atom of k's run.  Each legal atom has one marked out-edge (flags 3, target
+# E(k), compile._build_net), so ``_drain`` keeps its list as it walks the atom's edges, in O(1)
+# (``_legal_sync``: append, or swap-remove), and the events of other nodes pay nothing.  A
+# random playout then picks a move from the lists (``_legal_count``, ``_legal_nth``) instead
+# of scanning every legal atom of the role.
 
 @njit(cache=True)
 def _layout(g):
     n = g.n_nodes
     o_cnt = (n + 7) & ~7
-    o_scratch = o_cnt + 4 * n
+    o_scratch = o_cnt + 4 * n + 16 * g.legal_atom.shape[0] * g.legal_lists  # counters, legal lists
     o_stack = o_scratch + 4 * (g.n_base + 1)
     cap = 4 * n + 1024
     o_dirty = o_stack + 4 * cap
@@ -117,16 +120,6 @@ def _snap(g, w):
 
 
 @njit(cache=True)
-def _legal_area(g, w):
-    """(lv, l0, nl): the legal lists' int32 area (see above), the first legal atom, their count."""
-    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    nl = g.legal_atom.shape[0]
-    o = (o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 7) & ~7
-    l0 = g.legal_atom[0] if nl > 0 else 0
-    return w[o:o + 16 * nl].view(np.int32), l0, nl
-
-
-@njit(cache=True)
 def _views(g, w):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     cnt = w[o_cnt:o_scratch].view(np.int32)
@@ -137,19 +130,26 @@ def _views(g, w):
 
 
 @njit(cache=True)
+def _legal_area(g, w):
+    """The legal lists (see above) as their own view: entry 4 * k + i is ``E(k) + i`` (empty
+    in a game compiled without them)."""
+    cnt, scratch, stack, dirty = _views(g, w)
+    return cnt[g.n_nodes:]
+
+
+@njit(cache=True)
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    o = (o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 7) & ~7
-    w = np.zeros(o + 16 * g.legal_atom.shape[0] + 8, dtype=np.uint8)
-    lv, l0, nl = _legal_area(g, w)
-    for r in range(g.role_nmoves.shape[0]):
+    w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
+    cnt, scratch, stack, dirty = _views(g, w)
+    for r in range(g.role_nmoves.shape[0] if g.legal_lists else 0):
         s = g.legal_start[r]
         k = 0
         while k < g.legal_start[r + 1] - s:
             e = g.legal_gate[1, s + k]
             for j in range(k, e):
-                lv[3 * nl + s + j] = s + k
+                cnt[g.n_nodes + 4 * (s + j) + 3] = g.n_nodes + 4 * (s + k)
             k = e
     _rebuild(g, w)
     return w
@@ -181,30 +181,37 @@ def _rebuild(g, w):
     snap = _snap(g, w)
     for j in range(lazy_src.shape[0]):
         snap[j] = w[lazy_src[j]]
-    lv, l0, nl = _legal_area(g, w)
-    for k in range(nl):
-        lv[2 * nl + k] = 0
-    for k in range(nl):
-        if w[l0 + k] == 1:
-            _legal_flip(lv, nl, k, 1)
+    if g.legal_lists:
+        l0 = g.n_nodes
+        for k in range(g.legal_atom.shape[0]):
+            cnt[l0 + 4 * k] = -1
+            cnt[l0 + 4 * k + 2] = 0
+        for k in range(g.legal_atom.shape[0]):
+            _legal_sync(cnt, l0 + 4 * k, w[g.legal_atom[k]])
 
 
 @njit(cache=True, inline="always")
-def _legal_flip(lv, nl, k, v):
-    """Legal index k's atom became ``v``: append k to its run's list, or swap-remove it."""
-    j = lv[3 * nl + k]
-    c = lv[2 * nl + j]
+def _legal_sync(cnt, t, v):
+    """The legal atom with entry ``t`` (``E(k)``, see above) is ``v``: list it in its run if it
+    is not listed, or swap-remove it (events of one atom may be processed out of order, so
+    this follows the atom's current value, not the event's)."""
+    slot = cnt[t]
     if v:
-        lv[nl + j + c] = k
-        lv[k] = j + c
-        lv[2 * nl + j] = c + 1
-    else:
-        c -= 1
-        lv[2 * nl + j] = c
-        last = lv[nl + j + c]
-        slot = lv[k]
-        lv[nl + slot] = last
-        lv[last] = slot
+        if slot < 0:
+            j = cnt[t + 3]
+            c = cnt[j + 2]
+            slot = j + 4 * c
+            cnt[slot + 1] = t
+            cnt[t] = slot
+            cnt[j + 2] = c + 1
+    elif slot >= 0:
+        j = cnt[t + 3]
+        c = cnt[j + 2] - 1
+        cnt[j + 2] = c
+        last = cnt[j + 4 * c + 1]
+        cnt[slot + 1] = last
+        cnt[last] = slot
+        cnt[t] = -1
 
 
 @njit(cache=True)
@@ -229,10 +236,9 @@ def _settle_lazy(node_thr, lazy_src, lazy_order, lazy_start, lazy_edge, blk_star
 
 
 @njit(cache=True)
-def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, cap, lv):
+def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, cap):
     """The goal-only nodes up to date by propagating the changes of their sources since they
-    were last settled.  Returns as ``_settle_a`` (finish with ``_goals_finish``).  (No legal
-    atom is goal-only: ``nl`` 0.)"""
+    were last settled.  Returns as ``_settle_a`` (finish with ``_goals_finish``)."""
     sp = 0
     for j in range(lazy_src.shape[0]):
         v = w[lazy_src[j]]
@@ -242,7 +248,7 @@ def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, d
                 return -1
             stack[sp] = lazy_src[j] * 2 + v
             sp += 1
-    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap, lv, 0, 0)
+    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap, 0)
 
 
 @njit(cache=True)
@@ -254,9 +260,8 @@ def _goals_finish(g, w, first):
         cnt, scratch, stack, dirty = _views(g, w)
         o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
         lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
-        lv, l0, nl = _legal_area(g, w)
         if _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first, lv, 0, 0):
+                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first, 0):
             return
     cnt, scratch, stack, dirty = _views(g, w)
     lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
@@ -278,9 +283,8 @@ def settle_goals(g, vals):
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
-    lv, l0, nl = _legal_area(g, vals)
     f = _goals_a(lazy_src, _snap(g, vals), lazy_start, lazy_edge, g.atom_block, vals, cnt, stack,
-                 dirty, cap, lv)
+                 dirty, cap)
     if f != dirty.shape[0]:
         _goals_finish(g, vals, f)
 
@@ -300,10 +304,9 @@ def _contribute(out_start, out_edge, w, cnt, s):
 # and slices); that was most of the time of a step.  Rare paths go through ``_finish``.
 
 @njit(cache=True)
-def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty, lv, l0, nl):
+def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
-    overflowed (the caller rebuilds).  Events never re-dirty ``skip``.  A legal atom that
-    flips updates its legal list (``lv``, ``l0``, ``nl``: ``_legal_area``)."""
+    overflowed (the caller rebuilds).  Events never re-dirty ``skip``."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
@@ -323,8 +326,6 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
                 cnt[t] = c
                 if c == 0:
                     w[t] = 1
-                    if 0 <= t - l0 < nl:
-                        _legal_flip(lv, nl, t - l0, 1)
                     if sp >= cap:
                         return -2
                     stack[sp] = t * 2 + 1
@@ -334,8 +335,49 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
                 cnt[t] = c
                 if c == -1:
                     w[t] = 0
-                    if 0 <= t - l0 < nl:
-                        _legal_flip(lv, nl, t - l0, 0)
+                    if sp >= cap:
+                        return -2
+                    stack[sp] = t * 2
+                    sp += 1
+    return first_dirty
+
+
+@njit(cache=True)
+def _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
+    """``_drain`` keeping the legal lists (a game compiled with ``legal_lists``).  A copy, not
+    a flag of ``_drain``: the lines below, even never run, made ticTacToe's playouts 25%
+    slower (the compiled loop got worse), so games without lists run the plain one."""
+    while sp > 0:
+        sp -= 1
+        item = stack[sp]
+        a = item >> 1
+        v = item & 1
+        for k in range(out_start[a], out_start[a + 1]):
+            e = out_edge[k]
+            t = e >> 2
+            if e & 2:
+                if e & 1:       # a legal atom's edge to its legal list
+                    _legal_sync(cnt, t, w[a])
+                    continue
+                b = atom_block[t]
+                if b != skip:
+                    dirty[b] = 1
+                    if b < first_dirty:
+                        first_dirty = b
+            elif (e & 1) != v:
+                c = cnt[t] + 1
+                cnt[t] = c
+                if c == 0:
+                    w[t] = 1
+                    if sp >= cap:
+                        return -2
+                    stack[sp] = t * 2 + 1
+                    sp += 1
+            else:
+                c = cnt[t] - 1
+                cnt[t] = c
+                if c == -1:
+                    w[t] = 0
                     if sp >= cap:
                         return -2
                     stack[sp] = t * 2
@@ -345,7 +387,7 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
 
 @njit(cache=True)
 def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
-           out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, first, lv, l0, nl):
+           out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, first, lists):
     """Recompute dirty recursive components, earliest first (their inputs are settled by
     then), propagating their changes; False if the stack overflowed."""
     nb = blk_start.shape[0]
@@ -365,27 +407,32 @@ def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
         for e in range(e0, e1):
             a = ent_atom[e]
             if w[a] != old[e - e0]:
-                if 0 <= a - l0 < nl:
-                    _legal_flip(lv, nl, a - l0, w[a])
                 if sp >= cap:
                     return False
                 stack[sp] = a * 2 + w[a]
                 sp += 1
         dirty[b] = 0
-        if _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb, lv, l0, nl) == -2:
+        if lists:
+            f = _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb)
+        else:
+            f = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb)
+        if f == -2:
             return False
         first = b + 1  # later dirty blocks, old or new, are found by the scan
     return True
 
 
 @njit(cache=True)
-def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lv, l0, nl):
+def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists):
     """Propagate the ``sp`` events on the stack.  Returns -1 when the caller must rebuild
     (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb."""
     nb = dirty.shape[0]
     if sp < 0:
         return -1
-    first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lv, l0, nl)
+    if lists:
+        first = _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
+    else:
+        first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
     if first == -2:
         return -1
     return first
@@ -401,9 +448,8 @@ def _finish(g, w, first):
         return
     cnt, scratch, stack, dirty = _views(g, w)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    lv, l0, nl = _legal_area(g, w)
     if not _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                  g.out_start, g.out_edge, g.atom_block, w, cnt, stack, dirty, cap, first, lv, l0, nl):
+                  g.out_start, g.out_edge, g.atom_block, w, cnt, stack, dirty, cap, first, g.legal_lists):
         _rebuild(g, w)
 
 
@@ -428,9 +474,8 @@ def load_state(g, state, vals):
     for i in range(g.n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(vals, stack, i, v, sp, cap)
-    lv, l0, nl = _legal_area(g, vals)
     _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap,
-                               lv, l0, nl))
+                               g.legal_lists))
 
 
 @njit(cache=True)
@@ -471,9 +516,10 @@ def _legal_list(legal_start, legal_atom, legal_gate, w, role, out):
 
 
 @njit(cache=True, inline="always")
-def _legal_count(legal_start, legal_gate, lv, nl, w, role):
-    """How many moves ``role`` has (as ``_legal_list`` decides, from the legal lists: one
-    test per gate run, not one per legal atom)."""
+def _legal_count(legal_start, legal_gate, cnt, nl, w, role):
+    """How many moves ``role`` has (as ``_legal_list`` decides), from the legal lists: one
+    test per gate run, not one per legal atom.  ``nl``: the number of legal atoms."""
+    b = cnt.shape[0] - 4 * nl + 2
     s = legal_start[role]
     m = legal_start[role + 1] - s
     n = 0
@@ -481,22 +527,23 @@ def _legal_count(legal_start, legal_gate, lv, nl, w, role):
     while k < m:
         gt = legal_gate[0, s + k]
         if gt < 0 or w[gt] == 1:
-            n += lv[2 * nl + s + k]
+            n += cnt[b + 4 * (s + k)]
         k = legal_gate[1, s + k]
     return n
 
 
 @njit(cache=True, inline="always")
-def _legal_nth(legal_start, legal_gate, lv, nl, w, role, i):
-    """Move ``i`` (< ``_legal_count``) of ``role`` in the legal lists' order (not sorted)."""
+def _legal_nth(legal_start, legal_gate, cnt, nl, w, role, i):
+    """Move ``i`` (< ``_legal_count``) of ``role``, in the lists' order (not sorted)."""
+    b = cnt.shape[0] - 4 * nl
     s = legal_start[role]
     k = 0
     while True:
         gt = legal_gate[0, s + k]
         if gt < 0 or w[gt] == 1:
-            c = lv[2 * nl + s + k]
+            c = cnt[b + 4 * (s + k) + 2]
             if i < c:
-                return lv[nl + s + k + i] - s
+                return ((cnt[b + 4 * (s + k + i) + 1] - b) >> 2) - s
             i -= c
         k = legal_gate[1, s + k]
 
@@ -508,9 +555,12 @@ def legal_moves(g, vals, role, out):
 
 @njit(cache=True)
 def legal_count(g, vals, role):
-    """The number of moves ``legal_moves`` gives, without listing them."""
-    lv, l0, nl = _legal_area(g, vals)
-    return _legal_count(g.legal_start, g.legal_gate, lv, nl, vals, role)
+    """The number of moves ``legal_moves`` gives (from the lists, in a game that has them)."""
+    if not g.legal_lists:
+        return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role,
+                           np.empty(g.role_nmoves[role], dtype=np.int32))
+    cnt, scratch, stack, dirty = _views(g, vals)
+    return _legal_count(g.legal_start, g.legal_gate, cnt, g.legal_atom.shape[0], vals, role)
 
 
 @njit(cache=True)
@@ -527,13 +577,13 @@ def goal_vector(g, vals, out):
 
 @njit(cache=True)
 def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v,
-            lv, l0, nl):
+            lists):
     sp = 0
     for r in range(joint.shape[0]):
         d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
             sp = _push_set(w, stack, d, v, sp, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lv, l0, nl)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
 @njit(cache=True)
@@ -543,9 +593,8 @@ def next_state(g, vals, joint, out_state):
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
-    lv, l0, nl = _legal_area(g, vals)
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 1, lv, l0, nl))
+                             atom_block, vals, cnt, stack, dirty, cap, 1, g.legal_lists))
     for w in range(g.n_words):
         out_state[w] = 0
     nb = g.next_atom[0] if g.n_base > 0 else 0
@@ -553,12 +602,12 @@ def next_state(g, vals, joint, out_state):
         if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 0, lv, l0, nl))
+                             atom_block, vals, cnt, stack, dirty, cap, 0, g.legal_lists))
 
 
 @njit(cache=True)
 def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                w, cnt, scratch, stack, dirty, cap, lv, l0, nl):
+                w, cnt, scratch, stack, dirty, cap, lists):
     """With the moves on and settled: read the next values, then turn the moves off and
     the fluents to their next values in one propagation.  Returns as ``_settle_a``.  (No
     CompiledGame argument and no calls that take one: the callee would then reference-
@@ -577,7 +626,7 @@ def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edg
     for j in range(nch):
         i = scratch[j]
         sp = _push_set(w, stack, i, 1 - w[i], sp, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lv, l0, nl)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
 @njit(cache=True)
@@ -603,10 +652,9 @@ def hot(g, vals):
     """The arrays and numbers a playout step reads, as one tuple (see above)."""
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    lv, l0, nl = _legal_area(g, vals)
     return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
             stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
-            g.legal_atom, g.terminal_atom, g.legal_gate, lv, l0, nl)
+            g.legal_atom, g.terminal_atom, g.legal_gate, g.legal_lists)
 
 
 @njit(cache=True, inline="always")
@@ -617,13 +665,12 @@ def step(h, joint):
     does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
         n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
         h[12], h[13]
-    lv, l0, nl = h[17], h[18], h[19]
     f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
-                cap, 1, lv, l0, nl)
+                cap, 1, h[17])
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                       w, cnt, scratch, stack, dirty, cap, lv, l0, nl)
+                       w, cnt, scratch, stack, dirty, cap, h[17])
 
 
 @njit(cache=True)
@@ -634,7 +681,7 @@ def step_finish(g, vals, h, joint, f):
         does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap = \
             h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]
         f = _apply_next(h[12], h[13], does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                        w, cnt, scratch, stack, dirty, cap, h[17], h[18], h[19])
+                        w, cnt, scratch, stack, dirty, cap, h[17])
         if f == h[H_NB]:
             return
     _finish(g, vals, f)
@@ -648,7 +695,7 @@ def load_into(h, state):
     for i in range(n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(w, stack, i, v, sp, cap)
-    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, h[17], h[18], h[19])
+    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, h[17])
 
 
 @njit(cache=True)
@@ -671,12 +718,6 @@ def pack_into(h, out_state):
 def legal_into(h, role, out):
     """``legal_moves`` on a ``hot`` tuple: the move indices of ``role`` into out[:n]."""
     return _legal_list(h[1], h[14], h[16], h[5], role, out)
-
-
-@njit(cache=True, inline="always")
-def legal_count_in(h, role):
-    """``legal_count`` on a ``hot`` tuple."""
-    return _legal_count(h[1], h[16], h[17], h[19], h[5], role)
 
 
 @njit(cache=True, inline="always")
@@ -707,14 +748,15 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
-    legal_start, legal_gate = g.legal_start, g.legal_gate
+    legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
+    nl, lists = legal_atom.shape[0], g.legal_lists
+    legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
     term = g.terminal_atom
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
-    lv, l0, nl = _legal_area(g, vals)
     h = hot(g, vals)
     total = 0
     goal_sum = 0
@@ -725,7 +767,7 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             for i in range(n_base):
                 v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
                 sp = _push_set(vals, stack, i, v, sp, cap)
-            f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap, lv, l0, nl)
+            f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap, lists)
             if f != nb:
                 _finish(g, vals, f)
         depth = 0
@@ -738,12 +780,18 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                # from the legal lists, not a scan: the same choice in distribution, but not
-                # the move ``legal_moves`` lists at the same index (the lists are unordered)
-                n = _legal_count(legal_start, legal_gate, lv, nl, vals, r)
-                if n == 0:
-                    return p, -2, total, goal_sum
-                joint[r] = _legal_nth(legal_start, legal_gate, lv, nl, vals, r, np.random.randint(n))
+                if lists:
+                    # from the legal lists, not a scan: the same choice in distribution, but
+                    # not the move ``legal_moves`` lists at that index (the lists are unordered)
+                    n = _legal_count(legal_start, legal_gate, cnt, nl, vals, r)
+                    if n == 0:
+                        return p, -2, total, goal_sum
+                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, nl, vals, r, np.random.randint(n))
+                else:
+                    n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
+                    if n == 0:
+                        return p, -2, total, goal_sum
+                    joint[r] = legal[np.random.randint(n)]
             f = step(h, joint)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
