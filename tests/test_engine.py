@@ -34,6 +34,7 @@ from conftest import needs_shared
 pytest.importorskip("pyswip")
 
 from agent.engine import cache as engine_cache  # noqa: E402
+from agent.engine import compile as engine_compile  # noqa: E402
 from agent.engine import kernels as K  # noqa: E402
 from agent.engine import load_engine  # noqa: E402
 from agent.engine.ground import GroundingError  # noqa: E402
@@ -642,11 +643,13 @@ LEGAL_LIST_GAMES = {   # what each covers
 
 
 @pytest.mark.parametrize("game", list(LEGAL_LIST_GAMES))
-def test_incremental_legal_lists_equal_the_scan(game, tmp_path, engine_cache_dir, request):
+def test_incremental_legal_lists_equal_the_scan(game, tmp_path, request, monkeypatch):
     """Along random walks (steps through the playout path, jumps to an arbitrary earlier
     state by load_state and by load_into, rebuilds from scratch, and the random playout
     kernel itself), the legal lists kept up to date by the propagation equal, at every
-    state, what the scan of every legal atom gives."""
+    state, what the scan of every legal atom gives.  (Lists forced on: the compiler keeps
+    them only for games with long gate runs.)"""
+    monkeypatch.setattr(engine_compile, "LEGAL_LIST_MIN_RUN", 0)
     if game == "breakthrough":
         path = GAMES_DIR / "breakthrough.kif"
     elif game in ("stuck", "looped"):
@@ -654,8 +657,8 @@ def test_incremental_legal_lists_equal_the_scan(game, tmp_path, engine_cache_dir
         path.write_text(STUCK_GAME if game == "stuck" else LOOPED_LEGAL_GAME)
     else:
         path = corpus_rules(request.getfixturevalue("shared_dir"), game)
-    c, _ = engines(path, engine_cache_dir)
-    g = c.game
+    g = load_engine(read_rules_file(path), engine="compiled", budget_seconds=BUILD_BUDGET, use_cache=False).game
+    assert g.legal_lists == 1
     if game == "looped":
         assert (g.atom_block[g.legal_atom] >= 0).all()
     vals = K.new_vals(g)
@@ -694,12 +697,16 @@ def test_incremental_legal_lists_equal_the_scan(game, tmp_path, engine_cache_dir
     assert checked > 30
 
 
-def test_random_playout_picks_each_legal_move_uniformly(engine_cache_dir):
-    """The playout kernel picks from the unordered legal lists: from ticTacToe's first state
-    (nine marks for one role, one noop for the other) every first move is made, each about
-    1/9 of the time, and each is legal (the state after it is one a legal joint gives)."""
-    c, _ = engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)
-    g = c.game
+@pytest.mark.parametrize("lists", [0, 1])
+def test_random_playout_picks_each_legal_move_uniformly(lists, monkeypatch):
+    """The playout kernel picks from the unordered legal lists (or by the scan): from
+    ticTacToe's first state (nine marks for one role, one noop for the other) every first
+    move is made, each about 1/9 of the time, and each is legal (the state after it is one
+    a legal joint gives)."""
+    monkeypatch.setattr(engine_compile, "LEGAL_LIST_MIN_RUN", 0 if lists else 10 ** 9)
+    g = load_engine(read_rules_file(GAMES_DIR / "ticTacToe.kif"), engine="compiled",
+                    budget_seconds=BUILD_BUDGET, use_cache=False).game
+    assert g.legal_lists == lists
     vals = K.new_vals(g)
     K.load_state(g, g.init_state, vals)
     legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
@@ -722,3 +729,11 @@ def test_random_playout_picks_each_legal_move_uniformly(engine_cache_dir):
         after[key] += 1
     counts = sorted(after.values())
     assert len(counts) == 9 and counts[0] > draws / 9 * 0.8 and counts[-1] < draws / 9 * 1.2, counts
+
+
+def test_legal_lists_only_where_a_role_has_a_long_gate_run(engine_cache_dir):
+    """The compiler keeps legal lists by structure: breakthrough (a run of 154 moves gated by
+    the turn) has them, ticTacToe (9) does not; the two have the same moves either way (the
+    walks above)."""
+    assert engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)[0].game.legal_lists == 1
+    assert engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)[0].game.legal_lists == 0

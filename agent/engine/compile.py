@@ -535,11 +535,20 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             "legal_lists": int(lists)}
 
 
+LEGAL_LIST_MIN_RUN = 128
+
+
 def _wants_legal_lists(legal_start, run_end) -> bool:
     """Whether a random playout should pick its moves from legal lists kept by the propagation
     (kernels, "Legal lists") rather than by scanning the legal atoms of the gate runs that are
-    on: where a scan is long."""
-    return True
+    on: where a scan is long.  Measured (docs/benchmarks/engine-internals.md): a gain where a
+    role's longest run has 128 legal atoms or more (breakthrough 154, checkers 640), a loss
+    below (the propagation's drain with the lists' upkeep costs more than a short scan)."""
+    runs = [int(run_end[k]) - (int(run_end[k - 1]) if k > s else 0)
+            for r in range(len(legal_start) - 1)
+            for s in [int(legal_start[r])] for k in range(s, int(legal_start[r + 1]))
+            if k == s or run_end[k] != run_end[k - 1]]
+    return max(runs, default=0) >= LEGAL_LIST_MIN_RUN
 
 
 def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):

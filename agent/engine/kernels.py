@@ -303,7 +303,7 @@ def _contribute(out_start, out_edge, w, cnt, s):
 # that for all of its dozens of arrays on every call (so did numba-level inlining, views
 # and slices); that was most of the time of a step.  Rare paths go through ``_finish``.
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
     overflowed (the caller rebuilds).  Events never re-dirty ``skip``."""
@@ -342,7 +342,7 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
     return first_dirty
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
     """``_drain`` keeping the legal lists (a game compiled with ``legal_lists``).  A copy, not
     a flag of ``_drain``: the lines below, even never run, made ticTacToe's playouts 25%
@@ -422,7 +422,7 @@ def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists):
     """Propagate the ``sp`` events on the stack.  Returns -1 when the caller must rebuild
     (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb."""
