@@ -27,8 +27,7 @@ from gdl.kif import read_rules_file
 @njit(cache=True)
 def _count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
     """``kernels._drain`` for networks without recursive blocks, counting events (``ev``)
-    and edges walked (``ed``) per node.  Edges to the legal lists (flags 3) are counted, not
-    followed: this build picks moves by its own scan."""
+    and edges walked (``ed``) per node."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
@@ -39,8 +38,6 @@ def _count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
         for k in range(out_start[a], out_start[a + 1]):
             e = out_edge[k]
             t = e >> 2
-            if e & 2:
-                continue
             if (e & 1) != v:
                 cnt[t] += 1
                 if cnt[t] == 0:
@@ -129,8 +126,7 @@ def reaches(g, targets) -> np.ndarray:
     """Nodes from which a node of ``targets`` can be reached along the network's edges (the
     compiler's ``reach_back``, on the compiled network)."""
     src = np.repeat(np.arange(g.n_nodes, dtype=np.int64), np.diff(g.out_start))
-    node = (g.out_edge & 3) != 3   # not the edges to the legal lists
-    return K.reach_back(g.n_nodes, src[node], g.out_edge[node].astype(np.int64) >> 2, targets).astype(bool)
+    return K.reach_back(g.n_nodes, src, g.out_edge.astype(np.int64) >> 2, targets).astype(bool)
 
 
 def main() -> int:
@@ -188,7 +184,7 @@ def reaches_from(g, node: int) -> np.ndarray:
         v = todo.pop()
         for e in g.out_edge[g.out_start[v]:g.out_start[v + 1]]:
             t = int(e) >> 2
-            if (e & 3) != 3 and not seen[t]:
+            if not seen[t]:
                 seen[t] = True
                 todo.append(t)
     return seen

@@ -607,8 +607,9 @@ def _lists_agree_with_the_scan(g, vals, where: str) -> None:
     out = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
     for r in range(g.n_roles):
         n = K.legal_moves(g, vals, r, out)
-        picked = [K._legal_nth(g.legal_start, g.legal_gate, K._views(g, vals)[0], nl, vals, r, i)
-                  for i in range(K.legal_count(g, vals, r))]
+        cnt = K._views(g, vals)[0]
+        picked = [K._legal_nth(g.legal_start, g.legal_gate, cnt, nl, vals, r, i)
+                  for i in range(K._legal_count(g.legal_start, g.legal_gate, cnt, nl, vals, r))]
         assert sorted(picked) == out[:n].tolist(), f"role {r} at {where}"
 
 
@@ -644,11 +645,11 @@ LEGAL_LIST_GAMES = {   # what each covers
 
 @pytest.mark.parametrize("game", list(LEGAL_LIST_GAMES))
 def test_incremental_legal_lists_equal_the_scan(game, tmp_path, request, monkeypatch):
-    """Along random walks (steps through the playout path, jumps to an arbitrary earlier
-    state by load_state and by load_into, rebuilds from scratch, and the random playout
-    kernel itself), the legal lists kept up to date by the propagation equal, at every
-    state, what the scan of every legal atom gives.  (Lists forced on: the compiler keeps
-    them only for games with long gate runs.)"""
+    """The legal lists that the random playouts keep up to date through the propagation
+    equal what the scan of every legal atom gives, after playouts of random length from
+    random states (loaded through the lists' upkeep, or reached by other paths in between:
+    load_state, rebuilds).  (Lists forced on: the compiler keeps them only for games with
+    long gate runs.)"""
     monkeypatch.setattr(engine_compile, "LEGAL_LIST_MIN_RUN", 0)
     if game == "breakthrough":
         path = GAMES_DIR / "breakthrough.kif"
@@ -662,39 +663,29 @@ def test_incremental_legal_lists_equal_the_scan(game, tmp_path, request, monkeyp
     if game == "looped":
         assert (g.atom_block[g.legal_atom] >= 0).all()
     vals = K.new_vals(g)
-    h = K.hot(g, vals)
-    _lists_agree_with_the_scan(g, vals, "a new buffer")
     rng = random.Random(11)
-    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
     bits = np.zeros(g.n_words, dtype=np.uint64)
     goals = np.zeros(g.n_roles, dtype=np.int32)
-    seen = []
-    checked = 0
-    for walk in range(8):
-        K.load_state(g, g.init_state, vals)
-        for step in range(60):
-            _lists_agree_with_the_scan(g, vals, f"walk {walk} step {step}")
-            checked += 1
-            if K.is_terminal(g, vals):
-                break
-            K.current_state(g, vals, bits)
+    seen = [g.init_state.copy()]
+    depths = []
+    for trial in range(120):
+        u, cap = rng.random(), rng.randint(1, 4)
+        if u < 0.25:    # from an arbitrary earlier state: loaded through the lists' upkeep
+            d = K.random_playout(g, seen[rng.randrange(len(seen))], vals, cap, goals)
+        elif u < 0.35:  # three playouts in one call, each loading the state anew
+            d = K._playouts(g, seen[rng.randrange(len(seen))], vals, cap, goals, 3, True)[1]
+        else:           # on from where the buffer is (moved by other paths in between)
+            d = K.random_playout_here(g, vals, cap, goals)
+        _lists_agree_with_the_scan(g, vals, f"trial {trial}")
+        depths.append(d)
+        K.current_state(g, vals, bits)
+        if not K.is_terminal(g, vals):
             seen.append(bits.copy())
-            joint = np.array([legal[rng.randrange(K.legal_moves(g, vals, r, legal))]
-                              for r in range(g.n_roles)], dtype=np.int32)
-            K.advance(g, vals, joint)
-            u = rng.random()
-            if u < 0.1:      # jump to an arbitrary earlier state: only the differences propagate
-                K.load_state(g, seen[rng.randrange(len(seen))], vals)
-            elif u < 0.2:    # the same through the hot tuple (the search's path)
-                f = K.load_into(h, seen[rng.randrange(len(seen))])
-                if f != h[K.H_NB]:
-                    K.load_finish(g, vals, f)
-            elif u < 0.25:
-                K._rebuild(g, vals)
-        K.load_state(g, seen[rng.randrange(len(seen))], vals)
-        K.random_playout_here(g, vals, 200, goals)
-        _lists_agree_with_the_scan(g, vals, f"after the playout of walk {walk}")
-    assert checked > 30
+        if K.is_terminal(g, vals) or rng.random() < 0.2:
+            K.load_state(g, seen[rng.randrange(len(seen))], vals)   # not through the lists
+        elif rng.random() < 0.1:
+            K._rebuild(g, vals)
+    assert sum(d != 0 for d in depths) >= 60, "most trials should make moves (with the lists kept)"
 
 
 @pytest.mark.parametrize("lists", [0, 1])

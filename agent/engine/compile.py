@@ -479,7 +479,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     src, dst, node_thr, legal_gate, legal_run_end = _gate_legal(src, dst, node_thr, legal_atom, legal_start,
                                                                 n_base, atom_block)
     n_nodes = len(node_thr)
-    if (n_nodes + 4 * len(legal_atom)) * 4 >= 2 ** 31:
+    if n_nodes * 4 >= 2 ** 31:
         raise CompileError("the game is too large for the propagation network")
     node_input = np.zeros(n_nodes, dtype=np.uint8)
     node_input[:n_inputs] = 1
@@ -498,15 +498,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
         ptr, edges, _ = _csr(src[sel], dst[sel], n_nodes)
         return ptr, edges
 
-    # One marked edge (flags 3) per legal atom, to its entry in the legal lists (kernels:
-    # counter index n_nodes + 4 * k): the propagation keeps the lists as it walks edges, at no
-    # cost to the events of other nodes.
-    eager = ~to_lazy
-    lists = _wants_legal_lists(legal_start, legal_run_end)
-    nl = len(legal_atom) if lists else 0
-    out_start, out_edge, _ = _csr(np.concatenate([src[eager], np.asarray(legal_atom[:nl], dtype=np.int64)]),
-                                  np.concatenate([dst[eager], (n_nodes + 4 * np.arange(nl, dtype=np.int64)) * 4 + 3]),
-                                  n_nodes)
+    out_start, out_edge = csr(~to_lazy)
     lazy_start, lazy_edge = csr(to_lazy)
     lazy_src = np.unique(src[to_lazy & ~lazy[src]]).astype(np.int64)
     # Rebuild order: recursive blocks as single groups (ids n_nodes + block).
@@ -532,7 +524,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, rb_order[item_lazy]]).astype(np.int64),
             "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
             "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
-            "legal_lists": int(lists)}
+            "legal_lists": int(_wants_legal_lists(legal_start, legal_run_end))}
 
 
 LEGAL_LIST_MIN_RUN = 128

@@ -80,16 +80,19 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
 #
-# Legal lists: the counters' int32 view goes on past the nodes with four entries per legal
-# atom k, at ``E(k) = n_nodes + 4 * k``: [0] the entry of the list slot holding k while its
-# legal atom is true, else -1; [1] a list slot: the slots of a gate run (compile._gate_legal)
-# are those of its legal atoms, and its first ``count`` slots hold the entries of its true
-# legal atoms, unordered; [2] at a run's first atom: that ``count``; [3] constant: the entry
-# of the first atom of k's run.  Each legal atom has one marked out-edge (flags 3, target
-# E(k), compile._build_net), so ``_drain`` keeps its list as it walks the atom's edges, in O(1)
-# (``_legal_sync``: append, or swap-remove), and the events of other nodes pay nothing.  A
-# random playout then picks a move from the lists (``_legal_count``, ``_legal_nth``) instead
-# of scanning every legal atom of the role.
+# Legal lists (games compiled with ``legal_lists``: a role with a long gate run): the
+# counters' int32 view goes on past the nodes with four entries per legal atom k, at
+# ``E(k) = n_nodes + 4 * k``: [0] the entry of the list slot holding k while its legal atom
+# is true, else -1; [1] a list slot: the slots of a gate run (compile._gate_legal) are those
+# of its legal atoms, and its first ``count`` slots hold the entries of its true legal atoms,
+# unordered; [2] at a run's first atom: that ``count``; [3] the entry of the first atom of k's
+# run.  Only the random playouts (``_playouts``) keep and read them: they bring them up to
+# date on entry (``_legal_resync``), then pass ``lists = (l0, nl)`` (first legal atom, count)
+# down the step, and ``_drain`` updates a legal atom's list in O(1) when it pops its event
+# (``_legal_sync``: append, or swap-remove), so a move is picked without scanning the role's
+# legal atoms (``_legal_count``, ``_legal_nth``).  Every other caller passes ``lists = None``:
+# numba compiles that version apart with the list code pruned (a type, not a flag: the list
+# code alone, never run, made ticTacToe's playouts 25% slower), the same code as without lists.
 
 @njit(cache=True)
 def _layout(g):
@@ -130,27 +133,10 @@ def _views(g, w):
 
 
 @njit(cache=True)
-def _legal_area(g, w):
-    """The legal lists (see above) as their own view: entry 4 * k + i is ``E(k) + i`` (empty
-    in a game compiled without them)."""
-    cnt, scratch, stack, dirty = _views(g, w)
-    return cnt[g.n_nodes:]
-
-
-@njit(cache=True)
 def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
-    cnt, scratch, stack, dirty = _views(g, w)
-    for r in range(g.role_nmoves.shape[0] if g.legal_lists else 0):
-        s = g.legal_start[r]
-        k = 0
-        while k < g.legal_start[r + 1] - s:
-            e = g.legal_gate[1, s + k]
-            for j in range(k, e):
-                cnt[g.n_nodes + 4 * (s + j) + 3] = g.n_nodes + 4 * (s + k)
-            k = e
     _rebuild(g, w)
     return w
 
@@ -181,37 +167,6 @@ def _rebuild(g, w):
     snap = _snap(g, w)
     for j in range(lazy_src.shape[0]):
         snap[j] = w[lazy_src[j]]
-    if g.legal_lists:
-        l0 = g.n_nodes
-        for k in range(g.legal_atom.shape[0]):
-            cnt[l0 + 4 * k] = -1
-            cnt[l0 + 4 * k + 2] = 0
-        for k in range(g.legal_atom.shape[0]):
-            _legal_sync(cnt, l0 + 4 * k, w[g.legal_atom[k]])
-
-
-@njit(cache=True, inline="always")
-def _legal_sync(cnt, t, v):
-    """The legal atom with entry ``t`` (``E(k)``, see above) is ``v``: list it in its run if it
-    is not listed, or swap-remove it (events of one atom may be processed out of order, so
-    this follows the atom's current value, not the event's)."""
-    slot = cnt[t]
-    if v:
-        if slot < 0:
-            j = cnt[t + 3]
-            c = cnt[j + 2]
-            slot = j + 4 * c
-            cnt[slot + 1] = t
-            cnt[t] = slot
-            cnt[j + 2] = c + 1
-    elif slot >= 0:
-        j = cnt[t + 3]
-        c = cnt[j + 2] - 1
-        cnt[j + 2] = c
-        last = cnt[j + 4 * c + 1]
-        cnt[slot + 1] = last
-        cnt[last] = slot
-        cnt[t] = -1
 
 
 @njit(cache=True)
@@ -248,7 +203,7 @@ def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, d
                 return -1
             stack[sp] = lazy_src[j] * 2 + v
             sp += 1
-    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap, 0)
+    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -261,7 +216,7 @@ def _goals_finish(g, w, first):
         o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
         lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
         if _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first, 0):
+                  lazy_start, lazy_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
             return
     cnt, scratch, stack, dirty = _views(g, w)
     lazy_start, lazy_edge, lazy_src, lazy_order = lazy_parts(g)
@@ -304,61 +259,67 @@ def _contribute(out_start, out_edge, w, cnt, s):
 # and slices); that was most of the time of a step.  Rare paths go through ``_finish``.
 
 @njit(cache=True, inline="always")
-def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
+def _legal_sync(cnt, t, v):
+    """The legal atom with entry ``t`` (``E(k)``, see above) is ``v``: list it in its run if it
+    is not listed, or swap-remove it.  (Events of one atom may pop out of order, so this
+    follows the atom's current value, not the event's.)"""
+    slot = cnt[t]
+    if v:
+        if slot < 0:
+            j = cnt[t + 3]
+            c = cnt[j + 2]
+            slot = j + 4 * c
+            cnt[slot + 1] = t
+            cnt[t] = slot
+            cnt[j + 2] = c + 1
+    elif slot >= 0:
+        j = cnt[t + 3]
+        c = cnt[j + 2] - 1
+        cnt[j + 2] = c
+        last = cnt[j + 4 * c + 1]
+        cnt[slot + 1] = last
+        cnt[last] = slot
+        cnt[t] = -1
+
+
+@njit(cache=True)
+def _legal_resync(legal_start, legal_gate, legal_atom, cnt, w):
+    """The legal lists from scratch (a game with lists; O(legal atoms), once per playout call)."""
+    nl = legal_atom.shape[0]
+    b = cnt.shape[0] - 4 * nl
+    for r in range(legal_start.shape[0] - 1):
+        s = legal_start[r]
+        k = 0
+        while k < legal_start[r + 1] - s:
+            e = legal_gate[1, s + k]
+            for j in range(k, e):
+                t = b + 4 * (s + j)
+                cnt[t] = -1
+                cnt[t + 2] = 0
+                cnt[t + 3] = b + 4 * (s + k)
+            k = e
+    for k in range(nl):
+        _legal_sync(cnt, b + 4 * k, w[legal_atom[k]])
+
+
+@njit(cache=True)
+def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty, lists):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
-    overflowed (the caller rebuilds).  Events never re-dirty ``skip``."""
+    overflowed (the caller rebuilds).  Events never re-dirty ``skip``.  ``lists``: None, or
+    (first legal atom, legal atoms) to keep the legal lists (see above)."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
         a = item >> 1
         v = item & 1
+        if lists is not None:
+            k = a - lists[0]
+            if 0 <= k < lists[1]:
+                _legal_sync(cnt, cnt.shape[0] + 4 * (k - lists[1]), w[a])
         for k in range(out_start[a], out_start[a + 1]):
             e = out_edge[k]
             t = e >> 2
             if e & 2:
-                b = atom_block[t]
-                if b != skip:
-                    dirty[b] = 1
-                    if b < first_dirty:
-                        first_dirty = b
-            elif (e & 1) != v:
-                c = cnt[t] + 1
-                cnt[t] = c
-                if c == 0:
-                    w[t] = 1
-                    if sp >= cap:
-                        return -2
-                    stack[sp] = t * 2 + 1
-                    sp += 1
-            else:
-                c = cnt[t] - 1
-                cnt[t] = c
-                if c == -1:
-                    w[t] = 0
-                    if sp >= cap:
-                        return -2
-                    stack[sp] = t * 2
-                    sp += 1
-    return first_dirty
-
-
-@njit(cache=True, inline="always")
-def _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
-    """``_drain`` keeping the legal lists (a game compiled with ``legal_lists``).  A copy, not
-    a flag of ``_drain``: the lines below, even never run, made ticTacToe's playouts 25%
-    slower (the compiled loop got worse), so games without lists run the plain one."""
-    while sp > 0:
-        sp -= 1
-        item = stack[sp]
-        a = item >> 1
-        v = item & 1
-        for k in range(out_start[a], out_start[a + 1]):
-            e = out_edge[k]
-            t = e >> 2
-            if e & 2:
-                if e & 1:       # a legal atom's edge to its legal list
-                    _legal_sync(cnt, t, w[a])
-                    continue
                 b = atom_block[t]
                 if b != skip:
                     dirty[b] = 1
@@ -387,7 +348,7 @@ def _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap,
 
 @njit(cache=True)
 def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
-           out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, first, lists):
+           out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, first):
     """Recompute dirty recursive components, earliest first (their inputs are settled by
     then), propagating their changes; False if the stack overflowed."""
     nb = blk_start.shape[0]
@@ -412,27 +373,21 @@ def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
                 stack[sp] = a * 2 + w[a]
                 sp += 1
         dirty[b] = 0
-        if lists:
-            f = _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb)
-        else:
-            f = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb)
-        if f == -2:
+        if _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb, None) == -2:
             return False
         first = b + 1  # later dirty blocks, old or new, are found by the scan
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists):
     """Propagate the ``sp`` events on the stack.  Returns -1 when the caller must rebuild
-    (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb."""
+    (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb.
+    ``lists``: as ``_drain``'s."""
     nb = dirty.shape[0]
     if sp < 0:
         return -1
-    if lists:
-        first = _drain_lists(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
-    else:
-        first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
+    first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
     if first == -2:
         return -1
     return first
@@ -449,7 +404,7 @@ def _finish(g, w, first):
     cnt, scratch, stack, dirty = _views(g, w)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     if not _loops(g.blk_start, g.blk_end, g.blk_loop, g.ent_atom, g.rule_start, g.lit_start, g.lits,
-                  g.out_start, g.out_edge, g.atom_block, w, cnt, stack, dirty, cap, first, g.legal_lists):
+                  g.out_start, g.out_edge, g.atom_block, w, cnt, stack, dirty, cap, first):
         _rebuild(g, w)
 
 
@@ -474,8 +429,7 @@ def load_state(g, state, vals):
     for i in range(g.n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(vals, stack, i, v, sp, cap)
-    _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap,
-                               g.legal_lists))
+    _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap, None))
 
 
 @njit(cache=True)
@@ -515,10 +469,15 @@ def _legal_list(legal_start, legal_atom, legal_gate, w, role, out):
     return n
 
 
+@njit(cache=True)
+def legal_moves(g, vals, role, out):
+    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role, out)
+
+
 @njit(cache=True, inline="always")
 def _legal_count(legal_start, legal_gate, cnt, nl, w, role):
-    """How many moves ``role`` has (as ``_legal_list`` decides), from the legal lists: one
-    test per gate run, not one per legal atom.  ``nl``: the number of legal atoms."""
+    """How many moves ``role`` has, from the legal lists (as ``_legal_list`` decides: one test
+    per gate run, not one per legal atom).  ``nl``: the number of legal atoms."""
     b = cnt.shape[0] - 4 * nl + 2
     s = legal_start[role]
     m = legal_start[role + 1] - s
@@ -549,18 +508,11 @@ def _legal_nth(legal_start, legal_gate, cnt, nl, w, role, i):
 
 
 @njit(cache=True)
-def legal_moves(g, vals, role, out):
-    return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role, out)
-
-
-@njit(cache=True)
-def legal_count(g, vals, role):
-    """The number of moves ``legal_moves`` gives (from the lists, in a game that has them)."""
-    if not g.legal_lists:
-        return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role,
-                           np.empty(g.role_nmoves[role], dtype=np.int32))
-    cnt, scratch, stack, dirty = _views(g, vals)
-    return _legal_count(g.legal_start, g.legal_gate, cnt, g.legal_atom.shape[0], vals, role)
+def _legal_area(g, w):
+    """The legal lists (see above) as their own view: entry 4 * k + i is ``E(k) + i`` (empty
+    in a game compiled without them)."""
+    cnt, scratch, stack, dirty = _views(g, w)
+    return cnt[g.n_nodes:]
 
 
 @njit(cache=True)
@@ -594,7 +546,7 @@ def next_state(g, vals, joint, out_state):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 1, g.legal_lists))
+                             atom_block, vals, cnt, stack, dirty, cap, 1, None))
     for w in range(g.n_words):
         out_state[w] = 0
     nb = g.next_atom[0] if g.n_base > 0 else 0
@@ -602,7 +554,7 @@ def next_state(g, vals, joint, out_state):
         if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 0, g.legal_lists))
+                             atom_block, vals, cnt, stack, dirty, cap, 0, None))
 
 
 @njit(cache=True)
@@ -654,7 +606,7 @@ def hot(g, vals):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     return (g.does_atom, g.legal_start, g.out_start, g.out_edge, g.atom_block, vals, cnt, scratch,
             stack, dirty, cap, dirty.shape[0], g.n_base, g.next_atom[0] if g.n_base > 0 else 0,
-            g.legal_atom, g.terminal_atom, g.legal_gate, g.legal_lists)
+            g.legal_atom, g.terminal_atom, g.legal_gate)
 
 
 @njit(cache=True, inline="always")
@@ -662,15 +614,21 @@ def step(h, joint):
     """The work buffer to the state after ``joint``: the moves on, then next values in and
     the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
     (a recursive component to recompute, or a stack overflow: rare)."""
+    return _step(h, joint, None)
+
+
+@njit(cache=True, inline="always")
+def _step(h, joint, lists):
+    """``step``, keeping the legal lists when ``lists`` is not None (``_playouts``)."""
     does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
         n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
         h[12], h[13]
     f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
-                cap, 1, h[17])
+                cap, 1, lists)
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                       w, cnt, scratch, stack, dirty, cap, h[17])
+                       w, cnt, scratch, stack, dirty, cap, lists)
 
 
 @njit(cache=True)
@@ -681,7 +639,7 @@ def step_finish(g, vals, h, joint, f):
         does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap = \
             h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]
         f = _apply_next(h[12], h[13], does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                        w, cnt, scratch, stack, dirty, cap, h[17])
+                        w, cnt, scratch, stack, dirty, cap, None)
         if f == h[H_NB]:
             return
     _finish(g, vals, f)
@@ -695,7 +653,7 @@ def load_into(h, state):
     for i in range(n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(w, stack, i, v, sp, cap)
-    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, h[17])
+    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -744,12 +702,21 @@ def random_playout_here(g, vals, max_depth, out_goals):
 def _playouts(g, state, vals, max_depth, out_goals, count, load):
     """``count`` random playouts from ``state`` (or, without ``load``, one from where
     ``vals`` is): (playouts done, depth of the last or its error code, total depth, goal
-    sum).  Everything is unpacked once: array views and slices cost atomic reference
-    counting, which dominated short playouts."""
+    sum)."""
+    if g.legal_lists:
+        return _playouts_run(g, state, vals, max_depth, out_goals, count, load,
+                             (g.legal_atom[0], g.legal_atom.shape[0]))
+    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None)
+
+
+@njit(cache=True)
+def _playouts_run(g, state, vals, max_depth, out_goals, count, load, lists):
+    """``_playouts``, picking moves from the legal lists when ``lists`` is not None (two
+    versions compiled).  Everything is unpacked once: array views and slices cost atomic
+    reference counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
-    nl, lists = legal_atom.shape[0], g.legal_lists
     legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     n_base = g.n_base
@@ -761,6 +728,8 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     total = 0
     goal_sum = 0
     depth = 0
+    if lists is not None:   # vals may have moved on by other paths since the last playouts
+        _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
     for p in range(count):
         if load:
             sp = 0
@@ -770,6 +739,8 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap, lists)
             if f != nb:
                 _finish(g, vals, f)
+                if lists is not None:   # the rare paths do not keep the lists
+                    _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
@@ -780,21 +751,24 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                if lists:
-                    # from the legal lists, not a scan: the same choice in distribution, but
-                    # not the move ``legal_moves`` lists at that index (the lists are unordered)
-                    n = _legal_count(legal_start, legal_gate, cnt, nl, vals, r)
+                if lists is not None:
+                    # the same choice in distribution as the scan, but not the move that
+                    # ``legal_moves`` lists at the same index (the lists are unordered)
+                    n = _legal_count(legal_start, legal_gate, cnt, lists[1], vals, r)
                     if n == 0:
                         return p, -2, total, goal_sum
-                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, nl, vals, r, np.random.randint(n))
+                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, lists[1], vals, r,
+                                          np.random.randint(n))
                 else:
                     n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
                     if n == 0:
                         return p, -2, total, goal_sum
                     joint[r] = legal[np.random.randint(n)]
-            f = step(h, joint)
+            f = _step(h, joint, lists)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
+                if lists is not None:
+                    _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
             depth += 1
         total += depth
     return count, depth, total, goal_sum
