@@ -87,10 +87,12 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # of its legal atoms, and its first ``count`` slots hold the entries of its true legal atoms,
 # unordered; [2] at a run's first atom: that ``count``; [3] the entry of the first atom of k's
 # run.  Only the random playouts (``_playouts``) keep and read them: they bring them up to
-# date on entry (``_legal_resync``), then pass ``lists = (l0, nl)`` (first legal atom, count)
-# down the step, and ``_drain`` updates a legal atom's list in O(1) when it pops its event
-# (``_legal_sync``: append, or swap-remove), so a move is picked without scanning the role's
-# legal atoms (``_legal_count``, ``_legal_nth``).  Every other caller passes ``lists = None``:
+# date on entry (``_legal_resync``), then step over a copy of the network's edges with one more
+# per legal atom k, flagged 3, to E(k) (``list_parts``), passing ``lists = 1``: ``_drain``
+# updates the atom's list when it walks that edge, in O(1) (``_legal_sync``: append, or
+# swap-remove), and the events of other nodes pay nothing; a move is then picked without
+# scanning the role's legal atoms (``_legal_count``, ``_legal_nth``).  Every other caller
+# walks the plain edges and passes ``lists = None``:
 # numba compiles that version apart with the list code pruned (a type, not a flag: the list
 # code alone, never run, made ticTacToe's playouts 25% slower), the same code as without lists.
 
@@ -111,7 +113,17 @@ def lazy_parts(g):
     a = g.n_nodes + 1
     b = a + g.n_lazy_edge
     c = b + g.n_lazy_src
-    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[c:]
+    d = c + (a + g.out_edge.shape[0] + g.legal_atom.shape[0]) * g.legal_lists
+    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[d:]
+
+
+@njit(cache=True)
+def list_parts(g):
+    """(list_start, list_edge): in a game with legal lists, the step's edges and one more per
+    legal atom k, flagged 3, to its entry ``E(k)`` (compile._build_net; kept in ``g.lazy``)."""
+    a = g.n_nodes + 1
+    c = a + g.n_lazy_edge + g.n_lazy_src
+    return g.lazy[c:c + a], g.lazy[c + a:c + a + g.out_edge.shape[0] + g.legal_atom.shape[0]]
 
 
 @njit(cache=True)
@@ -306,20 +318,20 @@ def _legal_resync(legal_start, legal_gate, legal_atom, cnt, w):
 def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty, lists):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
     overflowed (the caller rebuilds).  Events never re-dirty ``skip``.  ``lists``: None, or
-    (first legal atom, legal atoms) to keep the legal lists (see above)."""
+    1 to keep the legal lists (see above; the edges are then ``list_parts``')."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
         a = item >> 1
         v = item & 1
-        if lists is not None:
-            k = a - lists[0]
-            if 0 <= k < lists[1]:
-                _legal_sync(cnt, cnt.shape[0] + 4 * (k - lists[1]), w[a])
         for k in range(out_start[a], out_start[a + 1]):
             e = out_edge[k]
             t = e >> 2
             if e & 2:
+                if lists is not None:
+                    if e & 1:   # a legal atom's edge to its entry (``list_parts``)
+                        _legal_sync(cnt, t, w[a])
+                        continue
                 b = atom_block[t]
                 if b != skip:
                     dirty[b] = 1
@@ -704,16 +716,15 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     ``vals`` is): (playouts done, depth of the last or its error code, total depth, goal
     sum)."""
     if g.legal_lists:
-        return _playouts_run(g, state, vals, max_depth, out_goals, count, load,
-                             (g.legal_atom[0], g.legal_atom.shape[0]))
-    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None)
+        return _playouts_run(g, state, vals, max_depth, out_goals, count, load, list_parts(g), 1)
+    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None, None)
 
 
 @njit(cache=True)
-def _playouts_run(g, state, vals, max_depth, out_goals, count, load, lists):
+def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, lists):
     """``_playouts``, picking moves from the legal lists when ``lists`` is not None (two
-    versions compiled).  Everything is unpacked once: array views and slices cost atomic
-    reference counting, which dominated short playouts."""
+    versions compiled; ``edges``: then ``list_parts``).  Everything is unpacked once: array
+    views and slices cost atomic reference counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
@@ -725,6 +736,11 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, lists):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
     h = hot(g, vals)
+    hs = h
+    if lists is not None:   # the step walks the edges to the lists too
+        out_start, out_edge = edges
+        hs = (h[0], h[1], out_start, out_edge, h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
+              h[13], h[14], h[15], h[16])
     total = 0
     goal_sum = 0
     depth = 0
@@ -754,17 +770,17 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, lists):
                 if lists is not None:
                     # the same choice in distribution as the scan, but not the move that
                     # ``legal_moves`` lists at the same index (the lists are unordered)
-                    n = _legal_count(legal_start, legal_gate, cnt, lists[1], vals, r)
+                    n = _legal_count(legal_start, legal_gate, cnt, legal_atom.shape[0], vals, r)
                     if n == 0:
                         return p, -2, total, goal_sum
-                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, lists[1], vals, r,
+                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, legal_atom.shape[0], vals, r,
                                           np.random.randint(n))
                 else:
                     n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
                     if n == 0:
                         return p, -2, total, goal_sum
                     joint[r] = legal[np.random.randint(n)]
-            f = _step(h, joint, lists)
+            f = _step(hs, joint, lists)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
                 if lists is not None:
