@@ -744,7 +744,7 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
     total = 0
     goal_sum = 0
     depth = 0
-    if lists is not None:   # vals may have moved on by other paths since the last playouts
+    if lists is not None and not load:   # vals may have moved on by other paths
         _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
     for p in range(count):
         if load:
@@ -755,8 +755,10 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
             f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap, lists)
             if f != nb:
                 _finish(g, vals, f)
-                if lists is not None:   # the rare paths do not keep the lists
-                    _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
+            if lists is not None:
+                # in their canonical order, whatever state vals came from: the same seed
+                # gives the same playout (and the rare paths do not keep the lists)
+                _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
