@@ -543,16 +543,18 @@ LEGAL_LIST_MIN_RUN = 128
 
 
 def _wants_legal_lists(legal_start, run_end) -> bool:
-    """Whether a random playout should pick its moves from legal lists kept by the propagation
-    (kernels, "Legal lists") rather than by scanning the legal atoms of the gate runs that are
-    on: where a scan is long.  Measured (docs/benchmarks/engine-internals.md): a gain where a
-    role's longest run has 128 legal atoms or more (breakthrough 154, checkers 640), a loss
-    below (the propagation's drain with the lists' upkeep costs more than a short scan)."""
-    runs = [int(run_end[k]) - (int(run_end[k - 1]) if k > s else 0)
-            for r in range(len(legal_start) - 1)
-            for s in [int(legal_start[r])] for k in range(s, int(legal_start[r + 1]))
-            if k == s or run_end[k] != run_end[k - 1]]
-    return max(runs, default=0) >= LEGAL_LIST_MIN_RUN
+    """Whether the random playouts should pick moves from legal lists kept by the propagation
+    (kernels, "Legal lists") rather than scan the legal atoms of the gate runs that are on:
+    where some role has a gate run of ``LEGAL_LIST_MIN_RUN`` legal atoms or more, so a scan is
+    long (breakthrough 154, checkers 639: 3-4% faster, docs/benchmarks/engine-internals.md).
+    Shorter runs keep the scan: it is cheap there, and legal atoms may flip more often than
+    they are scanned (nineBoardTicTacToe: 125 flips a step, runs of 81)."""
+    longest = 0
+    for r in range(len(legal_start) - 1):
+        ends = np.unique(run_end[legal_start[r]:legal_start[r + 1]])   # each run's end, relative
+        if len(ends):
+            longest = max(longest, int(np.diff(ends, prepend=0).max()))
+    return longest >= LEGAL_LIST_MIN_RUN
 
 
 def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):

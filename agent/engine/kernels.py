@@ -296,22 +296,30 @@ def _legal_sync(cnt, t, v):
 
 @njit(cache=True)
 def _legal_resync(legal_start, legal_gate, legal_atom, cnt, w):
-    """The legal lists from scratch (a game with lists; O(legal atoms), once per playout call)."""
+    """The legal lists from scratch, in index order (a game with lists: once per playout, a
+    pass over every legal atom)."""
     nl = legal_atom.shape[0]
     b = cnt.shape[0] - 4 * nl
+    l0 = legal_atom[0] if nl > 0 else 0
     for r in range(legal_start.shape[0] - 1):
         s = legal_start[r]
         k = 0
         while k < legal_start[r + 1] - s:
             e = legal_gate[1, s + k]
-            for j in range(k, e):
-                t = b + 4 * (s + j)
-                cnt[t] = -1
-                cnt[t + 2] = 0
-                cnt[t + 3] = b + 4 * (s + k)
+            j0 = b + 4 * (s + k)
+            c = 0
+            for j in range(s + k, s + e):
+                t = b + 4 * j
+                cnt[t + 3] = j0
+                if w[l0 + j]:
+                    slot = j0 + 4 * c
+                    cnt[slot + 1] = t
+                    cnt[t] = slot
+                    c += 1
+                else:
+                    cnt[t] = -1
+            cnt[j0 + 2] = c
             k = e
-    for k in range(nl):
-        _legal_sync(cnt, b + 4 * k, w[legal_atom[k]])
 
 
 @njit(cache=True)
@@ -737,6 +745,7 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
     nb = dirty.shape[0]
     h = hot(g, vals)
     hs = h
+    plain_start, plain_edge = out_start, out_edge
     if lists is not None:   # the step walks the edges to the lists too
         out_start, out_edge = edges
         hs = (h[0], h[1], out_start, out_edge, h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
@@ -752,12 +761,12 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
             for i in range(n_base):
                 v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
                 sp = _push_set(vals, stack, i, v, sp, cap)
-            f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap, lists)
+            f = _settle_a(plain_start, plain_edge, atom_block, vals, cnt, stack, dirty, sp, cap, None)
             if f != nb:
                 _finish(g, vals, f)
             if lists is not None:
-                # in their canonical order, whatever state vals came from: the same seed
-                # gives the same playout (and the rare paths do not keep the lists)
+                # anew, not kept through the load: in index order whatever state vals came
+                # from, so a seed gives the same playout
                 _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
         depth = 0
         while True:
