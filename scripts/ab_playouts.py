@@ -6,10 +6,13 @@ wall-clock rates move with the load but a process's CPU time much less.
     git worktree add ../base main
     python scripts/ab_playouts.py --baseline ../base --games ticTacToe connectFour --reps 7
 
-One process per version and game (each imports its own ``agent`` package, with its own numba
-cache), both build the game, warm up, then take turns: each rep runs the same number of
-playouts (``kernels.playouts_for`` from the initial state, seeded by the rep), timed with
-``time.process_time``.  The ratio is taken rep by rep (this / baseline playouts per CPU
+One process per version, game and rep (each imports its own ``agent`` package, with its own
+numba cache; the game is built once per version into a temporary engine cache): the two load
+the game, warm up, then run the same number of playouts one after the other, the first of
+the pair alternating (``kernels.playouts_for`` from the initial state, seeded by the rep),
+timed with ``time.process_time``.  Fresh processes per rep, because a process's memory layout
+alone moved the same code by up to 25% (ticTacToe 0.74 in one pair of processes, 1.01 in the
+next): a pair kept for all reps measures its layout, not the code.  The ratio is taken rep by rep (this / baseline playouts per CPU
 second) and its median reported, with both medians and the average depths (equal depths:
 the two versions play the same game).  Results are appended as JSON lines to ``--out``.
 """
@@ -39,9 +42,9 @@ def rules_path(key: str) -> Path:
     return latest / f"{key}.kif"
 
 
-def serve(key: str, root: Path, budget: float) -> None:
-    """Child: build ``key`` with the ``agent`` package of ``root``; then answer ``N`` lines
-    (N playouts, timed) with one JSON line each."""
+def serve(key: str, root: Path, budget: float, cache_dir: str) -> None:
+    """Child: load (or build) ``key`` with the ``agent`` package of ``root``; then answer
+    ``N SEED`` lines (N playouts, timed) with one JSON line each."""
     sys.path.insert(0, str(root))
     import agent
     if Path(agent.__file__).resolve().parents[1] != root.resolve():
@@ -49,9 +52,8 @@ def serve(key: str, root: Path, budget: float) -> None:
     from agent.engine import kernels as K
     from agent.engine import load_engine
     from gdl.kif import read_rules_file
-    with tempfile.TemporaryDirectory() as cache_dir:   # never the user's engine cache
-        eng = load_engine(read_rules_file(rules_path(key)), engine="compiled", budget_seconds=budget,
-                          cache_dir=cache_dir)
+    eng = load_engine(read_rules_file(rules_path(key)), engine="compiled", budget_seconds=budget,
+                      cache_dir=cache_dir)
     g = eng.game
     K.seed(1)
     K.playouts_for(g, g.init_state, 10, 10_000)   # kernels loaded (or compiled) first
@@ -70,10 +72,10 @@ def serve(key: str, root: Path, budget: float) -> None:
 
 
 class Child:
-    def __init__(self, key: str, root: Path, budget: float):
+    def __init__(self, key: str, root: Path, budget: float, cache_dir: str):
         env = dict(os.environ, NUMBA_CACHE_DIR=str(root / ".cache" / "numba"))
         self.p = subprocess.Popen([sys.executable, __file__, "--serve", key, "--root", str(root),
-                                   "--budget", str(budget)], stdin=subprocess.PIPE,
+                                   "--budget", str(budget), "--cache", cache_dir], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env, cwd=root)
 
     def read(self) -> dict:
@@ -102,31 +104,38 @@ def main() -> None:
     ap.add_argument("--out", help="append one JSON line per game here")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
-        serve(a.serve, Path(a.root), a.budget)
+        serve(a.serve, Path(a.root), a.budget, a.cache)
         return
     if not a.baseline:
         ap.error("--baseline is required: a checkout of the earlier version")
     base = Path(a.baseline).resolve()
-    with Progress() as prog:
-        task = prog.add_task("games", total=len(a.games))
+    with Progress() as prog, tempfile.TemporaryDirectory() as tmp:
+        task = prog.add_task("games", total=len(a.games) * a.reps)
+        caches = {}
+        for side in ("this", "base"):   # never the user's engine cache
+            caches[side] = os.path.join(tmp, side)
+            os.mkdir(caches[side])
         for key in a.games:
             prog.update(task, description=key)
-            this, that = Child(key, ROOT, a.budget), Child(key, base, a.budget)
-            rate = min(this.read()["rate"], that.read()["rate"])
-            n = max(1, int(rate * a.cpu_seconds))
+            n = 0
             ours, theirs, ratios, depths = [], [], [], set()
             for rep in range(a.reps):
+                this, that = Child(key, ROOT, a.budget, caches["this"]), Child(key, base, a.budget, caches["base"])
+                rate = min(this.read()["rate"], that.read()["rate"])
+                n = n or max(1, int(rate * a.cpu_seconds))
                 pair = [this, that] if rep % 2 == 0 else [that, this]   # who goes first alternates
                 res = {id(c): c.run(n, rep + 1) for c in pair}
+                this.close()
+                that.close()
                 x, y = res[id(this)], res[id(that)]
                 ours.append(x["playouts"] / x["cpu"])
                 theirs.append(y["playouts"] / y["cpu"])
                 ratios.append(ours[-1] / theirs[-1])
                 depths.add((round(x["depth"] / n, 2), round(y["depth"] / n, 2)))
-            this.close()
-            that.close()
+                prog.advance(task)
             row = {"game": key, "playouts_per_run": n, "ratio": round(statistics.median(ratios), 3),
                    "ratios": [round(r, 3) for r in ratios],
                    "this_per_cpu_s": round(statistics.median(ours)), "baseline_per_cpu_s": round(statistics.median(theirs)),
@@ -135,7 +144,6 @@ def main() -> None:
             if a.out:
                 with open(a.out, "a") as f:
                     f.write(json.dumps(row) + "\n")
-            prog.advance(task)
 
 
 if __name__ == "__main__":
