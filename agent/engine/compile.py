@@ -531,8 +531,8 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
-            # one array each (kernels.lazy_parts splits it): every function that takes the
-            # CompiledGame pays a reference count per array, and the search calls many
+            # one array each (kernels.lazy_parts and list_parts split it): every function that
+            # takes the CompiledGame pays a reference count per array, and the search calls many
             "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, *list_csr, rb_order[item_lazy]]).astype(np.int64),
             "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
             "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
@@ -546,7 +546,7 @@ def _wants_legal_lists(legal_start, run_end) -> bool:
     """Whether the random playouts should pick moves from legal lists kept by the propagation
     (kernels, "Legal lists") rather than scan the legal atoms of the gate runs that are on:
     where some role has a gate run of ``LEGAL_LIST_MIN_RUN`` legal atoms or more, so a scan is
-    long (breakthrough 154, checkers 639: 3-4% faster, docs/benchmarks/engine-internals.md).
+    long (breakthrough 154, checkers 639: 1.12x and 1.05x, docs/benchmarks/engine-internals.md).
     Shorter runs keep the scan: it is cheap there, and legal atoms may flip more often than
     they are scanned (nineBoardTicTacToe: 125 flips a step, runs of 81)."""
     longest = 0
