@@ -322,13 +322,11 @@ def _legal_resync(legal_start, legal_gate, legal_atom, cnt, w):
             k = e
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty, lists):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
     overflowed (the caller rebuilds).  Events never re-dirty ``skip``.  ``lists``: None, or
-    1 to keep the legal lists (see above; the edges are then ``list_parts``').  Inlined by
-    numba into its two callers: the version with lists, called, gained 2% on breakthrough,
-    inlined 12% (docs/benchmarks/engine-internals.md, section 4)."""
+    1 to keep the legal lists (see above; the edges are then ``list_parts``')."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
@@ -366,6 +364,12 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
                     stack[sp] = t * 2
                     sp += 1
     return first_dirty
+
+
+# The same function inlined by numba, for the step with legal lists only: there the call cost
+# most of the lists' gain (breakthrough 1.02x called, 1.12x inlined), while inlining it in
+# every caller made the search 4-11% slower (docs/benchmarks/engine-internals.md, section 4).
+_drain_inlined = njit(inline="always")(_drain.py_func)
 
 
 @njit(cache=True)
@@ -409,7 +413,10 @@ def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, li
     nb = dirty.shape[0]
     if sp < 0:
         return -1
-    first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
+    if lists is None:
+        first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
+    else:
+        first = _drain_inlined(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
     if first == -2:
         return -1
     return first
