@@ -546,7 +546,7 @@ def _wants_legal_lists(legal_start, run_end) -> bool:
     """Whether the random playouts should pick moves from legal lists kept by the propagation
     (kernels, "Legal lists") rather than scan the legal atoms of the gate runs that are on:
     where some role has a gate run of ``LEGAL_LIST_MIN_RUN`` legal atoms or more, so a scan is
-    long (breakthrough 154, checkers 639: 1.12x and 1.05x, docs/benchmarks/engine-internals.md).
+    long (breakthrough 154, checkers 639: 1.16x and 1.06x, docs/benchmarks/engine-internals.md).
     Shorter runs keep the scan: it is cheap there, and legal atoms may flip more often than
     they are scanned (nineBoardTicTacToe: 125 flips a step, runs of 81)."""
     longest = 0

@@ -367,7 +367,7 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
 
 
 # The same function inlined by numba, for the step with legal lists only: there the call cost
-# most of the lists' gain (breakthrough 1.02x called, 1.12x inlined), while inlining it in
+# most of the lists' gain (breakthrough 1.02x called, 1.16x inlined), while inlining it in
 # every caller made the search 4-11% slower (docs/benchmarks/engine-internals.md, section 4).
 _drain_inlined = njit(inline="always")(_drain.py_func)
 
