@@ -34,6 +34,7 @@ from conftest import needs_shared
 pytest.importorskip("pyswip")
 
 from agent.engine import cache as engine_cache  # noqa: E402
+from agent.engine import compile as engine_compile  # noqa: E402
 from agent.engine import kernels as K  # noqa: E402
 from agent.engine import load_engine  # noqa: E402
 from agent.engine.ground import GroundingError  # noqa: E402
@@ -584,3 +585,145 @@ def test_gate_is_pushed_through_an_or_that_reads_the_legal_moves(tmp_path, engin
 
     walk([])
     assert len(seen) > 10 and ends == {(100, 0), (0, 100)}
+
+
+# ----------------------------------------------------------------------------- legal lists
+def _lists_agree_with_the_scan(g, vals, where: str) -> None:
+    """The incremental legal lists (kernels, "Legal lists") hold, per gate run, exactly the
+    legal indices whose atom is true, with consistent slots; and through the gates they give
+    the same set of moves as the scan (legal_moves), and the same count."""
+    lv = K._legal_area(g, vals)
+    nl, b = len(g.legal_atom), g.n_nodes
+    run0 = (lv[3:4 * nl:4] - b) // 4
+    listed = set()
+    for j in sorted(set(run0.tolist())):
+        members = [(int(lv[4 * (j + i) + 1]) - b) // 4 for i in range(lv[4 * j + 2])]
+        true_in_run = {k for k in range(nl) if run0[k] == j and vals[g.legal_atom[k]] == 1}
+        assert sorted(members) == sorted(true_in_run), f"run {j} at {where}"
+        assert all(lv[4 * k] == b + 4 * (j + i) for i, k in enumerate(members)), f"slots, run {j} at {where}"
+        listed |= true_in_run
+    assert all(lv[4 * k] == -1 for k in range(nl) if k not in listed), f"unlisted atoms at {where}"
+    out = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    for r in range(g.n_roles):
+        n = K.legal_moves(g, vals, r, out)
+        cnt = K._views(g, vals)[0]
+        picked = [K._legal_nth(g.legal_start, g.legal_gate, cnt, nl, vals, r, i)
+                  for i in range(K._legal_count(g.legal_start, g.legal_gate, cnt, nl, vals, r))]
+        assert sorted(picked) == out[:n].tolist(), f"role {r} at {where}"
+
+
+# Legal moves that read legal moves through a cycle: the legal atoms are a recursive component,
+# recomputed whole (kernels._loops), not flipped one by one by the propagation.
+LOOPED_LEGAL_GAME = """
+(role a)
+(init (at 1))
+(edge 1 2) (edge 2 3) (edge 3 1) (edge 4 5) (edge 5 4) (edge 3 4)
+(cell 1) (cell 2) (cell 3) (cell 4) (cell 5)
+(<= (legal a (go ?x)) (true (at ?x)))
+(<= (legal a (go ?y)) (legal a (go ?x)) (edge ?x ?y) (not (true (blocked ?y))))
+(<= (next (at ?y)) (does a (go ?x)) (edge ?x ?y))
+(<= (next (blocked ?x)) (does a (go ?x)))
+(<= (next (blocked ?x)) (true (blocked ?x)))
+(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
+(init (step 0))
+(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5) (succ 5 6)
+(<= terminal (true (step 6)))
+(<= (goal a 100) (true (blocked 4)))
+(<= (goal a 0) (not (true (blocked 4))))
+"""
+
+LEGAL_LIST_GAMES = {   # what each covers
+    "breakthrough": "turn-gated moves, a role's noop gated by the other role's turn: two runs",
+    "base/games/pentago/v0": "three gate runs per role, one ungated",
+    "aaai2006/games/bunk_s.3359146085/v0": "simultaneous moves, scrambled",
+    "base/games/smallest_4player/v0": "4 roles, simultaneous, recursion",
+    "stuck": "legal atoms read by another rule (gate pushed through an OR)",
+    "looped": "legal atoms in a recursive component",
+}
+
+
+@pytest.mark.parametrize("game", list(LEGAL_LIST_GAMES))
+def test_incremental_legal_lists_equal_the_scan(game, tmp_path, request, monkeypatch):
+    """The legal lists that the random playouts keep up to date through the propagation
+    equal what the scan of every legal atom gives, after playouts of random length from
+    random states (loaded through the lists' upkeep, or reached by other paths in between:
+    load_state, rebuilds).  (Lists forced on: the compiler keeps them only for games with
+    long gate runs.)"""
+    monkeypatch.setattr(engine_compile, "LEGAL_LIST_MIN_RUN", 0)
+    if game == "breakthrough":
+        path = GAMES_DIR / "breakthrough.kif"
+    elif game in ("stuck", "looped"):
+        path = tmp_path / f"{game}.kif"
+        path.write_text(STUCK_GAME if game == "stuck" else LOOPED_LEGAL_GAME)
+    else:
+        path = corpus_rules(request.getfixturevalue("shared_dir"), game)
+    g = load_engine(read_rules_file(path), engine="compiled", budget_seconds=BUILD_BUDGET, use_cache=False).game
+    assert g.legal_lists == 1
+    if game == "looped":
+        assert (g.atom_block[g.legal_atom] >= 0).all()
+    vals = K.new_vals(g)
+    rng = random.Random(11)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    seen = [g.init_state.copy()]
+    depths = []
+    for trial in range(120):
+        u, cap = rng.random(), rng.randint(1, 4)
+        if u < 0.25:    # from an arbitrary earlier state: loaded through the lists' upkeep
+            d = K.random_playout(g, seen[rng.randrange(len(seen))], vals, cap, goals)
+        elif u < 0.35:  # three playouts in one call, each loading the state anew
+            d = K._playouts(g, seen[rng.randrange(len(seen))], vals, cap, goals, 3, True)[1]
+        else:           # on from where the buffer is (moved by other paths in between)
+            d = K.random_playout_here(g, vals, cap, goals)
+        _lists_agree_with_the_scan(g, vals, f"trial {trial}")
+        depths.append(d)
+        K.current_state(g, vals, bits)
+        if not K.is_terminal(g, vals):
+            seen.append(bits.copy())
+        if K.is_terminal(g, vals) or rng.random() < 0.2:
+            K.load_state(g, seen[rng.randrange(len(seen))], vals)   # not through the lists
+        elif rng.random() < 0.1:
+            K._rebuild(g, vals)
+    assert sum(d != 0 for d in depths) >= 60, "most trials should make moves (with the lists kept)"
+
+
+@pytest.mark.parametrize("lists", [0, 1])
+def test_random_playout_picks_each_legal_move_uniformly(lists, monkeypatch):
+    """The playout kernel picks from the unordered legal lists (or by the scan): from
+    ticTacToe's first state (nine marks for one role, one noop for the other) every first
+    move is made, each about 1/9 of the time, and each is legal (the state after it is one
+    a legal joint gives)."""
+    monkeypatch.setattr(engine_compile, "LEGAL_LIST_MIN_RUN", 0 if lists else 10 ** 9)
+    g = load_engine(read_rules_file(GAMES_DIR / "ticTacToe.kif"), engine="compiled",
+                    budget_seconds=BUILD_BUDGET, use_cache=False).game
+    assert g.legal_lists == lists
+    vals = K.new_vals(g)
+    K.load_state(g, g.init_state, vals)
+    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    per_role = [legal[:K.legal_moves(g, vals, r, legal)].tolist() for r in range(g.n_roles)]
+    assert sorted(len(m) for m in per_role) == [1, 9]
+    after = {}
+    out = np.zeros(g.n_words, dtype=np.uint64)
+    for m0 in per_role[0]:
+        for m1 in per_role[1]:
+            K.next_state(g, vals, np.array([m0, m1], dtype=np.int32), out)
+            after[tuple(out.tolist())] = 0
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    K.seed(4)
+    draws = 9000
+    for _ in range(draws):
+        assert K.random_playout(g, g.init_state, vals, 1, goals) == -1   # one joint move, then the cap
+        K.current_state(g, vals, out)
+        key = tuple(out.tolist())
+        assert key in after, "the playout made an illegal move"
+        after[key] += 1
+    counts = sorted(after.values())
+    assert len(counts) == 9 and counts[0] > draws / 9 * 0.8 and counts[-1] < draws / 9 * 1.2, counts
+
+
+def test_legal_lists_only_where_a_role_has_a_long_gate_run(engine_cache_dir):
+    """The compiler keeps legal lists by structure: breakthrough (a run of 154 moves gated by
+    the turn) has them, ticTacToe (9) does not; the two have the same moves either way (the
+    walks above)."""
+    assert engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)[0].game.legal_lists == 1
+    assert engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)[0].game.legal_lists == 0

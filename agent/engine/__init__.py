@@ -25,7 +25,11 @@ Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
     next_state(g, vals, joint, out_state)            joint: int32[n_roles] move indices
     random_playout(g, state, vals, max_depth, out_goals) -> depth
                                                      uniform random joint moves until terminal
-                                                     (or max_depth: then depth == -1)
+                                                     (or max_depth: then depth == -1); in a game
+                                                     compiled with ``legal_lists`` the moves come
+                                                     from unordered legal lists: a seed gives the
+                                                     same playout every time, not the one the
+                                                     ``legal_moves`` order would give
 
 A playout loop (a search's playouts) moves the work buffer on in place, without packing:
     h = hot(g, vals)                                 once: the arrays a step reads, one tuple

@@ -21,8 +21,8 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/6"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
-# 6: gates pushed through the ORs that read legal atoms
+FORMAT = "compiled-game/7"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
+# 6: gates pushed through the ORs that read legal atoms; 7: legal lists (``legal_lists``, their edges in ``lazy``)
 log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 

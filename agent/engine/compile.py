@@ -499,6 +499,18 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
         return ptr, edges
 
     out_start, out_edge = csr(~to_lazy)
+    # With legal lists (kernels): the same edges and one per legal atom k, flagged 3, to the
+    # counter index n_nodes + 4 * k, walked by the random playouts only.
+    lists = _wants_legal_lists(legal_start, legal_run_end)
+    list_csr = []
+    if lists:
+        nl = len(legal_atom)
+        if (n_nodes + 4 * nl) * 4 >= 2 ** 31:
+            raise CompileError("the game is too large for the propagation network")
+        list_start, list_edge, _ = _csr(
+            np.concatenate([src[~to_lazy], np.asarray(legal_atom, dtype=np.int64)]),
+            np.concatenate([dst[~to_lazy], (n_nodes + 4 * np.arange(nl, dtype=np.int64)) * 4 + 3]), n_nodes)
+        list_csr = [list_start, list_edge]
     lazy_start, lazy_edge = csr(to_lazy)
     lazy_src = np.unique(src[to_lazy & ~lazy[src]]).astype(np.int64)
     # Rebuild order: recursive blocks as single groups (ids n_nodes + block).
@@ -519,11 +531,30 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
-            # one array each (kernels.lazy_parts splits it): every function that takes the
-            # CompiledGame pays a reference count per array, and the search calls many
-            "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, rb_order[item_lazy]]).astype(np.int64),
+            # one array each (kernels.lazy_parts and list_parts split it): every function that
+            # takes the CompiledGame pays a reference count per array, and the search calls many
+            "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, *list_csr, rb_order[item_lazy]]).astype(np.int64),
             "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
-            "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1)}
+            "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
+            "legal_lists": int(lists)}
+
+
+LEGAL_LIST_MIN_RUN = 128
+
+
+def _wants_legal_lists(legal_start, run_end) -> bool:
+    """Whether the random playouts should pick moves from legal lists kept by the propagation
+    (kernels, "Legal lists") rather than scan the legal atoms of the gate runs that are on:
+    where some role has a gate run of ``LEGAL_LIST_MIN_RUN`` legal atoms or more, so a scan is
+    long (breakthrough 154, checkers 639: 1.16x and 1.06x, docs/benchmarks/engine-internals.md).
+    Shorter runs keep the scan: it is cheap there, and legal atoms may flip more often than
+    they are scanned (nineBoardTicTacToe: 125 flips a step, runs of 81)."""
+    longest = 0
+    for r in range(len(legal_start) - 1):
+        ends = np.unique(run_end[legal_start[r]:legal_start[r + 1]])   # each run's end, relative
+        if len(ends):
+            longest = max(longest, int(np.diff(ends, prepend=0).max()))
+    return longest >= LEGAL_LIST_MIN_RUN
 
 
 def _gate_legal(src, dst, node_thr, legal_atom, legal_start, n_base, atom_block):

@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists",
 ])
 
 
@@ -79,12 +79,28 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
+#
+# Legal lists (games compiled with ``legal_lists``: a role with a long gate run): the
+# counters' int32 view goes on past the nodes with four entries per legal atom k, at
+# ``E(k) = n_nodes + 4 * k``: [0] the entry of the list slot holding k while its legal atom
+# is true, else -1; [1] a list slot: the slots of a gate run (compile._gate_legal) are those
+# of its legal atoms, and its first ``count`` slots hold the entries of its true legal atoms,
+# unordered; [2] at a run's first atom: that ``count``; [3] the entry of the first atom of k's
+# run.  Only the random playouts (``_playouts``) keep and read them: they bring them up to
+# date on entry (``_legal_resync``), then step over a copy of the network's edges with one more
+# per legal atom k, flagged 3, to E(k) (``list_parts``), passing ``lists = 1``: ``_drain``
+# updates the atom's list when it walks that edge, in O(1) (``_legal_sync``: append, or
+# swap-remove), and the events of other nodes pay nothing; a move is then picked without
+# scanning the role's legal atoms (``_legal_count``, ``_legal_nth``).  Every other caller
+# walks the plain edges and passes ``lists = None``:
+# numba compiles that version apart with the list code pruned (a type, not a flag: the list
+# code alone, never run, made ticTacToe's playouts 25% slower), the same code as without lists.
 
 @njit(cache=True)
 def _layout(g):
     n = g.n_nodes
     o_cnt = (n + 7) & ~7
-    o_scratch = o_cnt + 4 * n
+    o_scratch = o_cnt + 4 * n + 16 * g.legal_atom.shape[0] * g.legal_lists  # counters, legal lists
     o_stack = o_scratch + 4 * (g.n_base + 1)
     cap = 4 * n + 1024
     o_dirty = o_stack + 4 * cap
@@ -97,7 +113,17 @@ def lazy_parts(g):
     a = g.n_nodes + 1
     b = a + g.n_lazy_edge
     c = b + g.n_lazy_src
-    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[c:]
+    d = c + (a + g.out_edge.shape[0] + g.legal_atom.shape[0]) * g.legal_lists
+    return g.lazy[:a], g.lazy[a:b], g.lazy[b:c], g.lazy[d:]
+
+
+@njit(cache=True)
+def list_parts(g):
+    """(list_start, list_edge): in a game with legal lists, the step's edges and one more per
+    legal atom k, flagged 3, to its entry ``E(k)`` (compile._build_net; kept in ``g.lazy``)."""
+    a = g.n_nodes + 1
+    c = a + g.n_lazy_edge + g.n_lazy_src
+    return g.lazy[c:c + a], g.lazy[c + a:c + a + g.out_edge.shape[0] + g.legal_atom.shape[0]]
 
 
 @njit(cache=True)
@@ -189,7 +215,7 @@ def _goals_a(lazy_src, snap, lazy_start, lazy_edge, atom_block, w, cnt, stack, d
                 return -1
             stack[sp] = lazy_src[j] * 2 + v
             sp += 1
-    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap)
+    return _settle_a(lazy_start, lazy_edge, atom_block, w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -244,10 +270,63 @@ def _contribute(out_start, out_edge, w, cnt, s):
 # that for all of its dozens of arrays on every call (so did numba-level inlining, views
 # and slices); that was most of the time of a step.  Rare paths go through ``_finish``.
 
+@njit(cache=True, inline="always")
+def _legal_sync(cnt, t, v):
+    """The legal atom with entry ``t`` (``E(k)``, see above) is ``v``: list it in its run if it
+    is not listed, or swap-remove it.  (Events of one atom may pop out of order, so this
+    follows the atom's current value, not the event's.)"""
+    slot = cnt[t]
+    if v:
+        if slot < 0:
+            j = cnt[t + 3]
+            c = cnt[j + 2]
+            slot = j + 4 * c
+            cnt[slot + 1] = t
+            cnt[t] = slot
+            cnt[j + 2] = c + 1
+    elif slot >= 0:
+        j = cnt[t + 3]
+        c = cnt[j + 2] - 1
+        cnt[j + 2] = c
+        last = cnt[j + 4 * c + 1]
+        cnt[slot + 1] = last
+        cnt[last] = slot
+        cnt[t] = -1
+
+
 @njit(cache=True)
-def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty):
+def _legal_resync(legal_start, legal_gate, legal_atom, cnt, w):
+    """The legal lists from scratch, in index order (a game with lists: once per playout, a
+    pass over every legal atom)."""
+    nl = legal_atom.shape[0]
+    b = cnt.shape[0] - 4 * nl
+    l0 = legal_atom[0] if nl > 0 else 0
+    for r in range(legal_start.shape[0] - 1):
+        s = legal_start[r]
+        k = 0
+        while k < legal_start[r + 1] - s:
+            e = legal_gate[1, s + k]
+            j0 = b + 4 * (s + k)
+            c = 0
+            for j in range(s + k, s + e):
+                t = b + 4 * j
+                cnt[t + 3] = j0
+                if w[l0 + j]:
+                    slot = j0 + 4 * c
+                    cnt[slot + 1] = t
+                    cnt[t] = slot
+                    c += 1
+                else:
+                    cnt[t] = -1
+            cnt[j0 + 2] = c
+            k = e
+
+
+@njit(cache=True)
+def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip, first_dirty, lists):
     """Process pending events; returns the lowest dirty block, or -2 if the stack
-    overflowed (the caller rebuilds).  Events never re-dirty ``skip``."""
+    overflowed (the caller rebuilds).  Events never re-dirty ``skip``.  ``lists``: None, or
+    1 to keep the legal lists (see above; the edges are then ``list_parts``')."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
@@ -257,6 +336,10 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
             e = out_edge[k]
             t = e >> 2
             if e & 2:
+                if lists is not None:
+                    if e & 1:   # a legal atom's edge to its entry (``list_parts``)
+                        _legal_sync(cnt, t, w[a])
+                        continue
                 b = atom_block[t]
                 if b != skip:
                     dirty[b] = 1
@@ -281,6 +364,12 @@ def _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, skip,
                     stack[sp] = t * 2
                     sp += 1
     return first_dirty
+
+
+# The same function inlined by numba, for the step with legal lists only: there the call cost
+# most of the lists' gain (breakthrough 1.02x called, 1.16x inlined), while inlining it in
+# every caller made the search 4-11% slower (docs/benchmarks/engine-internals.md, section 4).
+_drain_inlined = njit(inline="always")(_drain.py_func)
 
 
 @njit(cache=True)
@@ -310,20 +399,24 @@ def _loops(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, lits,
                 stack[sp] = a * 2 + w[a]
                 sp += 1
         dirty[b] = 0
-        if _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb) == -2:
+        if _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, b, nb, None) == -2:
             return False
         first = b + 1  # later dirty blocks, old or new, are found by the scan
     return True
 
 
 @njit(cache=True)
-def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap):
+def _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists):
     """Propagate the ``sp`` events on the stack.  Returns -1 when the caller must rebuild
-    (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb."""
+    (overflow), the first dirty recursive block if any (caller runs ``_loops``), else nb.
+    ``lists``: as ``_drain``'s."""
     nb = dirty.shape[0]
     if sp < 0:
         return -1
-    first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb)
+    if lists is None:
+        first = _drain(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
+    else:
+        first = _drain_inlined(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, -1, nb, lists)
     if first == -2:
         return -1
     return first
@@ -365,7 +458,7 @@ def load_state(g, state, vals):
     for i in range(g.n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(vals, stack, i, v, sp, cap)
-    _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap))
+    _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap, None))
 
 
 @njit(cache=True)
@@ -410,6 +503,47 @@ def legal_moves(g, vals, role, out):
     return _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, role, out)
 
 
+@njit(cache=True, inline="always")
+def _legal_count(legal_start, legal_gate, cnt, nl, w, role):
+    """How many moves ``role`` has, from the legal lists (as ``_legal_list`` decides: one test
+    per gate run, not one per legal atom).  ``nl``: the number of legal atoms."""
+    b = cnt.shape[0] - 4 * nl + 2
+    s = legal_start[role]
+    m = legal_start[role + 1] - s
+    n = 0
+    k = 0
+    while k < m:
+        gt = legal_gate[0, s + k]
+        if gt < 0 or w[gt] == 1:
+            n += cnt[b + 4 * (s + k)]
+        k = legal_gate[1, s + k]
+    return n
+
+
+@njit(cache=True, inline="always")
+def _legal_nth(legal_start, legal_gate, cnt, nl, w, role, i):
+    """Move ``i`` (< ``_legal_count``) of ``role``, in the lists' order (not sorted)."""
+    b = cnt.shape[0] - 4 * nl
+    s = legal_start[role]
+    k = 0
+    while True:
+        gt = legal_gate[0, s + k]
+        if gt < 0 or w[gt] == 1:
+            c = cnt[b + 4 * (s + k) + 2]
+            if i < c:
+                return ((cnt[b + 4 * (s + k + i) + 1] - b) >> 2) - s
+            i -= c
+        k = legal_gate[1, s + k]
+
+
+@njit(cache=True)
+def _legal_area(g, w):
+    """The legal lists (see above) as their own view: entry 4 * k + i is ``E(k) + i`` (empty
+    in a game compiled without them)."""
+    cnt, scratch, stack, dirty = _views(g, w)
+    return cnt[g.n_nodes:]
+
+
 @njit(cache=True)
 def goal_vector(g, vals, out):
     """Goal per role: the largest provable value, 0 when none (statemachine.goal_vector)."""
@@ -423,13 +557,14 @@ def goal_vector(g, vals, out):
 
 
 @njit(cache=True)
-def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v):
+def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v,
+            lists):
     sp = 0
     for r in range(joint.shape[0]):
         d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
             sp = _push_set(w, stack, d, v, sp, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
 @njit(cache=True)
@@ -440,7 +575,7 @@ def next_state(g, vals, joint, out_state):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 1))
+                             atom_block, vals, cnt, stack, dirty, cap, 1, None))
     for w in range(g.n_words):
         out_state[w] = 0
     nb = g.next_atom[0] if g.n_base > 0 else 0
@@ -448,12 +583,12 @@ def next_state(g, vals, joint, out_state):
         if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 0))
+                             atom_block, vals, cnt, stack, dirty, cap, 0, None))
 
 
 @njit(cache=True)
 def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                w, cnt, scratch, stack, dirty, cap):
+                w, cnt, scratch, stack, dirty, cap, lists):
     """With the moves on and settled: read the next values, then turn the moves off and
     the fluents to their next values in one propagation.  Returns as ``_settle_a``.  (No
     CompiledGame argument and no calls that take one: the callee would then reference-
@@ -472,7 +607,7 @@ def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edg
     for j in range(nch):
         i = scratch[j]
         sp = _push_set(w, stack, i, 1 - w[i], sp, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
 @njit(cache=True)
@@ -508,15 +643,21 @@ def step(h, joint):
     """The work buffer to the state after ``joint``: the moves on, then next values in and
     the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
     (a recursive component to recompute, or a stack overflow: rare)."""
+    return _step(h, joint, None)
+
+
+@njit(cache=True, inline="always")
+def _step(h, joint, lists):
+    """``step``, keeping the legal lists when ``lists`` is not None (``_playouts``)."""
     does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
         n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
         h[12], h[13]
     f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
-                cap, 1)
+                cap, 1, lists)
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                       w, cnt, scratch, stack, dirty, cap)
+                       w, cnt, scratch, stack, dirty, cap, lists)
 
 
 @njit(cache=True)
@@ -527,7 +668,7 @@ def step_finish(g, vals, h, joint, f):
         does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap = \
             h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10]
         f = _apply_next(h[12], h[13], does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                        w, cnt, scratch, stack, dirty, cap)
+                        w, cnt, scratch, stack, dirty, cap, None)
         if f == h[H_NB]:
             return
     _finish(g, vals, f)
@@ -541,7 +682,7 @@ def load_into(h, state):
     for i in range(n_base):
         v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
         sp = _push_set(w, stack, i, v, sp, cap)
-    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap)
+    return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -590,8 +731,17 @@ def random_playout_here(g, vals, max_depth, out_goals):
 def _playouts(g, state, vals, max_depth, out_goals, count, load):
     """``count`` random playouts from ``state`` (or, without ``load``, one from where
     ``vals`` is): (playouts done, depth of the last or its error code, total depth, goal
-    sum).  Everything is unpacked once: array views and slices cost atomic reference
-    counting, which dominated short playouts."""
+    sum)."""
+    if g.legal_lists:
+        return _playouts_run(g, state, vals, max_depth, out_goals, count, load, list_parts(g), 1)
+    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None, None)
+
+
+@njit(cache=True)
+def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, lists):
+    """``_playouts``, picking moves from the legal lists when ``lists`` is not None (two
+    versions compiled; ``edges``: then ``list_parts``).  Everything is unpacked once: array
+    views and slices cost atomic reference counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
     legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
@@ -603,18 +753,30 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
     h = hot(g, vals)
+    hs = h
+    plain_start, plain_edge = out_start, out_edge
+    if lists is not None:   # the step walks the edges to the lists too
+        out_start, out_edge = edges
+        hs = (h[0], h[1], out_start, out_edge, h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
+              h[13], h[14], h[15], h[16])
     total = 0
     goal_sum = 0
     depth = 0
+    if lists is not None and not load:   # vals may have moved on by other paths
+        _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
     for p in range(count):
         if load:
             sp = 0
             for i in range(n_base):
                 v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
                 sp = _push_set(vals, stack, i, v, sp, cap)
-            f = _settle_a(out_start, out_edge, atom_block, vals, cnt, stack, dirty, sp, cap)
+            f = _settle_a(plain_start, plain_edge, atom_block, vals, cnt, stack, dirty, sp, cap, None)
             if f != nb:
                 _finish(g, vals, f)
+            if lists is not None:
+                # anew, not kept through the load: in index order whatever state vals came
+                # from, so a seed gives the same playout
+                _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
@@ -625,13 +787,24 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
             if depth >= max_depth:
                 return p, -1, total, goal_sum
             for r in range(n_roles):
-                n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
-                if n == 0:
-                    return p, -2, total, goal_sum
-                joint[r] = legal[np.random.randint(n)]
-            f = step(h, joint)
+                if lists is not None:
+                    # the same choice in distribution as the scan, but not the move that
+                    # ``legal_moves`` lists at the same index (the lists are unordered)
+                    n = _legal_count(legal_start, legal_gate, cnt, legal_atom.shape[0], vals, r)
+                    if n == 0:
+                        return p, -2, total, goal_sum
+                    joint[r] = _legal_nth(legal_start, legal_gate, cnt, legal_atom.shape[0], vals, r,
+                                          np.random.randint(n))
+                else:
+                    n = _legal_list(legal_start, legal_atom, legal_gate, vals, r, legal)
+                    if n == 0:
+                        return p, -2, total, goal_sum
+                    joint[r] = legal[np.random.randint(n)]
+            f = _step(hs, joint, lists)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
+                if lists is not None:
+                    _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
             depth += 1
         total += depth
     return count, depth, total, goal_sum
