@@ -28,18 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_engines import rules_path   # the same games as engine.md (scripts/ is on sys.path)
 from rich.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "reversi", "hex", "pentago",
          "nineBoardTicTacToe"]
-
-
-def rules_path(key: str) -> Path:
-    d = SHARED / "corpus" / "games" / "base" / "games" / key
-    latest = max(d.glob("v*"), key=lambda p: int(p.name[1:]))
-    return latest / f"{key}.kif"
 
 
 def serve(key: str, root: Path, budget: float, cache_dir: str) -> None:

@@ -350,8 +350,9 @@ def test_command_writes_the_report(tmp_path, capsys):
 
 
 def test_table_intervals_stay_within_what_a_run_can_reach():
-    """A t interval over a few goals of 0 and 100 reaches below 0 (breakthrough-pure's
-    attacker: 10.0 [-12.6, 32.6]); the table, like the bars, clips it to the metric's range."""
+    """A t interval over a few goals of 0 and 100 reaches below 0 (a committed report once
+    showed an attacker's final goal as 10.0 [-12.6, 32.6]); the table, like the bars, clips it
+    to the metric's range."""
     from agent.playtest.report import interval_cell
     assert interval_cell("final goal", [10.0, -12.6, 32.6]) == "10.0 [0.0, 32.6]"
     assert interval_cell("final goal", [90.0, 67.4, 112.6]) == "90.0 [67.4, 100.0]"

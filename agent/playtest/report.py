@@ -223,14 +223,15 @@ def build(setup, runs, agr, props, warnings, title, intro) -> "Path":
         off = [alike[i][j] for i in range(len(owners_)) for j in range(len(owners_))
                if i != j and not math.isnan(alike[i][j])]
         if diag and off:
+            self_mean, other_mean = sum(diag) / len(diag), sum(off) / len(off)
             text += (f"\n\nHow alike they choose (second matrix): a persona's choice is reproduced "
-                     f"by itself with other seeds on {_pct(sum(diag) / len(diag))} of its states "
+                     f"by itself with other seeds on {_pct(self_mean)} of its states "
                      f"on average ({_pct(min(diag))} to {_pct(max(diag))}), and matched by another "
-                     f"persona on {_pct(sum(off) / len(off))} ({_pct(min(off))} to "
+                     f"persona on {_pct(other_mean)} ({_pct(min(off))} to "
                      f"{_pct(max(off))}). "
                      + ("The personas choose differently from each other more often than each "
                         "does from itself: their utilities, not the search's noise, decide."
-                        if sum(diag) / len(diag) - sum(off) / len(off) >= ALIKE_MARGIN else
+                        if self_mean - other_mean >= ALIKE_MARGIN else
                         "The two are close: the personas choose no more differently from each "
                         "other than each does from itself, so at this search size their choices "
                         "are decided by the search's noise, not their utility."))
