@@ -446,3 +446,31 @@ def test_ga_generation_zero_holds_the_seed_genome():
     seed = list(lo + 0.25 * (hi - lo))
     st = G.run_ga(_quadratic, G.GAConfig(population=5, generations=1, seed=0), initial=[seed])
     assert st.population[0] == pytest.approx(seed) and len(st.population) == 5
+
+
+def test_ga_checkpoint_of_other_seed_genomes_is_not_resumed(tmp_path):
+    gl = G.genes()
+    lo, hi = G.bounds(gl)
+    cfg = G.GAConfig(population=5, generations=2, seed=0)
+    ck = tmp_path / "ga.json"
+    a = list(lo + 0.25 * (hi - lo))
+    G.run_ga(_quadratic, cfg, checkpoint=ck, initial=[a])
+    b = list(lo + 0.75 * (hi - lo))
+    st = G.run_ga(_quadratic, cfg, checkpoint=ck, initial=[a, b])     # pooled genes added
+    assert st.history[0]["fitness"][1] == pytest.approx(_quadratic([b], 0)[0])
+
+
+def test_fit_persona_seed_genome_competes_in_the_final_ranking(tmp_path):
+    # The player always takes move 0, whose Q grows with exploration_factor.  A GA of one
+    # generation of 3 cannot find the top of that gene by itself; the seed genome (the
+    # pooled persona's, in a fit) holds it, and the fit must return it.
+    from agent.modelling.fitting import fit_persona
+    train = [dec(match=f"m{i}", ply=p, chosen=0) for i in range(6) for p in range(3)]
+    gl = G.genes()
+    lo, hi = G.bounds(gl)
+    seed = list(lo + 0.5 * (hi - lo))
+    k = [g for g, _, _ in gl].index("exploration_factor")
+    seed[k] = float(hi[k])
+    out = fit_persona(train, _FakeScorer(), G.GAConfig(population=3, generations=1, seed=1), name="P",
+                      subsample=10, limit=50, seeds=[seed], log=lambda m: None)
+    assert out["genome"] == pytest.approx(seed) and out["persona"].exploration_factor == hi[k]

@@ -53,8 +53,11 @@ def objective(qs, decisions, thesis: bool) -> tuple[float, dict]:
 
 
 def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 300,
-                final_size: int = 0, checkpoint=None, limit: int = 1000, log=print) -> dict:
-    """GA fit on ``train``; returns {persona, history, stopped, train_fitness, choice}."""
+                final_size: int = 0, checkpoint=None, limit: int = 1000, seeds=(), log=print) -> dict:
+    """GA fit on ``train``; returns {persona, history, stopped, train_fitness, choice}.
+    ``seeds``: genomes placed in generation 0 after the champion's (e.g. the pooled
+    persona's); they are finalists as well, so the fit never ranks below them on its own
+    ranking decisions."""
     gl = G.genes(cfg.thesis)
 
     def personas(pop):
@@ -73,12 +76,14 @@ def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 3
 
     champion = load_persona("champion")
     seed_genome = [getattr(champion, f)[k] if k is not None else getattr(champion, f) for _, f, k in gl]
-    state = G.run_ga(evaluate, cfg, checkpoint=checkpoint, initial=[seed_genome], on_generation=report)
+    initial = [seed_genome] + [list(map(float, g)) for g in seeds]
+    state = G.run_ga(evaluate, cfg, checkpoint=checkpoint, initial=initial, on_generation=report)
     last = np.array(state.population)
     fit = np.array(state.history[-1]["fitness"])
     finalists = [last[i] for i in np.argsort(-fit)[:5]]
     if state.best is not None:
         finalists.append(np.array(state.best))
+    finalists += [np.array(g) for g in initial[1:]]
     uniq = {tuple(np.round(f, 9)): f for f in finalists}
     finalists = list(uniq.values())
     ranking = stratified_subsample(train, final_size, (cfg.seed, "final"))

@@ -132,11 +132,12 @@ def run_ga(evaluate, cfg: GAConfig, *, checkpoint=None, initial=None, on_generat
     gl = genes(cfg.thesis)
     lo, hi = bounds(gl)
     ck = Path(checkpoint) if checkpoint else None
-    state = _load(ck, cfg)
+    initial = [list(map(float, g)) for g in (initial or [])]
+    state = _load(ck, cfg, initial)
     if state is None:
         rng = np.random.default_rng(cfg.seed)
         pop = lo + rng.random((cfg.population, len(gl))) * (hi - lo)
-        for i, g in enumerate(initial or []):
+        for i, g in enumerate(initial):
             pop[i] = np.clip(np.asarray(g, float), lo, hi)
         state = GAState(0, pop.tolist(), rng.bit_generator.state)
     while state.stopped is None:
@@ -163,27 +164,28 @@ def run_ga(evaluate, cfg: GAConfig, *, checkpoint=None, initial=None, on_generat
             state.population = _next_generation(rng, pop, fit, cfg, lo, hi).tolist()
             state.generation += 1
         state.rng = rng.bit_generator.state
-        _save(ck, cfg, state)
+        _save(ck, cfg, initial, state)
         if on_generation:
             on_generation(state)
     return state
 
 
-def _save(ck, cfg, state: GAState) -> None:
+def _save(ck, cfg, initial, state: GAState) -> None:
     if ck is None:
         return
     ck.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"config": cfg.to_dict(), "state": state.__dict__}
+    doc = {"config": cfg.to_dict(), "initial": initial, "state": state.__dict__}
     atomic_write_bytes(ck, json.dumps(doc, default=int).encode())
 
 
-def _load(ck, cfg) -> GAState | None:
+def _load(ck, cfg, initial) -> GAState | None:
     if ck is None or not ck.is_file():
         return None
     try:
         doc = json.loads(ck.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if doc.get("config") != cfg.to_dict():   # another configuration: start afresh
+    # another configuration or other seed genomes: another run, start afresh
+    if doc.get("config") != cfg.to_dict() or doc.get("initial") != initial:
         return None
     return GAState(**doc["state"])
