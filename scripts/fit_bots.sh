@@ -18,7 +18,7 @@ SIZE=${SIZE:-small}
 case "$SIZE" in
   small) ARGS=(--limit 100 --population 12 --generations 5 --subsample 60 --final-size 150
                --test-pms 20 --workers 0) ;;
-  medium) ARGS=(--limit 1000 --population 20 --generations 8 --subsample 120 --final-size 300
+  medium) ARGS=(--limit 1000 --population 20 --generations 8 --subsample 120 --final-size 1000
                 --workers "${WORKERS:-2}") ;;
   full)  ARGS=() ;;   # the defaults are the spec's
   *) echo "SIZE must be small, medium or full" >&2; exit 2 ;;
