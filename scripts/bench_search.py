@@ -350,6 +350,8 @@ def run_versus(args) -> None:
     move, each in its own child process, sides alternating; one JSON line per game
     (resumable).  ``champion_role`` is the role of this version."""
     from rich.progress import Progress
+    if not (Path(args.versus) / "agent" / "search").is_dir():
+        raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
     out = Path(args.versus_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -489,6 +491,13 @@ def win_table(recs: list, speeds: bool = False) -> list:
     return lines
 
 
+def shown(path) -> str:
+    """A results file as the report names it: relative to the repository (a file elsewhere,
+    e.g. a test's, by its name only: the report names no machine paths)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
+
+
 def report(args) -> str:
     recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
     lines = ["# Search strength benchmark", "",
@@ -500,13 +509,13 @@ def report(args) -> str:
                  f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")
                  + (f" --games {' '.join(args.games)}" if args.games != GAMES else "")
                  + (f" --modes {' '.join(args.modes)}" if args.modes != MODES else "")
-                 + (f" --out {Path(args.out).resolve().relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
-                 + (f" --compare {Path(args.compare).resolve().relative_to(ROOT)}" if args.compare else "")), "```", "",
+                 + (f" --out {shown(args.out)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
+                 + (f" --compare {shown(args.compare)}" if args.compare else "")), "```", "",
              f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              "one process on a shared 2-core host.", "",
              "## Win rates", ""] + win_table(recs)
     if args.compare:
-        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).resolve().relative_to(ROOT)}`):", ""]
+        lines += ["", f"Earlier version, same benchmark (`{shown(args.compare)}`):", ""]
         lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():
@@ -542,7 +551,7 @@ def equal_time_section(args) -> list:
         lines += win_table(recs, speeds=True)
     for path in scaling:
         recs = load(path)
-        lines += ["", f"`{path.resolve().relative_to(ROOT)}`:", ""] + win_table(recs, speeds=True)
+        lines += ["", f"`{shown(path)}`:", ""] + win_table(recs, speeds=True)
     if reading.exists():
         lines += ["", reading.read_text().strip()]
     return lines
