@@ -171,7 +171,8 @@ def run(args) -> None:
                         res = play_game(eng, players, mode, budgets[mode], seed)
                         rec = {"kind": "game", "game": game, "opponent": opponent, "mode": mode,
                                "index": i, "budget": budgets[mode], "champion_role": champ_role,
-                               "wall": round(time.perf_counter() - t0, 2), **res}
+                               "wall": round(time.perf_counter() - t0, 2),
+                               "load": round(os.getloadavg()[0], 2), **res}
                         f.write(json.dumps(rec) + "\n")
                         f.flush()
                         g = res["goals"]
@@ -377,8 +378,8 @@ def run_versus(args) -> None:
                 players[new_role] = new
                 t0 = time.perf_counter()
                 res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
-                rec = {"kind": "game", "game": game, "opponent": opponent, "mode": "time", "index": i,
-                       "budget": args.seconds, "champion_role": new_role,
+                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"],
+                       "mode": "time", "index": i, "budget": args.seconds, "champion_role": new_role,
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -528,32 +529,47 @@ def report(args) -> str:
 
 
 def equal_time_section(args) -> list:
-    """The head-to-head of two versions (``--versus``) and the scaling runs (results files
-    ``search-scaling-*.jsonl``), with the reading in ``search-equal-time.md``."""
-    versus, reading = Path(args.versus_out), Path(args.out).with_name("search-equal-time.md")
-    scaling = sorted(Path(args.out).parent.glob("search-scaling*.jsonl"))
-    if not versus.exists() and not scaling:
-        return []
+    """The head-to-heads of two versions (``--versus``: ``search-versus*.jsonl``) and the
+    scaling runs (``search-scaling-*.jsonl``: champion against an opponent at several clocks),
+    with the reading in ``search-equal-time.md``."""
+    here = Path(args.out).parent
     load = lambda path: [json.loads(x) for x in path.read_text().splitlines()]
-    lines = ["", "## Strength at equal time", ""]
-    if versus.exists():
-        recs = load(versus)
-        n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
-        lines += ["This version's champion against the champion of an earlier checkout (`champion` is the "
-                  "row's version, `opponent` the earlier one), each in a child process of its own, "
-                  f"sides alternating, {n} games per game; every search gets the same clock "
-                  f"(`seconds={recs[0]['budget']}`, measured by the search itself from its entry, "
-                  "tree allocation included, to the first deadline check past it). "
-                  f"One-minute load average during the games: {min(r['load'] for r in recs):.2f} to "
-                  f"{max(r['load'] for r in recs):.2f}.", "",
-                  "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
-                  f"--games {' '.join(g for g in GAMES if any(r['game'] == g for r in recs))}", "```", ""]
-        lines += win_table(recs, speeds=True)
-    for path in scaling:
+    versus = {p.resolve() for p in here.glob("search-versus*.jsonl")}
+    if Path(args.versus_out).exists():
+        versus.add(Path(args.versus_out).resolve())
+    scaling = sorted(here.glob("search-scaling*.jsonl"), key=lambda p: load(p)[-1]["budget"])
+    if not versus and not scaling:
+        return []
+    lines = ["", "## Strength at equal time", "",
+             "Head to head: this version's champion against the champion of an earlier checkout "
+             "(`champion` is the newer version, `opponent` the earlier one), each in a child process "
+             "of its own, sides alternating; every search of both gets the same clock (the search's "
+             "own `seconds`, measured from its entry, tree allocation included, to the first deadline "
+             "check past it; `s` in the table is the mean of what the searches took). Load: the "
+             "one-minute load average of the 2-core machine while the games ran.", ""]
+    for path in sorted(versus):
         recs = load(path)
-        lines += ["", f"`{shown(path)}`:", ""] + win_table(recs, speeds=True)
+        n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
+        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        loads = [r["load"] for r in recs if "load" in r]
+        lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')} against "
+                  f"{recs[-1]['opponent']}, load {min(loads):.1f} to {max(loads):.1f}:", "",
+                  "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
+                  f"--games {games}" + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
+                  "```", ""] + win_table(recs, speeds=True) + [""]
+    for path in scaling:
+        recs = [r for r in load(path) if r["kind"] == "game"]
+        n = max(r["index"] for r in recs) + 1
+        loads = [r["load"] for r in recs if "load" in r]
+        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        opps = " ".join(sorted({r["opponent"] for r in recs}))
+        lines += [f"`{shown(path)}`" + (f", load {min(loads):.1f} to {max(loads):.1f}" if loads else "") + ":", "",
+                  "```", f"python scripts/bench_search.py --games {games} --opponents {opps} --modes time "
+                  f"--seconds {recs[0]['budget']} --n {n} --out {shown(path)}", "```", ""]
+        lines += win_table(recs, speeds=True) + [""]
+    reading = here / "search-equal-time.md"
     if reading.exists():
-        lines += ["", reading.read_text().strip()]
+        lines += [reading.read_text().strip()]
     return lines
 
 
