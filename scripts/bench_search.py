@@ -9,6 +9,8 @@ engine's raw playout rate.
     python scripts/bench_search.py --games ticTacToe --n 10 --out /tmp/b.jsonl --report /tmp/b.md
     python scripts/bench_search.py --report-only        # rebuild the report from the results
     python scripts/bench_search.py --speed --baseline ../previous   # speed only, against a checkout
+    python scripts/bench_search.py --versus ../previous --games breakthrough connectFour --n 200
+    python scripts/bench_search.py --root ../previous ...   # the games played by another checkout
 
 Baselines (not personas: out-of-range values, built with check_ranges=False):
   flat    flat Monte Carlo: uniform allocation of uniform random playouts to the root moves
@@ -16,6 +18,14 @@ Baselines (not personas: out-of-range values, built with check_ranges=False):
   uct     plain UCT: C = 40 (the champion's), no RAVE/GRAVE, no MAST, no discounts, no
           depth limits, no solver
 Both sides search afresh every move (no tree reuse); sides alternate every game.
+
+Head to head (``--versus DIR``): this version's champion against the champion of the
+checkout DIR at ``--seconds`` a move, each version in a child process of its own (two
+versions of the agent package cannot share one process), sides alternating; results in
+search-versus.jsonl.  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
+games at another clock; the report shows every search-versus*.jsonl and
+search-scaling*.jsonl with each side's simulations per move, and the reading in
+search-equal-time.md.
 
 Speed (``--speed``): raw playouts/s of the engine's kernel loop from the initial state,
 simulations/s of champion, flat MC and plain UCT searches from the initial state, and
@@ -62,6 +72,13 @@ TIMED_NODES = 50_000        # node pool per timed search (enough for the budgets
 # simulations per move at equal budgets: the thesis's 1000 where games are cheap; the two
 # long games get 300 so that 400 games each fit in one working session on one core
 SIMS = {"ticTacToe": 1000, "connectFour": 1000, "breakthrough": 300, "nineBoardTicTacToe": 300}
+
+
+def check_code() -> None:
+    """The agent package imported is the one of ``--root`` (not an installed copy)."""
+    import agent
+    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
+        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
 
 
 def baseline(kind: str):
@@ -134,6 +151,9 @@ def raw_playout_rate(eng, seconds: float = 3.0) -> dict:
 
 
 def run(args) -> None:
+    check_code()
+    # games played by another checkout's agent (--root) name its commit
+    other = {"version": subprocess_rev(CODE)} if CODE.resolve() != ROOT.resolve() else {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -171,7 +191,7 @@ def run(args) -> None:
                         res = play_game(eng, players, mode, budgets[mode], seed)
                         rec = {"kind": "game", "game": game, "opponent": opponent, "mode": mode,
                                "index": i, "budget": budgets[mode], "champion_role": champ_role,
-                               "wall": round(time.perf_counter() - t0, 2),
+                               "wall": round(time.perf_counter() - t0, 2), **other,
                                "load": round(os.getloadavg()[0], 2), **res}
                         f.write(json.dumps(rec) + "\n")
                         f.flush()
@@ -204,9 +224,7 @@ def recorded_decisions(eng, n: int) -> list:
 def speed_child(args) -> None:
     """Child process (``--speed-child``): load the engines, then answer ``run`` lines on stdin
     with one JSON line of figures each (CPU time)."""
-    import agent
-    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
-        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
+    check_code()
     from agent.search import search_batch
     champion = load_persona("champion")
     engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
@@ -314,10 +332,8 @@ class ChildPlayer:
 def versus_child(args) -> None:
     """Child process (``--versus-child``): the champion of the checkout ``--root``, answering
     one JSON request line (game, moves so far, role, seed, search budget) with its decision."""
-    import agent
     from gdl.kif import parse_term
-    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
-        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
+    check_code()
     champion = load_persona("champion")
     engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
                for g in args.games}
@@ -563,9 +579,12 @@ def equal_time_section(args) -> list:
         loads = [r["load"] for r in recs if "load" in r]
         games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
         opps = " ".join(sorted({r["opponent"] for r in recs}))
-        lines += [f"`{shown(path)}`" + (f", load {min(loads):.1f} to {max(loads):.1f}" if loads else "") + ":", "",
+        version = recs[-1].get("version")
+        lines += [f"`{shown(path)}`" + (f", played by the agent of commit {version}" if version else "")
+                  + (f", load {min(loads):.1f} to {max(loads):.1f}" if loads else "") + ":", "",
                   "```", f"python scripts/bench_search.py --games {games} --opponents {opps} --modes time "
-                  f"--seconds {recs[0]['budget']} --n {n} --out {shown(path)}", "```", ""]
+                  f"--seconds {recs[0]['budget']} --n {n} --out {shown(path)}"
+                  + (" --root DIR" if version else ""), "```", ""]
         lines += win_table(recs, speeds=True) + [""]
     reading = here / "search-equal-time.md"
     if reading.exists():
