@@ -563,7 +563,7 @@ def equal_time_section(args) -> list:
              "own `seconds`, measured from its entry, tree allocation included, to the first deadline "
              "check past it; `s` in the table is the mean of what the searches took). Load: the "
              "one-minute load average of the 2-core machine while the games ran.", ""]
-    for path in sorted(versus):
+    for path in sorted(versus, key=lambda p: (p != VERSUS.resolve(), p.name)):   # this run first
         recs = load(path)
         n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
         games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
