@@ -6,7 +6,7 @@ Markdown report with win rates, 95 % confidence intervals and search speed again
 engine's raw playout rate.
 
     python scripts/bench_search.py                      # everything (hours), then the report
-    python scripts/bench_search.py --games ticTacToe --n 10 --out /tmp/b.jsonl --report /tmp/b.md
+    python scripts/bench_search.py --games ticTacToe --n 10 --out b.jsonl --report b.md   # a small trial run
     python scripts/bench_search.py --report-only        # rebuild the report from the results
     python scripts/bench_search.py --speed --baseline ../previous   # speed only, against a checkout
     python scripts/bench_search.py --versus ../previous --games breakthrough connectFour --n 200
