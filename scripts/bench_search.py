@@ -6,9 +6,11 @@ Markdown report with win rates, 95 % confidence intervals and search speed again
 engine's raw playout rate.
 
     python scripts/bench_search.py                      # everything (hours), then the report
-    python scripts/bench_search.py --games ticTacToe --n 10 --out /tmp/b.jsonl --report /tmp/b.md
+    python scripts/bench_search.py --games ticTacToe --n 10 --out b.jsonl --report b.md   # a small trial run
     python scripts/bench_search.py --report-only        # rebuild the report from the results
     python scripts/bench_search.py --speed --baseline ../previous   # speed only, against a checkout
+    python scripts/bench_search.py --versus ../previous --games breakthrough connectFour --n 200
+    python scripts/bench_search.py --root ../previous ...   # the games played by another checkout
 
 Baselines (not personas: out-of-range values, built with check_ranges=False):
   flat    flat Monte Carlo: uniform allocation of uniform random playouts to the root moves
@@ -16,6 +18,14 @@ Baselines (not personas: out-of-range values, built with check_ranges=False):
   uct     plain UCT: C = 40 (the champion's), no RAVE/GRAVE, no MAST, no discounts, no
           depth limits, no solver
 Both sides search afresh every move (no tree reuse); sides alternate every game.
+
+Head to head (``--versus DIR``): this version's champion against the champion of the
+checkout DIR at ``--seconds`` a move, each version in a child process of its own (two
+versions of the agent package cannot share one process), sides alternating; results in
+search-versus.jsonl.  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
+games at another clock; the report shows every search-versus*.jsonl and
+search-scaling*.jsonl with each side's simulations per move, and the reading in
+search-equal-time.md.
 
 Speed (``--speed``): raw playouts/s of the engine's kernel loop from the initial state,
 simulations/s of champion, flat MC and plain UCT searches from the initial state, and
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -46,12 +57,14 @@ from agent.engine import load_engine  # noqa: E402
 from agent.persona import load_persona, persona_from_dict  # noqa: E402
 from agent.search import item_seed, search  # noqa: E402
 from gdl.kif import read_rules_file  # noqa: E402
+from gdl.terms import render  # noqa: E402
 
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "nineBoardTicTacToe"]
 OPPONENTS = ["flat", "uct"]
 MODES = ["sims", "time"]
 RESULTS = ROOT / "docs" / "benchmarks" / "search-results.jsonl"
 SPEED = ROOT / "docs" / "benchmarks" / "search-speed.jsonl"
+VERSUS = ROOT / "docs" / "benchmarks" / "search-versus.jsonl"
 MATCHES = ROOT.parent / "shared" / "corpus" / "matches" / "ggp-base-local-petewall" / "connectFour"
 C4_RULES = ROOT.parent / "shared" / "corpus" / "games" / "base" / "games" / "connectFour" / "v0" / "connectFour.kif"
 REPORT = ROOT / "docs" / "benchmarks" / "search.md"
@@ -59,6 +72,13 @@ TIMED_NODES = 50_000        # node pool per timed search (enough for the budgets
 # simulations per move at equal budgets: the thesis's 1000 where games are cheap; the two
 # long games get 300 so that 400 games each fit in one working session on one core
 SIMS = {"ticTacToe": 1000, "connectFour": 1000, "breakthrough": 300, "nineBoardTicTacToe": 300}
+
+
+def check_code() -> None:
+    """The agent package imported is the one of ``--root`` (not an installed copy)."""
+    import agent
+    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
+        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
 
 
 def baseline(kind: str):
@@ -75,11 +95,23 @@ def baseline(kind: str):
     return persona_from_dict(d, kind, check_ranges=False)
 
 
+def local_player(persona, solver: bool):
+    """A player searching in this process: (state, role, history, seed, kw) -> decision."""
+    def decide(eng, s, r, history, seed, kw):
+        res = search(eng, s, r, persona, seed=seed, solver=solver, **kw)
+        return {"move": res.move, "simulations": res.simulations, "elapsed": res.elapsed,
+                "nodes": res.nodes, "pool_full": res.pool_full}
+    return decide
+
+
 def play_game(eng, players, mode: str, budget, seed: int) -> dict:
-    """players[r] = (persona, solver) for role r; returns goals, plies and search stats."""
+    """players[r]: role r's player (``local_player`` or ``ChildPlayer``); returns goals,
+    plies and search stats (simulations, search seconds, searches, expansions refused for a
+    full node pool, largest tree)."""
     s = eng.initial_state()
     roles = len(eng.roles)
-    stats = [{"sims": 0, "seconds": 0.0, "searches": 0} for _ in range(roles)]
+    stats = [{"sims": 0, "seconds": 0.0, "searches": 0, "pool_full": 0, "nodes_max": 0} for _ in range(roles)]
+    history = []
     ply = 0
     while not eng.is_terminal(s):
         joint = []
@@ -88,13 +120,16 @@ def play_game(eng, players, mode: str, budget, seed: int) -> dict:
             if len(moves) == 1:
                 joint.append(moves[0])
                 continue
-            persona, solver = players[r]
             kw = {"limit": budget} if mode == "sims" else {"seconds": budget, "max_nodes": TIMED_NODES}
-            res = search(eng, s, r, persona, seed=item_seed(seed, ply * roles + r), solver=solver, **kw)
-            joint.append(res.move)
-            stats[r]["sims"] += res.simulations
-            stats[r]["seconds"] += res.elapsed
-            stats[r]["searches"] += 1
+            d = players[r](eng, s, r, history, item_seed(seed, ply * roles + r), kw)
+            joint.append(d["move"])
+            st = stats[r]
+            st["sims"] += d["simulations"]
+            st["seconds"] += d["elapsed"]
+            st["searches"] += 1
+            st["pool_full"] += d["pool_full"]
+            st["nodes_max"] = max(st["nodes_max"], d["nodes"])
+        history.append([render(m) for m in joint])
         s = eng.next_state(s, joint)
         ply += 1
     goals = [max(v) if v else 0 for v in eng.goal_values(s)]
@@ -116,6 +151,9 @@ def raw_playout_rate(eng, seconds: float = 3.0) -> dict:
 
 
 def run(args) -> None:
+    check_code()
+    # games played by another checkout's agent (--root) name its commit
+    other = {"version": subprocess_rev(CODE)} if CODE.resolve() != ROOT.resolve() else {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -146,14 +184,15 @@ def run(args) -> None:
                             continue
                         champ_role = i % 2
                         players = [None, None]
-                        players[champ_role] = (champion, True)
-                        players[1 - champ_role] = (opp, False)
+                        players[champ_role] = local_player(champion, True)
+                        players[1 - champ_role] = local_player(opp, False)
                         seed = item_seed(args.seed, f"{game}|{opponent}|{mode}|{i}")
                         t0 = time.perf_counter()
                         res = play_game(eng, players, mode, budgets[mode], seed)
                         rec = {"kind": "game", "game": game, "opponent": opponent, "mode": mode,
                                "index": i, "budget": budgets[mode], "champion_role": champ_role,
-                               "wall": round(time.perf_counter() - t0, 2), **res}
+                               "wall": round(time.perf_counter() - t0, 2), **other,
+                               "load": round(os.getloadavg()[0], 2), **res}
                         f.write(json.dumps(rec) + "\n")
                         f.flush()
                         g = res["goals"]
@@ -185,9 +224,7 @@ def recorded_decisions(eng, n: int) -> list:
 def speed_child(args) -> None:
     """Child process (``--speed-child``): load the engines, then answer ``run`` lines on stdin
     with one JSON line of figures each (CPU time)."""
-    import agent
-    if Path(agent.__file__).resolve().parents[1] != CODE.resolve():
-        raise SystemExit(f"imported {agent.__file__}, not the version in {CODE}")
+    check_code()
     from agent.search import search_batch
     champion = load_persona("champion")
     engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
@@ -258,6 +295,116 @@ def run_speed(args) -> None:
     Path(args.speed_out).write_text(json.dumps(rec) + "\n")
 
 
+class ChildPlayer:
+    """The champion of one checkout (``root``) searching in a child process of its own:
+    two versions of the agent package cannot share one process.  The child replays the
+    game's moves (GDL text) on its own engine and answers with its decision; the search's
+    own clock (``seconds``, from the call's entry to its deadline) is the one that counts."""
+
+    def __init__(self, root: Path, games: list):
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, __file__, "--versus-child", "--root", str(root),
+                                      "--games", *games], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the player of {root} did not start (see its error above)")
+        self.ready = json.loads(line)
+        self.game = None        # the game being played (a name of --games), set by the caller
+
+    def __call__(self, eng, s, r, history, seed, kw):
+        req = {"game": self.game, "moves": history, "role": r, "seed": seed, "kw": kw}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("a player process ended in the middle of a game (see its error above)")
+        d = json.loads(line)
+        by_text = {render(m): m for m in eng.legal_moves(s, r)}
+        if d["move"] not in by_text:
+            raise SystemExit(f"a player answered {d['move']!r}, not a legal move of role {r}")
+        return {**d, "move": by_text[d["move"]]}
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def versus_child(args) -> None:
+    """Child process (``--versus-child``): the champion of the checkout ``--root``, answering
+    one JSON request line (game, moves so far, role, seed, search budget) with its decision."""
+    from gdl.kif import parse_term
+    check_code()
+    champion = load_persona("champion")
+    engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
+               for g in args.games}
+    for eng in engines.values():      # numba compiled and warm before the first timed move
+        search(eng, eng.initial_state(), 0, champion, seed=1, limit=200, solver=True)
+    rev = subprocess_rev(CODE)
+    print(json.dumps({"ready": True, "commit": rev}), flush=True)
+    game, moves, state = None, [], None
+    for line in sys.stdin:
+        req = json.loads(line)
+        eng = engines[req["game"]]
+        if req["game"] != game or req["moves"][:len(moves)] != moves:
+            game, moves, state = req["game"], [], eng.initial_state()
+        for joint in req["moves"][len(moves):]:   # only the moves played since the last request
+            state = eng.next_state(state, [parse_term(m) for m in joint])
+        moves = req["moves"]
+        res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **req["kw"])
+        print(json.dumps({"move": render(res.move), "simulations": int(res.simulations),
+                          "elapsed": res.elapsed, "nodes": int(res.nodes),
+                          "pool_full": int(res.pool_full)}), flush=True)
+
+
+def subprocess_rev(root: Path) -> str:
+    import subprocess
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def run_versus(args) -> None:
+    """This checkout's champion against the champion of ``--versus DIR`` at ``--seconds`` a
+    move, each in its own child process, sides alternating; one JSON line per game
+    (resumable).  ``champion_role`` is the role of this version."""
+    from rich.progress import Progress
+    if not (Path(args.versus) / "agent" / "search").is_dir():
+        raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
+    out = Path(args.versus_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if out.exists():
+        for line in out.read_text().splitlines():
+            rec = json.loads(line)
+            done.add((rec["game"], rec["index"]))
+    new = ChildPlayer(ROOT, args.games)
+    old = ChildPlayer(Path(args.versus), args.games)
+    opponent = f"champion {old.ready['commit']}"
+    todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
+    try:
+        with out.open("a") as f, Progress() as bar:
+            task = bar.add_task(f"champion vs {opponent}", total=len(todo))
+            engines = {}
+            for game, i in todo:
+                if game not in engines:
+                    engines[game] = load_engine(read_rules_file(ROOT / "games" / f"{game}.kif"), engine="compiled")
+                eng = engines[game]
+                new_role = i % 2
+                new.game = old.game = game
+                players = [old, old]
+                players[new_role] = new
+                t0 = time.perf_counter()
+                res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
+                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"],
+                       "mode": "time", "index": i, "budget": args.seconds, "champion_role": new_role,
+                       "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+                bar.advance(task)
+    finally:
+        new.close()
+        old.close()
+
+
 def speed_report(path: Path) -> list:
     import statistics
     if not path.exists():
@@ -322,14 +469,28 @@ def score_ci(scores: list) -> tuple:
     return m, max(0.0, m - h), min(1.0, m + h)
 
 
-def win_table(recs: list) -> list:
+def per_move(rs: list, side: int) -> str:
+    """Mean simulations and search seconds per decision of one side (0: the champion)."""
+    sims = secs = n = 0
+    for r in rs:
+        st = r["stats"][r["champion_role"] if side == 0 else 1 - r["champion_role"]]
+        sims, secs, n = sims + st["sims"], secs + st["seconds"], n + st["searches"]
+    return f"{sims / max(n, 1):,.0f} ({secs / max(n, 1):.3f} s)"
+
+
+def win_table(recs: list, speeds: bool = False) -> list:
+    """Rows per (game, opponent, budget); ``speeds``: simulations and seconds per decision
+    of both sides (the timed games' real budgets)."""
     games = [r for r in recs if r["kind"] == "game"]
-    lines = ["| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |",
-             "|---|---|---|---|---|---|---|"]
+    opponents = OPPONENTS + sorted({r["opponent"] for r in games} - set(OPPONENTS))
+    extra = " champion sims/move (s) | opponent sims/move (s) |" if speeds else ""
+    lines = ["| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |" + extra,
+             "|---|---|---|---|---|---|---|" + ("---|---|" if speeds else "")]
     for game in GAMES:
-        for opponent in OPPONENTS:
-            for mode in MODES:
-                rs = [r for r in games if (r["game"], r["opponent"], r["mode"]) == (game, opponent, mode)]
+        for opponent in opponents:
+            for mode, budget in sorted({(r["mode"], r["budget"]) for r in games}):
+                rs = [r for r in games if (r["game"], r["opponent"], r["mode"], r["budget"])
+                      == (game, opponent, mode, budget)]
                 if not rs:
                     continue
                 sc, w, d, l = [], 0, 0, 0
@@ -342,8 +503,16 @@ def win_table(recs: list) -> list:
                 m, lo, hi = score_ci(sc)
                 budget = f"{rs[0]['budget']} simulations" if mode == "sims" else f"{rs[0]['budget']} s"
                 lines.append(f"| {game} | {opponent} | {budget} | {len(rs)} | {w} / {d} / {l} | "
-                             f"{m:.3f} | [{lo:.3f}, {hi:.3f}] |")
+                             f"{m:.3f} | [{lo:.3f}, {hi:.3f}] |"
+                             + (f" {per_move(rs, 0)} | {per_move(rs, 1)} |" if speeds else ""))
     return lines
+
+
+def shown(path) -> str:
+    """A results file as the report names it: relative to the repository (a file elsewhere,
+    e.g. a test's, by its name only: the report names no machine paths)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
 
 
 def report(args) -> str:
@@ -357,21 +526,70 @@ def report(args) -> str:
                  f" --seconds {args.seconds} --n {args.n}" + (f" --sims {args.sims}" if args.sims else "")
                  + (f" --games {' '.join(args.games)}" if args.games != GAMES else "")
                  + (f" --modes {' '.join(args.modes)}" if args.modes != MODES else "")
-                 + (f" --out {Path(args.out).resolve().relative_to(ROOT)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
-                 + (f" --compare {Path(args.compare).resolve().relative_to(ROOT)}" if args.compare else "")), "```", "",
+                 + (f" --out {shown(args.out)}" if Path(args.out).resolve() != RESULTS.resolve() else "")
+                 + (f" --compare {shown(args.compare)}" if args.compare else "")), "```", "",
              f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              "one process on a shared 2-core host.", "",
              "## Win rates", ""] + win_table(recs)
     if args.compare:
-        lines += ["", f"Earlier version, same benchmark (`{Path(args.compare).resolve().relative_to(ROOT)}`):", ""]
+        lines += ["", f"Earlier version, same benchmark (`{shown(args.compare)}`):", ""]
         lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():
         lines += ["", tuning.read_text().strip()]
+    lines += equal_time_section(args)
     speed = speed_report(Path(args.speed_out))
     if speed:
         lines += [""] + speed
     return "\n".join(lines) + "\n"
+
+
+def equal_time_section(args) -> list:
+    """The head-to-heads of two versions (``--versus``: ``search-versus*.jsonl``) and the
+    scaling runs (``search-scaling-*.jsonl``: champion against an opponent at several clocks),
+    with the reading in ``search-equal-time.md``."""
+    here = Path(args.out).parent
+    load = lambda path: [json.loads(x) for x in path.read_text().splitlines()]
+    versus = {p.resolve() for p in here.glob("search-versus*.jsonl")}
+    if Path(args.versus_out).exists():
+        versus.add(Path(args.versus_out).resolve())
+    scaling = sorted(here.glob("search-scaling*.jsonl"), key=lambda p: load(p)[-1]["budget"])
+    if not versus and not scaling:
+        return []
+    lines = ["", "## Strength at equal time", "",
+             "Head to head: this version's champion against the champion of an earlier checkout "
+             "(`champion` is the newer version, `opponent` the earlier one), each in a child process "
+             "of its own, sides alternating; every search of both gets the same clock (the search's "
+             "own `seconds`, measured from its entry, tree allocation included, to the first deadline "
+             "check past it; `s` in the table is the mean of what the searches took). Load: the "
+             "one-minute load average of the 2-core machine while the games ran.", ""]
+    for path in sorted(versus, key=lambda p: (p != VERSUS.resolve(), p.name)):   # this run first
+        recs = load(path)
+        n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
+        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        loads = [r["load"] for r in recs if "load" in r]
+        lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')} against "
+                  f"{recs[-1]['opponent']}, load {min(loads):.1f} to {max(loads):.1f}:", "",
+                  "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
+                  f"--games {games}" + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
+                  "```", ""] + win_table(recs, speeds=True) + [""]
+    for path in scaling:
+        recs = [r for r in load(path) if r["kind"] == "game"]
+        n = max(r["index"] for r in recs) + 1
+        loads = [r["load"] for r in recs if "load" in r]
+        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        opps = " ".join(sorted({r["opponent"] for r in recs}))
+        version = recs[-1].get("version")
+        lines += [f"`{shown(path)}`" + (f", played by the agent of commit {version}" if version else "")
+                  + (f", load {min(loads):.1f} to {max(loads):.1f}" if loads else "") + ":", "",
+                  "```", f"python scripts/bench_search.py --games {games} --opponents {opps} --modes time "
+                  f"--seconds {recs[0]['budget']} --n {n} --out {shown(path)}"
+                  + (" --root DIR" if version else ""), "```", ""]
+        lines += win_table(recs, speeds=True) + [""]
+    reading = here / "search-equal-time.md"
+    if reading.exists():
+        lines += [reading.read_text().strip()]
+    return lines
 
 
 def main(argv=None) -> int:
@@ -395,13 +613,22 @@ def main(argv=None) -> int:
     ap.add_argument("--search-sims", type=int, default=5000)
     ap.add_argument("--raw-seconds", type=float, default=3.0)
     ap.add_argument("--speed-out", default=str(SPEED))
+    ap.add_argument("--versus", help="this version's champion against the champion of the "
+                    "checkout DIR at --seconds a move, in two child processes (then the report)")
+    ap.add_argument("--versus-out", default=str(VERSUS))
+    ap.add_argument("--versus-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.speed_child:
         speed_child(args)
         return 0
-    if args.speed:
+    if args.versus_child:
+        versus_child(args)
+        return 0
+    if args.versus:
+        run_versus(args)
+    elif args.speed:
         run_speed(args)
     elif not args.report_only:
         run(args)

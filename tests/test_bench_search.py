@@ -1,0 +1,49 @@
+"""scripts/bench_search.py's head-to-head of two checkouts (``--versus``): both champions play
+in child processes of their own, every move is legal, sides alternate, each side's search
+figures are recorded, and the report shows the equal-time section built from the results."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_search", ROOT / "scripts" / "bench_search.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_versus_plays_legal_games_with_alternating_sides(tmp_path):
+    bench = _bench()
+    out, results, report = tmp_path / "versus.jsonl", tmp_path / "results.jsonl", tmp_path / "report.md"
+    results.write_text("")
+    # this checkout against itself: the path through two child processes is the one measured
+    assert bench.main(["--versus", str(ROOT), "--games", "ticTacToe", "--n", "2", "--seconds", "0.01",
+                       "--versus-out", str(out), "--out", str(results), "--report", str(report),
+                       "--speed-out", str(tmp_path / "none.jsonl")]) == 0
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["champion_role"] for r in recs] == [0, 1]
+    for r in recs:
+        assert r["budget"] == 0.01 and r["mode"] == "time" and r["opponent"].startswith("champion ")
+        assert 5 <= r["plies"] <= 9 and sorted(r["goals"]) in ([0, 100], [50, 50])
+        for side in r["stats"]:
+            assert side["searches"] >= 2 and side["sims"] > 0 and side["seconds"] > 0
+    text = report.read_text()
+    assert "## Strength at equal time" in text and "| ticTacToe | champion " in text
+    # resumable: the finished games are not played again
+    bench.main(["--versus", str(ROOT), "--games", "ticTacToe", "--n", "2", "--seconds", "0.01",
+                "--versus-out", str(out), "--out", str(results), "--report", str(report),
+                "--speed-out", str(tmp_path / "none.jsonl")])
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_versus_refuses_a_directory_that_is_no_checkout(tmp_path):
+    with pytest.raises(SystemExit, match="not a checkout of this project"):
+        _bench().main(["--versus", str(tmp_path), "--games", "ticTacToe", "--n", "1",
+                       "--versus-out", str(tmp_path / "v.jsonl")])
