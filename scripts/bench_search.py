@@ -150,17 +150,20 @@ def raw_playout_rate(eng, seconds: float = 3.0) -> dict:
     return {"playouts_per_s": n / dt, "plies_per_playout": plies / max(n, 1)}
 
 
+def finished(out: Path, key) -> set:
+    """The keys of the games already in results file ``out`` (to resume); makes its folder."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        return set()
+    return {key(json.loads(line)) for line in out.read_text().splitlines()}
+
+
 def run(args) -> None:
     check_code()
     # games played by another checkout's agent (--root) name its commit
     other = {"version": subprocess_rev(CODE)} if CODE.resolve() != ROOT.resolve() else {}
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            rec = json.loads(line)
-            done.add((rec["kind"], rec["game"], rec.get("opponent"), rec.get("mode"), rec.get("index")))
+    done = finished(out, lambda r: (r["kind"], r["game"], r.get("opponent"), r.get("mode"), r.get("index")))
     champion = load_persona("champion")
     with out.open("a") as f:
         for game in args.games:
@@ -370,12 +373,7 @@ def run_versus(args) -> None:
     if not (Path(args.versus) / "agent" / "search").is_dir():
         raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
     out = Path(args.versus_out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            rec = json.loads(line)
-            done.add((rec["game"], rec["index"]))
+    done = finished(out, lambda r: (r["game"], r["index"]))
     new = ChildPlayer(ROOT, args.games)
     old = ChildPlayer(Path(args.versus), args.games)
     opponent = f"champion {old.ready['commit']}"
