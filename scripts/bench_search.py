@@ -41,6 +41,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,12 +151,15 @@ def raw_playout_rate(eng, seconds: float = 3.0) -> dict:
     return {"playouts_per_s": n / dt, "plies_per_playout": plies / max(n, 1)}
 
 
+def records(path) -> list:
+    """The records of a results file (one JSON object a line)."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
 def finished(out: Path, key) -> set:
     """The keys of the games already in results file ``out`` (to resume); makes its folder."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists():
-        return set()
-    return {key(json.loads(line)) for line in out.read_text().splitlines()}
+    return {key(r) for r in records(out)} if out.exists() else set()
 
 
 def run(args) -> None:
@@ -266,7 +270,6 @@ def speed_child(args) -> None:
 
 def run_speed(args) -> None:
     """This version and the baseline in two child processes, runs alternating."""
-    import subprocess
     from rich.progress import Progress
     sides = [("new", ROOT)] + ([("old", Path(args.baseline))] if args.baseline else [])
     procs = {}
@@ -305,7 +308,6 @@ class ChildPlayer:
     own clock (``seconds``, from the call's entry to its deadline) is the one that counts."""
 
     def __init__(self, root: Path, games: list):
-        import subprocess
         self.proc = subprocess.Popen([sys.executable, __file__, "--versus-child", "--root", str(root),
                                       "--games", *games], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -360,7 +362,6 @@ def versus_child(args) -> None:
 
 
 def subprocess_rev(root: Path) -> str:
-    import subprocess
     return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
 
@@ -514,7 +515,7 @@ def shown(path) -> str:
 
 
 def report(args) -> str:
-    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    recs = records(args.out)
     lines = ["# Search strength benchmark", "",
              "`champion` (agent/personas/champion.toml: UCT + MAST + solver) against flat Monte "
              "Carlo and plain UCT (see the script's docstring), on the compiled engine, sides "
@@ -531,7 +532,7 @@ def report(args) -> str:
              "## Win rates", ""] + win_table(recs)
     if args.compare:
         lines += ["", f"Earlier version, same benchmark (`{shown(args.compare)}`):", ""]
-        lines += win_table([json.loads(x) for x in Path(args.compare).read_text().splitlines()])
+        lines += win_table(records(args.compare))
     tuning = Path(args.out).with_name("search-tuning.md")
     if tuning.exists():
         lines += ["", tuning.read_text().strip()]
@@ -547,11 +548,10 @@ def equal_time_section(args) -> list:
     scaling runs (``search-scaling-*.jsonl``: champion against an opponent at several clocks),
     with the reading in ``search-equal-time.md``."""
     here = Path(args.out).parent
-    load = lambda path: [json.loads(x) for x in path.read_text().splitlines()]
     versus = {p.resolve() for p in here.glob("search-versus*.jsonl")}
     if Path(args.versus_out).exists():
         versus.add(Path(args.versus_out).resolve())
-    scaling = sorted(here.glob("search-scaling*.jsonl"), key=lambda p: load(p)[-1]["budget"])
+    scaling = sorted(here.glob("search-scaling*.jsonl"), key=lambda p: records(p)[-1]["budget"])
     if not versus and not scaling:
         return []
     lines = ["", "## Strength at equal time", "",
@@ -562,7 +562,7 @@ def equal_time_section(args) -> list:
              "check past it; `s` in the table is the mean of what the searches took). Load: the "
              "one-minute load average of the 2-core machine while the games ran.", ""]
     for path in sorted(versus, key=lambda p: (p != VERSUS.resolve(), p.name)):   # this run first
-        recs = load(path)
+        recs = records(path)
         n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
         games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
         loads = [r["load"] for r in recs if "load" in r]
@@ -572,7 +572,7 @@ def equal_time_section(args) -> list:
                   f"--games {games}" + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
                   "```", ""] + win_table(recs, speeds=True) + [""]
     for path in scaling:
-        recs = [r for r in load(path) if r["kind"] == "game"]
+        recs = [r for r in records(path) if r["kind"] == "game"]
         n = max(r["index"] for r in recs) + 1
         loads = [r["load"] for r in recs if "load" in r]
         games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))

@@ -33,7 +33,10 @@ def test_versus_plays_legal_games_with_alternating_sides(tmp_path):
         assert r["budget"] == 0.01 and r["mode"] == "time" and r["opponent"].startswith("champion ")
         assert 5 <= r["plies"] <= 9 and sorted(r["goals"]) in ([0, 100], [50, 50])
         for side in r["stats"]:
-            assert side["searches"] >= 2 and side["sims"] > 0 and side["seconds"] > 0
+            # every timed search runs its first chunk before it reads the clock, so a side
+            # that searched has simulations whatever the load; what a search took is recorded
+            # (for the report), not judged here: no timing assertion beyond the protocol's
+            assert side["searches"] >= 2 and side["sims"] > 0 and isinstance(side["seconds"], float)
     text = report.read_text()
     assert "## Strength at equal time" in text and "| ticTacToe | champion " in text
     # resumable: the finished games are not played again
