@@ -78,7 +78,9 @@ def test_node_pool_exhaustion_degrades_gracefully(make):
 def test_huge_limit_allocates_a_bounded_tree(make, monkeypatch):
     """A persona that searches until the clock (the tournament preset's limit is 10^7) gets
     a node pool bounded by TREE_BYTES, not ``limit`` nodes: 10^7 nodes took a player process
-    past its 2 GB cap before its first move. A full pool only stops expansion."""
+    past its 2 GB cap before its first move. A full pool only stops expansion.  (No count of
+    simulations is asserted: these searches end on the clock, and on a loaded machine the
+    Prolog reasoner's 0.1 s can end before the first one.)"""
     from agent.search import common
     sm = make(counter_game(30))
     s0 = sm.initial_state()
@@ -86,12 +88,12 @@ def test_huge_limit_allocates_a_bounded_tree(make, monkeypatch):
     assert big.tree.capacity < 10_000_000
     monkeypatch.setattr(common, "TREE_BYTES", 20_000)
     r = search(sm, s0, 0, persona(limit=10_000_000), seed=1, seconds=0.2)
-    assert r.simulations > 0 and r.tree.capacity < 200
+    assert r.tree.capacity < 200 and r.move in sm.legal_moves(s0, 0)
     child = advance(r.tree, [r.move])
     if child is not None:   # reuse compacts into a pool within the same budget
         r2 = search(sm, sm.next_state(s0, [r.move]), 0, persona(limit=10_000_000), seed=2,
                     seconds=0.1, tree=child)
-        assert r2.simulations > 0 and r2.tree.capacity < 200
+        assert r2.tree.capacity < 200 and r2.move in sm.legal_moves(sm.next_state(s0, [r.move]), 0)
 
 
 def test_tree_reuse_keeps_the_subtree(make):
