@@ -7,7 +7,7 @@ the moves.  Nodes are then classed from the network's structure alone:
 - *control fluents*: fluents that changed on every step of the playouts and feed (or gate,
   compile._gate_legal) every legal atom of some role but one (its noop reads the other role's turn) (the "whose turn" fluents).
 
-    python scripts/profile_playout.py RULES [--playouts 200] [--seed 1]
+    python scripts/profile_playout.py RULES [--playouts 200] [--seed 1] [--order 0|1]
 
 Prints the shares that decide where the engine's work goes (docs/benchmarks/engine-internals.md).
 """
@@ -22,34 +22,6 @@ from numba import njit
 from agent.engine import kernels as K
 from agent.engine.loader import load_engine
 from gdl.kif import read_rules_file
-
-
-@njit(cache=True)
-def _count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
-    """``kernels._drain`` for networks without recursive blocks, counting events (``ev``)
-    and edges walked (``ed``) per node."""
-    while sp > 0:
-        sp -= 1
-        item = stack[sp]
-        a = item >> 1
-        v = item & 1
-        ev[a] += 1
-        ed[a] += out_start[a + 1] - out_start[a]
-        for k in range(out_start[a], out_start[a + 1]):
-            e = out_edge[k]
-            t = e >> 2
-            if (e & 1) != v:
-                cnt[t] += 1
-                if cnt[t] == 0:
-                    w[t] = 1
-                    stack[sp] = t * 2 + 1
-                    sp += 1
-            else:
-                cnt[t] -= 1
-                if cnt[t] == -1:
-                    w[t] = 0
-                    stack[sp] = t * 2
-                    sp += 1
 
 
 @njit(cache=True)
@@ -98,26 +70,15 @@ def _profile(g, vals, playouts, ev, ed, flips):
                 vals[d] = 1
                 stack[sp] = d * 2 + 1
                 sp += 1
-            _count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
-            sp = 0
+            K.count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
             for i in range(g.n_base):
                 if vals[next0 + i] != vals[i]:
-                    scratch[sp] = i
-                    sp += 1
-            nch = sp
-            sp = 0
-            for r in range(n_roles):
-                d = g.does_atom[g.legal_start[r] + joint[r]]
-                vals[d] = 0
-                stack[sp] = d * 2
-                sp += 1
-            for j in range(nch):
-                i = scratch[j]
-                flips[i] += 1
-                vals[i] = 1 - vals[i]
-                stack[sp] = i * 2 + vals[i]
-                sp += 1
-            _count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+                    flips[i] += 1
+            # the moves off and the fluents to their next values in the engine's order
+            o_cnt, o_scratch, o_stack, cap, o_dirty = K._layout(g)
+            sp = K._push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap,
+                              g.ons_first)
+            K.count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
             steps += 1
     return steps, scanned, done
 
@@ -134,9 +95,13 @@ def main() -> int:
     ap.add_argument("rules")
     ap.add_argument("--playouts", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--order", type=int, choices=[0, 1], help="the order of a step's first events "
+                    "(kernels._push_next: 1 the fluents turning on first); default: the game's")
     a = ap.parse_args()
     eng = load_engine(read_rules_file(a.rules), budget_seconds=120, engine="compiled")
     g = eng.game
+    if a.order is not None:
+        g = g._replace(ons_first=a.order)
     if (g.blk_loop == 1).any():
         print("this game has recursive components: the counter build does not cover them")
         return 1

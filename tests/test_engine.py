@@ -727,3 +727,78 @@ def test_legal_lists_only_where_a_role_has_a_long_gate_run(engine_cache_dir):
     walks above)."""
     assert engines(GAMES_DIR / "breakthrough.kif", engine_cache_dir)[0].game.legal_lists == 1
     assert engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)[0].game.legal_lists == 0
+
+
+# ----------------------------------------------------------------------------- event order
+def _walk_both_orders(g, seed: int, walks: int) -> list:
+    """Seeded random walks (steps, and loads of earlier states) with the first events of each
+    propagation in either order (``ons_first`` 0 and 1): every node value and counter after
+    each step or load, checked against a rebuild from scratch; returns the states visited."""
+    seen = {}
+    for first in (0, 1):
+        gg = g._replace(ons_first=first)
+        vals, fresh = K.new_vals(gg), K.new_vals(gg)
+        assert vals[-1] == first
+        cnt = K._views(gg, vals)[0]
+        cnt_fresh = K._views(gg, fresh)[0]
+        lazy = np.zeros(g.n_nodes, dtype=bool)
+        for item in K.lazy_parts(g)[3]:
+            if item >= 0:
+                lazy[item] = True   # goal-only nodes are stale between goal readings, by design
+        legal = np.zeros(max(int(x) for x in g.role_nmoves) + 1, dtype=np.int32)
+        bits = np.zeros(g.n_words, dtype=np.uint64)
+        rng = random.Random(seed)
+        states = []
+        for _ in range(walks):
+            K.load_state(gg, g.init_state, vals)
+            while not K.is_terminal(gg, vals) and len(states) < 400 * walks:
+                joint = np.array([legal[rng.randrange(K.legal_moves(gg, vals, r, legal))]
+                                  for r in range(g.n_roles)], dtype=np.int32)
+                K.advance(gg, vals, joint)
+                if states and rng.random() < 0.2:
+                    K.load_state(gg, states[rng.randrange(len(states))], vals)
+                K.current_state(gg, vals, bits)
+                states.append(bits.copy())
+                K.load_state(gg, bits, fresh)
+                K._rebuild(gg, fresh)
+                n = g.n_nodes
+                assert np.array_equal(vals[:n][~lazy], fresh[:n][~lazy]), f"order {first}"
+                assert np.array_equal(cnt[:n][~lazy], cnt_fresh[:n][~lazy]), f"order {first}"
+        seen[first] = [s.tobytes() for s in states]
+    assert seen[0] == seen[1]   # the same walks: the order changes the work, never a value
+    return seen[0]
+
+
+@pytest.mark.parametrize("game", OWN_GAMES)
+def test_either_order_of_first_events_gives_the_same_network(game, engine_cache_dir):
+    c, _ = engines(GAMES_DIR / f"{game}.kif", engine_cache_dir)
+    assert len(_walk_both_orders(c.game, seed=3, walks=3)) > 10
+
+
+@needs_shared
+@pytest.mark.parametrize("game", ["base/games/hex/v0", "base/games/smallest_4player/v0"],
+                         ids=["hex", "recursion"])
+def test_either_order_of_first_events_gives_the_same_network_in_corpus_games(game, shared_dir,
+                                                                             engine_cache_dir):
+    c, _ = engines(corpus_rules(shared_dir, game), engine_cache_dir)
+    assert len(_walk_both_orders(c.game, seed=4, walks=1)) > 5
+
+
+def test_the_order_of_first_events_is_chosen_by_the_work_it_saves(engine_cache_dir):
+    """The probe counts a step's events and edges in both orders on its own seeded playouts:
+    nineBoardTicTacToe's fluents turning on first walk a third of the events of the other
+    order (a fluent turning off then on again inside one small board's lines), so it gets 1;
+    the probe gives the same answer every time and leaves the engine's random stream alone."""
+    g = engines(GAMES_DIR / "nineBoardTicTacToe.kif", engine_cache_dir)[0].game
+    assert g.ons_first == 1
+    K.seed(11)
+    first = K.playouts_for(g, g.init_state, 3, 1000)
+    K.seed(11)
+    assert K.probe_ons_first(g, 300) == K.probe_ons_first(g, 300) == 1
+    assert K.playouts_for(g, g.init_state, 3, 1000) == first
+
+
+@needs_shared
+def test_the_probe_prefers_the_fluents_turning_off_first_where_that_saves_work(shared_dir, engine_cache_dir):
+    g = engines(corpus_rules(shared_dir, "base/games/hex/v0"), engine_cache_dir)[0].game
+    assert g.ons_first == 0

@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists", "ons_first",
 ])
 
 
@@ -149,6 +149,10 @@ def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
+    # The last byte: the game's order of a step's first events (``_push_next``), read there
+    # by the steps and loads: one more element in ``hot``'s tuple, passed by value to every
+    # step, cost the small games 8-15% of their playouts.
+    w[w.shape[0] - 1] = g.ons_first
     _rebuild(g, w)
     return w
 
@@ -449,15 +453,41 @@ def _push_set(w, stack, a, v, sp, cap):
     return sp + 1
 
 
+# The order of a propagation's first events.  The stack pops the last pushed first, and each
+# event's consequences are drained before the next first event: when two fluents that feed
+# one node change in opposite directions, the one popped first can flip that node, and the
+# other flip it back (a glitch: two events and their edges for nothing).  Which direction
+# should go first depends on the game: nineBoardTicTacToe walks a third of the events with
+# the fluents turning on first, hex two thirds with those turning off first.
+# ``compile.py`` picks it per game (``probe_ons_first``: counted on a few seeded playouts,
+# from the network alone); every path that flips fluents pushes in that order.
+
+@njit(cache=True, inline="always")
+def _push_state(w, stack, scratch, state, n_base, cap):
+    """Set the fluents to the packed ``state``: the first events of a load, in the game's
+    order (those turning to ``first`` pushed last, popped first)."""
+    first = w[w.shape[0] - 1]
+    sp = 0
+    k = 0
+    for i in range(n_base):
+        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
+        if w[i] != v:
+            if v == first:
+                scratch[k] = i
+                k += 1
+            else:
+                sp = _push_set(w, stack, i, v, sp, cap)
+    for j in range(k):
+        sp = _push_set(w, stack, scratch[j], first, sp, cap)
+    return sp
+
+
 @njit(cache=True)
 def load_state(g, state, vals):
     """Bring the work buffer to ``state`` (packed bits); only the differences propagate."""
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
-    sp = 0
-    for i in range(g.n_base):
-        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
-        sp = _push_set(vals, stack, i, v, sp, cap)
+    sp = _push_state(vals, stack, scratch, state, g.n_base, cap)
     _finish(g, vals, _settle_a(g.out_start, g.out_edge, g.atom_block, vals, cnt, stack, dirty, sp, cap, None))
 
 
@@ -586,27 +616,40 @@ def next_state(g, vals, joint, out_state):
                              atom_block, vals, cnt, stack, dirty, cap, 0, None))
 
 
-@njit(cache=True)
-def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
-                w, cnt, scratch, stack, dirty, cap, lists):
-    """With the moves on and settled: read the next values, then turn the moves off and
-    the fluents to their next values in one propagation.  Returns as ``_settle_a``.  (No
-    CompiledGame argument and no calls that take one: the callee would then reference-
-    count every array at entry.)"""
-    # Read every next value before changing any fluent: next atoms depend on fluents.
-    nch = 0
-    for i in range(n_base):
-        if w[next0 + i] != w[i]:
-            scratch[nch] = i
-            nch += 1
+@njit(cache=True, inline="always")
+def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, first):
+    """With the moves on and settled: the moves off and the fluents to their next values as
+    the first events of one propagation, those turning to ``first`` pushed last (popped
+    first), the moves in between.  Returns the stack size."""
+    # Setting a fluent before the propagation leaves every next atom as it is, so the next
+    # values are read in the same pass.
     sp = 0
+    k = 0
+    for i in range(n_base):
+        v = w[next0 + i]
+        if v != w[i]:
+            if v == first:
+                scratch[k] = i
+                k += 1
+            else:
+                sp = _push_set(w, stack, i, v, sp, cap)
     for r in range(joint.shape[0]):
         d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
             sp = _push_set(w, stack, d, 0, sp, cap)
-    for j in range(nch):
-        i = scratch[j]
-        sp = _push_set(w, stack, i, 1 - w[i], sp, cap)
+    for j in range(k):
+        sp = _push_set(w, stack, scratch[j], first, sp, cap)
+    return sp
+
+
+@njit(cache=True)
+def _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
+                w, cnt, scratch, stack, dirty, cap, lists):
+    """With the moves on and settled: read the next values, then turn the moves off and
+    the fluents to their next values in one propagation (``_push_next``).  Returns as
+    ``_settle_a``.  (No CompiledGame argument and no calls that take one: the callee would
+    then reference-count every array at entry.)"""
+    sp = _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, w[w.shape[0] - 1])
     return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
@@ -677,11 +720,8 @@ def step_finish(g, vals, h, joint, f):
 @njit(cache=True)
 def load_into(h, state):
     """``load_state`` on a ``hot`` tuple; returns as ``step`` (finish with ``load_finish``)."""
-    w, cnt, stack, dirty, cap, n_base = h[5], h[6], h[8], h[9], h[10], h[12]
-    sp = 0
-    for i in range(n_base):
-        v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
-        sp = _push_set(w, stack, i, v, sp, cap)
+    w, cnt, scratch, stack, dirty, cap, n_base = h[5], h[6], h[7], h[8], h[9], h[10], h[12]
+    sp = _push_state(w, stack, scratch, state, n_base, cap)
     return _settle_a(h[2], h[3], h[4], w, cnt, stack, dirty, sp, cap, None)
 
 
@@ -766,10 +806,7 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
         _legal_resync(legal_start, legal_gate, legal_atom, cnt, vals)
     for p in range(count):
         if load:
-            sp = 0
-            for i in range(n_base):
-                v = np.uint8((state[i >> 6] >> np.uint64(i & 63)) & np.uint64(1))
-                sp = _push_set(vals, stack, i, v, sp, cap)
+            sp = _push_state(vals, stack, scratch, state, n_base, cap)
             f = _settle_a(plain_start, plain_edge, atom_block, vals, cnt, stack, dirty, sp, cap, None)
             if f != nb:
                 _finish(g, vals, f)
@@ -827,6 +864,90 @@ def playouts_for(g, state, count, max_depth):
 
 
 # ------------------------------------------------------------------ compile-time helpers
+
+@njit(cache=True)
+def count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
+    """``_drain`` for networks without recursive blocks, counting events (``ev``) and edges
+    walked (``ed``) per node: the work of a propagation (``probe_ons_first``, and
+    scripts/profile_playout.py)."""
+    while sp > 0:
+        sp -= 1
+        item = stack[sp]
+        a = item >> 1
+        v = item & 1
+        ev[a] += 1
+        ed[a] += out_start[a + 1] - out_start[a]
+        for k in range(out_start[a], out_start[a + 1]):
+            e = out_edge[k]
+            t = e >> 2
+            if (e & 1) != v:
+                cnt[t] += 1
+                if cnt[t] == 0:
+                    w[t] = 1
+                    stack[sp] = t * 2 + 1
+                    sp += 1
+            else:
+                cnt[t] -= 1
+                if cnt[t] == -1:
+                    w[t] = 0
+                    stack[sp] = t * 2
+                    sp += 1
+
+
+@njit(cache=True)
+def probe_ons_first(g, max_steps):
+    """1 if the steps of seeded random playouts walk no more events and edges with the
+    fluents turning on popped first than with those turning off first, else 0 (see
+    ``_push_next``).  Its own random stream (the engine's is not touched); games with
+    recursive components (which this count does not follow) get 1."""
+    if g.blk_start.shape[0] and g.blk_loop.max() == 1:
+        return 1
+    work = np.zeros(2, dtype=np.int64)
+    ev = np.zeros(g.n_nodes, dtype=np.int64)
+    ed = np.zeros(g.n_nodes, dtype=np.int64)
+    joint = np.empty(g.n_roles, dtype=np.int32)
+    legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
+    next0 = g.next_atom[0] if g.n_base > 0 else 0
+    for first in range(2):
+        vals = new_vals(g)
+        cnt, scratch, stack, dirty = _views(g, vals)
+        o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+        ev[:] = 0
+        ed[:] = 0
+        x = np.uint64(88172645463325252)
+        steps = 0
+        while steps < max_steps:
+            load_state(g, g.init_state, vals)
+            depth = 0
+            while depth < 1000 and steps < max_steps:
+                if g.terminal_atom >= 0 and vals[g.terminal_atom] == 1:
+                    break
+                stuck = False
+                for r in range(g.n_roles):
+                    n = _legal_list(g.legal_start, g.legal_atom, g.legal_gate, vals, r, legal)
+                    if n == 0:
+                        stuck = True
+                        break
+                    x ^= x << np.uint64(13)
+                    x ^= x >> np.uint64(7)
+                    x ^= x << np.uint64(17)
+                    joint[r] = legal[int(x % np.uint64(n))]
+                if stuck:
+                    break
+                sp = 0
+                for r in range(g.n_roles):
+                    sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
+                count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+                sp = _push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap,
+                                first)
+                count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+                depth += 1
+                steps += 1
+            if depth == 0:
+                break
+        work[first] = ev.sum() + ed.sum()
+    return 1 if work[1] <= work[0] else 0
+
 
 @njit(cache=True)
 def rule_offsets(flat):
