@@ -159,6 +159,33 @@ def test_ga_is_deterministic_for_a_seed_and_improves():
     assert all(x["best"] >= y["best"] for x, y in zip(a.history[1:], a.history))
 
 
+def test_ga_judges_a_gain_against_the_elite_on_the_same_decisions():
+    """Each generation scores another subsample: an easy one (here generation 1, every
+    fitness +1) must not stop the run as "without gain" while new individuals still beat the
+    elite on their own generation's decisions (a full-size fit stopped after 15 generations
+    on such a subsample)."""
+    def easy_once(pop, gen):
+        return _quadratic(pop, gen) + (1.0 if gen == 1 else 0.0)
+
+    st = G.run_ga(easy_once, G.GAConfig(population=10, generations=30, patience=3, seed=3))
+    bests = [h["best"] for h in st.history]
+    assert max(bests[2:]) < bests[1]          # no later generation reaches the easy one's best
+    assert st.generation > 4                  # yet the run went on past patience + 1
+    if st.stopped.endswith("without gain"):   # and stopped only when the elite stayed the best
+        assert all(h["fitness"][0] == max(h["fitness"]) for h in st.history[-3:])
+
+
+def test_ga_checkpoint_of_the_old_gain_rule_is_not_resumed(tmp_path):
+    cfg = G.GAConfig(population=6, generations=3, patience=100, seed=2)
+    ck = tmp_path / "ga.json"
+    G.run_ga(_quadratic, cfg, checkpoint=ck)
+    doc = json.loads(ck.read_text())
+    assert G._load(ck, cfg, []) is not None
+    del doc["gain"]
+    ck.write_text(json.dumps(doc))
+    assert G._load(ck, cfg, []) is None
+
+
 def test_ga_resumes_after_an_interruption_exactly(tmp_path):
     cfg = G.GAConfig(population=8, generations=6, patience=100, seed=5)
     whole = G.run_ga(_quadratic, cfg)

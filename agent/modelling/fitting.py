@@ -80,9 +80,7 @@ def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 3
     state = G.run_ga(evaluate, cfg, checkpoint=checkpoint, initial=initial, on_generation=report)
     last = np.array(state.population)
     fit = np.array(state.history[-1]["fitness"])
-    finalists = [last[i] for i in np.argsort(-fit)[:5]]
-    if state.best is not None:
-        finalists.append(np.array(state.best))
+    finalists = [last[i] for i in np.argsort(-fit)[:5]]   # the elite among them
     finalists += [np.array(g) for g in initial[1:]]
     uniq = {tuple(np.round(f, 9)): f for f in finalists}
     finalists = list(uniq.values())
