@@ -346,6 +346,10 @@ def test_scoring_is_deterministic_and_cached(bulk):
     (c,) = Scorer(ds.games, seed=1, limit=20, workers=0, progress=False).q([p], sub)
     assert all(np.array_equal(x, y) for x, y in zip(a, c))           # CRN: same seed, same Q
     assert all(len(q) == len(d.moves) for q, d in zip(a, sub))
+    s2 = Scorer(ds.games, seed=1, limit=20, workers=0, progress=False)
+    x, y, z = s2.q([p, p.replace(exploration_factor=3), p], sub)         # a copy in the same batch
+    assert s2.computed == 12 and all(np.array_equal(u, v) for u, v in zip(x, z))
+    assert all(np.array_equal(u, v) for u, v in zip(x, a))
 
 
 # ------------------------------------------------------------------------------ CLI

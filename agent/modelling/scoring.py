@@ -87,7 +87,10 @@ class Scorer:
         """[[Q vector per decision] per persona]; computes only what the cache lacks."""
         keys = [persona_key(p, self.limit) for p in personas]
         tasks, where = [], []
+        unique = {}   # a GA generation holds unchanged copies of popular parents: each genome once
         for pk, p in zip(keys, personas):
+            unique.setdefault(pk, p)
+        for pk, p in unique.items():
             missing = {}
             for d in decisions:
                 ck = (pk, self.seed, d.key, replicate)
