@@ -41,7 +41,7 @@ def _popcount(x):
     return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _legal(h, r, out, rank, sort):
     """Role r's legal move ids into ``out`` in canonical term order (the order every
     StateMachine answers in, so both drivers draw the same moves from the same streams);
