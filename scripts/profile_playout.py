@@ -28,10 +28,8 @@ from gdl.kif import read_rules_file
 def _profile(g, vals, playouts, ev, ed, flips):
     """(steps, legal atoms scanned, edges walked, playouts that ended) over ``playouts``
     random playouts from the initial state; ``flips[i]``: steps on which fluent i changed."""
-    cnt, scratch, stack, dirty = K._views(g, vals)
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
-    next0 = g.next_atom[0]
     steps = 0
     scanned = 0
     done = 0
@@ -64,21 +62,7 @@ def _profile(g, vals, playouts, ev, ed, flips):
                     k += 1
                     scanned += 1
                 joint[r] = k
-            sp = 0
-            for r in range(n_roles):
-                d = g.does_atom[g.legal_start[r] + joint[r]]
-                vals[d] = 1
-                stack[sp] = d * 2 + 1
-                sp += 1
-            K.count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
-            for i in range(g.n_base):
-                if vals[next0 + i] != vals[i]:
-                    flips[i] += 1
-            # the moves off and the fluents to their next values in the engine's order
-            o_cnt, o_scratch, o_stack, cap, o_dirty = K._layout(g)
-            sp = K._push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap,
-                              g.ons_first)
-            K.count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+            K.count_step(g, vals, joint, g.ons_first, ev, ed, flips)   # in the engine's order
             steps += 1
     return steps, scanned, done
 

@@ -868,8 +868,7 @@ def playouts_for(g, state, count, max_depth):
 @njit(cache=True)
 def count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
     """``_drain`` for networks without recursive blocks, counting events (``ev``) and edges
-    walked (``ed``) per node: the work of a propagation (``probe_ons_first``, and
-    scripts/profile_playout.py)."""
+    walked (``ed``) per node: the work of a propagation (``count_step``)."""
     while sp > 0:
         sp -= 1
         item = stack[sp]
@@ -895,6 +894,26 @@ def count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
 
 
 @njit(cache=True)
+def count_step(g, vals, joint, first, ev, ed, flips):
+    """One step of ``joint`` as ``step`` makes it (the moves on; then the moves off and the
+    fluents to their next values, first events in order ``first``), counting the events and
+    edges of both propagations (``count_drain``) and each fluent's changes (``flips``): the
+    counter build of ``probe_ons_first`` and scripts/profile_playout.py (no recursive blocks)."""
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    next0 = g.next_atom[0] if g.n_base > 0 else 0
+    sp = 0
+    for r in range(g.n_roles):
+        sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
+    count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+    for i in range(g.n_base):
+        if vals[next0 + i] != vals[i]:
+            flips[i] += 1
+    sp = _push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap, first)
+    count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+
+
+@njit(cache=True)
 def probe_ons_first(g, max_steps):
     """1 if the steps of seeded random playouts walk no more events and edges with the
     fluents turning on popped first than with those turning off first, else 0 (see
@@ -905,13 +924,11 @@ def probe_ons_first(g, max_steps):
     work = np.zeros(2, dtype=np.int64)
     ev = np.zeros(g.n_nodes, dtype=np.int64)
     ed = np.zeros(g.n_nodes, dtype=np.int64)
+    flips = np.zeros(g.n_base, dtype=np.int64)
     joint = np.empty(g.n_roles, dtype=np.int32)
     legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
-    next0 = g.next_atom[0] if g.n_base > 0 else 0
     for first in range(2):
         vals = new_vals(g)
-        cnt, scratch, stack, dirty = _views(g, vals)
-        o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
         ev[:] = 0
         ed[:] = 0
         x = np.uint64(88172645463325252)
@@ -934,13 +951,7 @@ def probe_ons_first(g, max_steps):
                     joint[r] = legal[int(x % np.uint64(n))]
                 if stuck:
                     break
-                sp = 0
-                for r in range(g.n_roles):
-                    sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
-                count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
-                sp = _push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap,
-                                first)
-                count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
+                count_step(g, vals, joint, first, ev, ed, flips)
                 depth += 1
                 steps += 1
             if depth == 0:
