@@ -14,7 +14,6 @@ its last finished generation and ends exactly as an uninterrupted run would.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,10 +88,13 @@ class GAState:
     population: list
     rng: dict
     history: list = field(default_factory=list)   # per generation: best, mean, best genome
-    best: list | None = None
-    best_fitness: float = -math.inf
     since_gain: int = 0
     stopped: str | None = None
+
+    @property
+    def best(self) -> list | None:
+        """The best genome of the last generation scored (on its own decisions)."""
+        return self.history[-1]["best_genome"] if self.history else None
 
 
 def _select(rng, fit: np.ndarray, cfg: GAConfig) -> int:
@@ -160,7 +162,6 @@ def run_ga(evaluate, cfg: GAConfig, *, checkpoint=None, initial=None, on_generat
         state.history.append({"generation": state.generation, "best": float(fit[b]),
                               "mean": float(np.mean(fit)), "diversity": diversity(pop, lo, hi),
                               "best_genome": pop[b].tolist(), "fitness": fit.tolist()})
-        state.best, state.best_fitness = pop[b].tolist(), float(fit[b])   # on this generation's decisions
         state.since_gain = 0 if gained else state.since_gain + 1
         if state.generation + 1 >= cfg.generations:
             state.stopped = f"{cfg.generations} generations"
@@ -197,4 +198,5 @@ def _load(ck, cfg, initial) -> GAState | None:
     # afresh (the Q cache makes replaying the generations it saw cheap)
     if doc.get("config") != cfg.to_dict() or doc.get("initial") != initial or doc.get("gain") != GAIN_RULE:
         return None
-    return GAState(**doc["state"])
+    # (checkpoints written before ``best`` was read from the history also stored it)
+    return GAState(**{k: v for k, v in doc["state"].items() if k in GAState.__dataclass_fields__})
