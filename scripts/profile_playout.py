@@ -62,7 +62,7 @@ def _profile(g, vals, playouts, ev, ed, flips):
                     k += 1
                     scanned += 1
                 joint[r] = k
-            K.count_step(g, vals, joint, g.ons_first, ev, ed, flips)   # in the engine's order
+            K.count_step(g, vals, joint, ev, ed, flips)   # in the mode of vals' last byte
             steps += 1
     return steps, scanned, done
 
@@ -81,11 +81,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--order", type=int, choices=[0, 1], help="the order of a step's first events "
                     "(kernels._push_next: 1 the fluents turning on first); default: the game's")
+    ap.add_argument("--keep-moves", type=int, choices=[0, 1], help="1: the moves stay on between "
+                    "steps (kernels._push_moves); default: the game's")
     a = ap.parse_args()
     eng = load_engine(read_rules_file(a.rules), budget_seconds=120, engine="compiled")
     g = eng.game
     if a.order is not None:
         g = g._replace(ons_first=a.order)
+    if a.keep_moves is not None:
+        g = g._replace(keep_moves=a.keep_moves)
     if (g.blk_loop == 1).any():
         print("this game has recursive components: the counter build does not cover them")
         return 1

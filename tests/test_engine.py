@@ -729,16 +729,19 @@ def test_legal_lists_only_where_a_role_has_a_long_gate_run(engine_cache_dir):
     assert engines(GAMES_DIR / "ticTacToe.kif", engine_cache_dir)[0].game.legal_lists == 0
 
 
-# ----------------------------------------------------------------------------- event order
+# ----------------------------------------------------------------------------- step modes
 def _walk_both_orders(g, seed: int, walks: int) -> list:
-    """Seeded random walks (steps, and loads of earlier states) with the first events of each
-    propagation in either order (``ons_first`` 0 and 1): every node value and counter after
-    each step or load, checked against a rebuild from scratch; returns the states visited."""
+    """Seeded random walks (steps, and loads of earlier states) in each of the four step
+    modes: the first events of each propagation in either order (``ons_first`` 0 and 1),
+    the moves off after each step or kept on (``keep_moves`` 0 and 1).  Every node value and
+    counter after each step or load, checked against a rebuild from scratch (which keeps the
+    moves that are on); returns the states visited."""
     seen = {}
-    for first in (0, 1):
-        gg = g._replace(ons_first=first)
+    for mode in range(4):
+        first = mode & 1
+        gg = g._replace(ons_first=first, keep_moves=mode >> 1)
         vals, fresh = K.new_vals(gg), K.new_vals(gg)
-        assert vals[-1] == first
+        assert vals[-1] == mode
         cnt = K._views(gg, vals)[0]
         cnt_fresh = K._views(gg, fresh)[0]
         lazy = np.zeros(g.n_nodes, dtype=bool)
@@ -760,17 +763,21 @@ def _walk_both_orders(g, seed: int, walks: int) -> list:
                 K.current_state(gg, vals, bits)
                 states.append(bits.copy())
                 K.load_state(gg, bits, fresh)
+                fresh[g.does_atom] = vals[g.does_atom]  # the moves on
                 K._rebuild(gg, fresh)
                 n = g.n_nodes
-                assert np.array_equal(vals[:n][~lazy], fresh[:n][~lazy]), f"order {first}"
-                assert np.array_equal(cnt[:n][~lazy], cnt_fresh[:n][~lazy]), f"order {first}"
-        seen[first] = [s.tobytes() for s in states]
-    assert seen[0] == seen[1]   # the same walks: the order changes the work, never a value
+                assert np.array_equal(vals[:n][~lazy], fresh[:n][~lazy]), f"mode {mode}"
+                assert np.array_equal(cnt[:n][~lazy], cnt_fresh[:n][~lazy]), f"mode {mode}"
+                on = int(vals[g.does_atom].sum())
+                assert on == (g.n_roles if mode >> 1 else 0), f"mode {mode}: {on} moves on"
+        seen[mode] = [s.tobytes() for s in states]
+    # the same walks: the mode changes the work, never a value
+    assert seen[0] == seen[1] == seen[2] == seen[3]
     return seen[0]
 
 
 @pytest.mark.parametrize("game", OWN_GAMES)
-def test_either_order_of_first_events_gives_the_same_network(game, engine_cache_dir):
+def test_every_step_mode_gives_the_same_network(game, engine_cache_dir):
     c, _ = engines(GAMES_DIR / f"{game}.kif", engine_cache_dir)
     assert len(_walk_both_orders(c.game, seed=3, walks=3)) > 10
 
@@ -778,23 +785,24 @@ def test_either_order_of_first_events_gives_the_same_network(game, engine_cache_
 @needs_shared
 @pytest.mark.parametrize("game", ["base/games/hex/v0", "base/games/smallest_4player/v0"],
                          ids=["hex", "recursion"])
-def test_either_order_of_first_events_gives_the_same_network_in_corpus_games(game, shared_dir,
-                                                                             engine_cache_dir):
+def test_every_step_mode_gives_the_same_network_in_corpus_games(game, shared_dir, engine_cache_dir):
     c, _ = engines(corpus_rules(shared_dir, game), engine_cache_dir)
     assert len(_walk_both_orders(c.game, seed=4, walks=1)) > 5
 
 
-def test_the_order_of_first_events_is_chosen_by_the_work_it_saves(engine_cache_dir):
-    """The probe counts a step's events and edges in both orders on its own seeded playouts:
-    nineBoardTicTacToe's fluents turning on first walk a third of the events of the other
-    order (a fluent turning off then on again inside one small board's lines), so it gets 1;
-    the probe gives the same answer every time and leaves the engine's random stream alone."""
+def test_the_step_mode_is_chosen_by_the_work_it_saves(engine_cache_dir):
+    """The probe counts a step's events and edges in the four modes on its own seeded
+    playouts: nineBoardTicTacToe's fluents turning on first walk a third of the events of the
+    other order (a fluent turning off then on again inside one small board's lines), so it
+    gets bit 0; the probe gives the same answer every time and leaves the engine's random
+    stream alone."""
     g = engines(GAMES_DIR / "nineBoardTicTacToe.kif", engine_cache_dir)[0].game
     assert g.ons_first == 1
     K.seed(11)
     first = K.playouts_for(g, g.init_state, 3, 1000)
     K.seed(11)
-    assert K.probe_ons_first(g, 300) == K.probe_ons_first(g, 300) == 1
+    assert K.probe_step_mode(g, 300) & 1 == 1
+    assert K.probe_step_mode(g, 300) == K.probe_step_mode(g, 300)
     assert K.playouts_for(g, g.init_state, 3, 1000) == first
 
 
@@ -802,3 +810,18 @@ def test_the_order_of_first_events_is_chosen_by_the_work_it_saves(engine_cache_d
 def test_the_probe_prefers_the_fluents_turning_off_first_where_that_saves_work(shared_dir, engine_cache_dir):
     g = engines(corpus_rules(shared_dir, "base/games/hex/v0"), engine_cache_dir)[0].game
     assert g.ons_first == 0
+
+
+@needs_shared
+def test_the_probe_keeps_the_moves_on_where_frame_axioms_read_them(shared_dir, engine_cache_dir):
+    """checkers' frame axioms read the mover's move (``next(cell x y p) <= does(r, move ..),
+    true(cell x y p), ..``): with the moves off between steps every unchanged cell's next
+    atom flips on and off on every step, so the probe keeps them on (half the events and
+    edges); the corpus's breakthrough reads moves and cells together in its next atoms, and
+    there keeping the moves on costs 4x the work, so they go off.  Checkers' walks agree in
+    every mode."""
+    g = engines(corpus_rules(shared_dir, "base/games/checkers/v1"), engine_cache_dir)[0].game
+    assert g.keep_moves == 1
+    bt = engines(corpus_rules(shared_dir, "base/games/breakthrough/v0"), engine_cache_dir)[0].game
+    assert bt.keep_moves == 0
+    assert len(_walk_both_orders(g, seed=5, walks=1)) > 5

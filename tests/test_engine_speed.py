@@ -56,8 +56,12 @@ def _walks(path: Path, cache_dir: Path, walks: int, seed: int) -> None:
             for v in (fast, slow):
                 K.settle_goals(g, v)
             assert (fast[:g.n_atoms] == slow[:g.n_atoms]).all()
+            # a fresh buffer has no move on; in a game that keeps the moves on between
+            # steps (kernels._push_moves), nodes reading moves differ until they are set
             fresh = K.new_vals(g)
             K.load_state(g, b, fresh)
+            fresh[g.does_atom] = slow[g.does_atom]
+            K._rebuild(g, fresh)
             K.settle_goals(g, fresh)
             assert (fresh[:g.n_atoms] == slow[:g.n_atoms]).all()
 

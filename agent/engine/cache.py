@@ -21,9 +21,9 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/8"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
+FORMAT = "compiled-game/9"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
 # 6: gates pushed through the ORs that read legal atoms; 7: legal lists (``legal_lists``, their edges in ``lazy``);
-# 8: the order of a step's first events (``ons_first``)
+# 8: the order of a step's first events (``ons_first``); 9: moves kept on between steps (``keep_moves``)
 log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 

@@ -13,7 +13,7 @@ import numpy as np
 from gdl.terms import render, signature
 
 from .ground import GroundingError, GroundProgram
-from .kernels import CompiledGame, eval_blocks, probe_ons_first, reach_back, rule_offsets, tarjan, topo_order
+from .kernels import CompiledGame, eval_blocks, probe_step_mode, reach_back, rule_offsets, tarjan, topo_order
 
 
 class CompileError(GroundingError):
@@ -274,10 +274,12 @@ def compile_program(gp: GroundProgram):
         goal_start=i64(goal_start), goal_atom=i64(goal_atom), goal_value=i64(goal_value),
         terminal_atom=nid(terminal) if terminal >= 0 else -1, next_atom=next_atom,
         const_true=const_true, role_nmoves=i64([len(m) for m in move_terms]), init_state=init_state,
-        atom_block=atom_block, ons_first=1, **net,
+        atom_block=atom_block, ons_first=1, keep_moves=0, **net,
     )
-    # The order of a step's first events, by what it costs this network (kernels._push_next).
-    g = g._replace(ons_first=int(probe_ons_first(g, PROBE_STEPS)))
+    # How a step makes its first events, by what it costs this network: their order
+    # (kernels._push_next) and whether moves stay on between steps (kernels._push_moves).
+    mode = int(probe_step_mode(g, PROBE_STEPS))
+    g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
     tables = {"roles": roles, "base": base, "move_terms": move_terms}
     return g, tables
 
@@ -542,7 +544,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
 
 
 LEGAL_LIST_MIN_RUN = 128
-PROBE_STEPS = 1000  # steps of random playouts per order: milliseconds in small games, ~0.1 s in skirmish
+PROBE_STEPS = 1000  # steps of random playouts per mode: milliseconds in small games, ~0.1 s in skirmish
 
 
 def _wants_legal_lists(legal_start, run_end) -> bool:

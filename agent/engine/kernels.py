@@ -24,7 +24,7 @@ CompiledGame = namedtuple("CompiledGame", [
     "terminal_atom", "next_atom", "const_true",
     "role_nmoves", "init_state", "atom_block",
     "n_nodes", "node_thr", "out_start", "out_edge", "node_input", "rb_order",
-    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists", "ons_first",
+    "lazy", "n_lazy_edge", "n_lazy_src", "legal_gate", "legal_lists", "ons_first", "keep_moves",
 ])
 
 
@@ -78,7 +78,8 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # the sources that differ now are propagated as events.  Atoms of recursive components are recomputed whole when one of
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
-# are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``).
+# are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``), or, in a
+# game that keeps them on (``_push_moves``), from one step to the next.
 #
 # Legal lists (games compiled with ``legal_lists``: a role with a long gate run): the
 # counters' int32 view goes on past the nodes with four entries per legal atom k, at
@@ -101,7 +102,7 @@ def _layout(g):
     n = g.n_nodes
     o_cnt = (n + 7) & ~7
     o_scratch = o_cnt + 4 * n + 16 * g.legal_atom.shape[0] * g.legal_lists  # counters, legal lists
-    o_stack = o_scratch + 4 * (g.n_base + 1)
+    o_stack = o_scratch + 4 * (g.n_base + 1 + g.n_roles)  # scratch; the moves kept on (at its end)
     cap = 4 * n + 1024
     o_dirty = o_stack + 4 * cap
     return o_cnt, o_scratch, o_stack, cap, o_dirty
@@ -149,10 +150,14 @@ def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
-    # The last byte: the game's order of a step's first events (``_push_next``), read there
-    # by the steps and loads: one more element in ``hot``'s tuple, passed by value to every
-    # step, cost the small games 8-15% of their playouts.
-    w[w.shape[0] - 1] = g.ons_first
+    # The last byte: how a step makes its first events (``_push_moves``, ``_push_next``):
+    # bit 0 the game's order (``ons_first``), bit 1 whether moves stay on between steps
+    # (``keep_moves``), read there by the steps and loads: one more element in ``hot``'s
+    # tuple, passed by value to every step, cost the small games 8-15% of their playouts.
+    w[w.shape[0] - 1] = g.ons_first | (g.keep_moves << 1)
+    cnt, scratch, stack, dirty = _views(g, w)
+    for r in range(g.n_roles):
+        scratch[scratch.shape[0] - 1 - r] = -1   # no move on
     _rebuild(g, w)
     return w
 
@@ -466,7 +471,7 @@ def _push_set(w, stack, a, v, sp, cap):
 def _push_state(w, stack, scratch, state, n_base, cap):
     """Set the fluents to the packed ``state``: the first events of a load, in the game's
     order (those turning to ``first`` pushed last, popped first)."""
-    first = w[w.shape[0] - 1]
+    first = w[w.shape[0] - 1] & 1
     sp = 0
     k = 0
     for i in range(n_base):
@@ -586,15 +591,71 @@ def goal_vector(g, vals, out):
         out[r] = best if best >= 0 else 0
 
 
+# Moves on between steps, or not (``keep_moves``, picked per game by ``probe_step_mode``).
+# A frame axiom ``next(f) <= true(f), does(r, m), ..`` holds for every unaffected fluent while
+# a move is on and for none while no move is: with the moves turned off after each step, the
+# next atoms of every unchanged fluent flip on and off again on every step (checkers: 72 of
+# 368 events a step, and the helpers under them most of the rest).  A propnet that leaves
+# the last moves on (ggplib does) pays only for what the new move changes; but where next
+# atoms read the moves and the fluents together, the fluents' changes under the old move
+# cost more (breakthrough: 4.4x the events).  Either way the values read are the same:
+# legal, terminal and goals never read moves, and the next atoms are read only after the
+# joint move is on.  Kept moves are the does atoms in the scratch area's last entries, one
+# per role (-1: none).
+
+@njit(cache=True, inline="always")
+def _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap):
+    """The moves of ``joint`` on as the first events of a propagation; with moves kept on
+    (``w``'s mode), the last step's moves that differ go off in it too, pushed first (popped
+    last: a node reading "some move in S" gains the new move before it loses the old one).
+    Returns the stack size."""
+    sp = 0
+    top = scratch.shape[0] - 1
+    keep = w[w.shape[0] - 1] >> 1
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
+        if keep:
+            old = scratch[top - r]
+            if old >= 0 and old != d:
+                sp = _push_set(w, stack, old, 0, sp, cap)
+            scratch[top - r] = d
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
+        if d >= 0:
+            sp = _push_set(w, stack, d, 1, sp, cap)
+    return sp
+
+
 @njit(cache=True)
-def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v,
-            lists):
+def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, lists):
+    """The moves of ``joint`` on, propagated, moves not kept on; returns as ``_settle_a``.
+    (Apart from ``_does_kept``: one more array argument, with its atomic reference count,
+    made the small games' steps 10% slower.)"""
     sp = 0
     for r in range(joint.shape[0]):
         d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
-            sp = _push_set(w, stack, d, v, sp, cap)
+            sp = _push_set(w, stack, d, 1, sp, cap)
     return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
+
+
+@njit(cache=True)
+def _does_kept(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
+               dirty, cap, lists):
+    """``_does_a`` for moves kept on (``_push_moves``)."""
+    sp = _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
+
+
+@njit(cache=True)
+def _moves_off(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap):
+    """The moves of ``joint`` off again, propagated (``next_state`` without kept moves)."""
+    sp = 0
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
+        if d >= 0:
+            sp = _push_set(w, stack, d, 0, sp, cap)
+    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -604,25 +665,33 @@ def next_state(g, vals, joint, out_state):
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
-    _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 1, None))
+    if g.keep_moves:
+        f = _does_kept(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge, atom_block, vals,
+                       cnt, scratch, stack, dirty, cap, None)
+    else:
+        f = _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge, atom_block, vals,
+                    cnt, stack, dirty, cap, None)
+    _finish(g, vals, f)
     for w in range(g.n_words):
         out_state[w] = 0
     nb = g.next_atom[0] if g.n_base > 0 else 0
     for i in range(g.n_base):
         if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-    _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                             atom_block, vals, cnt, stack, dirty, cap, 0, None))
+    if not g.keep_moves:
+        _finish(g, vals, _moves_off(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
+                                    atom_block, vals, cnt, stack, dirty, cap))
 
 
 @njit(cache=True, inline="always")
-def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, first):
-    """With the moves on and settled: the moves off and the fluents to their next values as
-    the first events of one propagation, those turning to ``first`` pushed last (popped
+def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, mode):
+    """With the moves on and settled: the fluents to their next values, and the moves off
+    unless kept on (``mode`` bit 1, see ``_push_moves``), as the first events of one
+    propagation, the fluents turning to ``first`` (``mode`` bit 0) pushed last (popped
     first), the moves in between.  Returns the stack size."""
     # Setting a fluent before the propagation leaves every next atom as it is, so the next
     # values are read in the same pass.
+    first = mode & 1
     sp = 0
     k = 0
     for i in range(n_base):
@@ -633,10 +702,11 @@ def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, 
                 k += 1
             else:
                 sp = _push_set(w, stack, i, v, sp, cap)
-    for r in range(joint.shape[0]):
-        d = does_atom[legal_start[r] + joint[r]]
-        if d >= 0:
-            sp = _push_set(w, stack, d, 0, sp, cap)
+    if mode < 2:
+        for r in range(joint.shape[0]):
+            d = does_atom[legal_start[r] + joint[r]]
+            if d >= 0:
+                sp = _push_set(w, stack, d, 0, sp, cap)
     for j in range(k):
         sp = _push_set(w, stack, scratch[j], first, sp, cap)
     return sp
@@ -695,8 +765,12 @@ def _step(h, joint, lists):
     does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
         n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
         h[12], h[13]
-    f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
-                cap, 1, lists)
+    if w[w.shape[0] - 1] >> 1:
+        f = _does_kept(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
+                       dirty, cap, lists)
+    else:
+        f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
+                    cap, lists)
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
@@ -894,41 +968,47 @@ def count_drain(out_start, out_edge, w, cnt, stack, sp, ev, ed):
 
 
 @njit(cache=True)
-def count_step(g, vals, joint, first, ev, ed, flips):
-    """One step of ``joint`` as ``step`` makes it (the moves on; then the moves off and the
-    fluents to their next values, first events in order ``first``), counting the events and
-    edges of both propagations (``count_drain``) and each fluent's changes (``flips``): the
-    counter build of ``probe_ons_first`` and scripts/profile_playout.py (no recursive blocks)."""
+def count_step(g, vals, joint, ev, ed, flips):
+    """One step of ``joint`` as ``step`` makes it in the mode of ``vals``' last byte (the
+    moves on; then the fluents to their next values, and the moves off unless kept on),
+    counting the events and edges of both propagations (``count_drain``) and each fluent's
+    changes (``flips``): the counter build of ``probe_step_mode`` and
+    scripts/profile_playout.py (no recursive blocks)."""
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     next0 = g.next_atom[0] if g.n_base > 0 else 0
-    sp = 0
-    for r in range(g.n_roles):
-        sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
+    joint = joint[:g.n_roles]
+    sp = _push_moves(g.does_atom, g.legal_start, joint, vals, scratch, stack, cap)
     count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
     for i in range(g.n_base):
         if vals[next0 + i] != vals[i]:
             flips[i] += 1
-    sp = _push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap, first)
+    sp = _push_next(g.n_base, next0, g.does_atom, g.legal_start, joint, vals, scratch, stack, cap,
+                    vals[vals.shape[0] - 1])
     count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
 
 
 @njit(cache=True)
-def probe_ons_first(g, max_steps):
-    """1 if the steps of seeded random playouts walk no more events and edges with the
-    fluents turning on popped first than with those turning off first, else 0 (see
-    ``_push_next``).  Its own random stream (the engine's is not touched); games with
-    recursive components (which this count does not follow) get 1."""
+def probe_step_mode(g, max_steps):
+    """How this network's steps walk the fewest events and edges, as (bit 0) the fluents
+    turning on popped first or not (``_push_next``), and (bit 1) the moves kept on between
+    steps or not (``_push_moves``), counted on the steps of seeded random playouts; on a tie
+    the fluents turning on go first, and the moves stay on only where that saves a tenth of
+    the work or more (their path costs a call more per step: nineBoardTicTacToe, whose work
+    it cut by 0.5%, ran 10% slower).  Its own random stream (the
+    engine's is not touched); games with recursive components (which this count does not
+    follow) get 1: moves off, ons first."""
     if g.blk_start.shape[0] and g.blk_loop.max() == 1:
         return 1
-    work = np.zeros(2, dtype=np.int64)
+    work = np.zeros(4, dtype=np.int64)
     ev = np.zeros(g.n_nodes, dtype=np.int64)
     ed = np.zeros(g.n_nodes, dtype=np.int64)
     flips = np.zeros(g.n_base, dtype=np.int64)
     joint = np.empty(g.n_roles, dtype=np.int32)
     legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
-    for first in range(2):
+    for mode in range(4):
         vals = new_vals(g)
+        vals[vals.shape[0] - 1] = mode
         ev[:] = 0
         ed[:] = 0
         x = np.uint64(88172645463325252)
@@ -951,13 +1031,15 @@ def probe_ons_first(g, max_steps):
                     joint[r] = legal[int(x % np.uint64(n))]
                 if stuck:
                     break
-                count_step(g, vals, joint, first, ev, ed, flips)
+                count_step(g, vals, joint, ev, ed, flips)
                 depth += 1
                 steps += 1
             if depth == 0:
                 break
-        work[first] = ev.sum() + ed.sum()
-    return 1 if work[1] <= work[0] else 0
+        work[mode] = ev.sum() + ed.sum()
+    off = 1 if work[1] <= work[0] else 0
+    kept = 3 if work[3] <= work[2] else 2
+    return kept if 10 * work[kept] <= 9 * work[off] else off
 
 
 @njit(cache=True)
