@@ -627,15 +627,16 @@ def _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap):
 
 
 @njit(cache=True)
-def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, lists):
-    """The moves of ``joint`` on, propagated, moves not kept on; returns as ``_settle_a``.
-    (Apart from ``_does_kept``: one more array argument, with its atomic reference count,
-    made the small games' steps 10% slower.)"""
+def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap, v,
+            lists):
+    """The moves of ``joint`` set to ``v``, propagated, where moves are not kept on; returns
+    as ``_settle_a``.  (Apart from ``_does_kept``: one more array argument, with its atomic
+    reference count, made the small games' steps 10% slower.)"""
     sp = 0
     for r in range(joint.shape[0]):
         d = does_atom[legal_start[r] + joint[r]]
         if d >= 0:
-            sp = _push_set(w, stack, d, 1, sp, cap)
+            sp = _push_set(w, stack, d, v, sp, cap)
     return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
@@ -645,17 +646,6 @@ def _does_kept(does_atom, legal_start, joint, out_start, out_edge, atom_block, w
     """``_does_a`` for moves kept on (``_push_moves``)."""
     sp = _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap)
     return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
-
-
-@njit(cache=True)
-def _moves_off(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty, cap):
-    """The moves of ``joint`` off again, propagated (``next_state`` without kept moves)."""
-    sp = 0
-    for r in range(joint.shape[0]):
-        d = does_atom[legal_start[r] + joint[r]]
-        if d >= 0:
-            sp = _push_set(w, stack, d, 0, sp, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, None)
 
 
 @njit(cache=True)
@@ -670,7 +660,7 @@ def next_state(g, vals, joint, out_state):
                        cnt, scratch, stack, dirty, cap, None)
     else:
         f = _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge, atom_block, vals,
-                    cnt, stack, dirty, cap, None)
+                    cnt, stack, dirty, cap, 1, None)
     _finish(g, vals, f)
     for w in range(g.n_words):
         out_state[w] = 0
@@ -679,8 +669,8 @@ def next_state(g, vals, joint, out_state):
         if vals[nb + i] == 1:  # next atoms are contiguous (compile.py)
             out_state[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     if not g.keep_moves:
-        _finish(g, vals, _moves_off(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
-                                    atom_block, vals, cnt, stack, dirty, cap))
+        _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
+                                 atom_block, vals, cnt, stack, dirty, cap, 0, None))
 
 
 @njit(cache=True, inline="always")
@@ -770,7 +760,7 @@ def _step(h, joint, lists):
                        dirty, cap, lists)
     else:
         f = _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack, dirty,
-                    cap, lists)
+                    cap, 1, lists)
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
