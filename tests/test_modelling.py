@@ -409,6 +409,16 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     assert r3.returncode == 0
     again = json.loads((out / "results.json").read_text())
     assert again["metrics"] == res["metrics"] and again["scored_decisions"] == 0
+    # from the checkpoints alone (what a later session's clone has of a spec-sized run: the
+    # checkpoints are committed, the Q cache is not): the searches are redone, same results
+    import shutil
+    shutil.rmtree(out / "cache")
+    r4 = _cli("fit", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
+              "--out", out, "--limit", "10", "--population", "3", "--generations", "2", "--subsample", "8",
+              "--final-size", "8", "--workers", "0", "--replicates", "1", "--split", "kfold", "--folds", "2")
+    assert r4.returncode == 0, r4.stderr[-2000:]
+    fresh = json.loads((out / "results.json").read_text())
+    assert fresh["metrics"] == res["metrics"] and fresh["scored_decisions"] > 0
 
 
 def test_scorer_keeps_finished_chunks_when_interrupted(tmp_path, monkeypatch):
