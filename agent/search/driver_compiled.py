@@ -59,7 +59,7 @@ def _legal(h, r, out, rank, sort):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _read_goals(g, vals, gr):
     """The goal facts that hold, as ``leaf`` reads them: count, smallest, largest per role."""
     if g.n_lazy_src:   # (the call alone costs a fifth of a connectFour playout)
@@ -81,17 +81,20 @@ def _read_goals(g, vals, gr):
         gr[L.G_HI, r] = hi
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scores(g, vals, gr, out):
     _read_goals(g, vals, gr)
     L.goal_scores(gr, out)
 
 
-@njit(cache=True)
-def _expand(g, tree, node, vals, counts, mbuf, lbuf, rank, sort):
-    """Legal moves of ``node`` into its slots: 1 done, 0 slot pool full, NO_LEGAL_MOVE."""
-    K.load_state(g, tree.state[node], vals)
-    h = K.hot(g, vals)
+@njit(cache=True, inline="always")
+def _expand(g, h, tree, node, vals, counts, mbuf, lbuf, rank, sort):
+    """Legal moves of ``node`` into its slots: 1 done, 0 slot pool full, NO_LEGAL_MOVE.
+    ``h``: kernels.hot of ``vals`` (inlined with ``h``, no call takes the CompiledGame or the
+    Tree on this path: each such call reference-counts all their arrays)."""
+    f = K.load_into(h, tree.state[node])
+    if f != h[K.H_NB]:
+        K.load_finish(g, vals, f)
     k = 0
     for r in range(g.n_roles):
         n = _legal(h, r, lbuf, rank, sort)
@@ -180,7 +183,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
                     or depth >= horizon):
                 break
             if tree.ready[node] == 0:
-                e = _expand(g, tree, node, vals, counts, mbuf, lbuf, rank, sort)
+                e = _expand(g, h, tree, node, vals, counts, mbuf, lbuf, rank, sort)
                 if e == NO_LEGAL_MOVE:
                     return NO_LEGAL_MOVE
                 if e == 0:
@@ -283,7 +286,7 @@ def init_root(g, tree, state, vals, rank, sort):
     for r in range(R):
         maxm = max(maxm, g.role_nmoves[r])
         total += g.role_nmoves[r]
-    e = _expand(g, tree, 0, vals, np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
+    e = _expand(g, K.hot(g, vals), tree, 0, vals, np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
                 np.zeros(maxm + 1, np.int32), rank, sort)
     return 1 if e == 1 else NO_LEGAL_MOVE
 

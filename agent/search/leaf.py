@@ -149,7 +149,7 @@ def bias(v, aggr, defe, coin):
     return min(max(v * f, 0.0), 100.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def evaluate(params, rp, scores, exact, charged, raw, lo, hi, w, rng, out):
     """Each role's backed-up value of a simulation's end into ``out``: ``scores`` (goal
     values) if ``exact`` (terminal or proven) else the charge default; the deciding role mixes

@@ -148,7 +148,7 @@ def reset_mast(tree):
     tree.mast_q[:, :] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def init_slots(tree, node, counts, moves):
     """Give ``node`` its legal moves: ``counts[r]`` move ids per role, concatenated in
     ``moves``.  False when the slot pool is full (the node then stays a leaf)."""
@@ -176,7 +176,7 @@ def init_slots(tree, node, counts, moves):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mover_of(tree, node):
     """The one role with more than one legal move; -1 if none has; MIXED if several have."""
     m = -1
@@ -188,7 +188,7 @@ def mover_of(tree, node):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_key(tree, node, slots):
     key = 0
     mult = 1
@@ -198,7 +198,7 @@ def joint_key(tree, node, slots):
     return key
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def get_child(tree, node, slots):
     """Child of ``node`` for the joint move given as slot indices, or -1."""
     m = mover_of(tree, node)
@@ -213,7 +213,7 @@ def get_child(tree, node, slots):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_child(tree, node, slots, terminal, goals):
     """A new child for the joint move ``slots``; -1 when the node pool is full."""
     n = tree.meta[M_NODES]
@@ -231,7 +231,7 @@ def add_child(tree, node, slots, terminal, goals):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pool_full(tree):
     return tree.meta[M_NODES] >= tree.visits.shape[0]
 
@@ -251,7 +251,7 @@ def _proven_loss(slot_child, proven, pval, slot, r):
     return c >= 0 and proven[c] == 1 and pval[c, r] <= 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def score(tree, node, r, slot, row, lnN, rave, C):
     """Thesis score form (spec 2.3): beta*AMAF_ref + (1-beta)*UCT; unvisited: AMAF or +inf.
     The one place to change for a different tree policy (spec 6.5)."""
@@ -269,7 +269,7 @@ def score(tree, node, r, slot, row, lnN, rave, C):
     return beta * w + (1.0 - beta) * u if m > 0 else u
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def select(tree, node, ref, params, rng, out):
     """Decoupled selection: each role picks a slot from its own statistics (into ``out``)."""
     R = out.shape[0]
@@ -382,7 +382,7 @@ def _add_move(tree, k, r, m):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra):
     """Credit one simulation (spec 2.8).  ``path[0..depth]`` are the nodes (root first),
     ``jslots[i]`` the slots taken from ``path[i]``, ``pmoves[:n_pmoves]`` the playout's move
