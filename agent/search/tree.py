@@ -106,7 +106,7 @@ def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0) -> Tree:
 
 
 # --------------------------------------------------------------------------- pool
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _init_node(tree, n, terminal, goals):
     R = tree.pval.shape[1]
     tree.visits[n] = 0
@@ -372,7 +372,7 @@ def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf):
 
 
 # --------------------------------------------------------------------------- backpropagation
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_move(tree, k, r, m):
     if tree.seen[r, m] == 0:
         tree.seen[r, m] = 1
