@@ -449,6 +449,30 @@ def _finish(g, w, first):
 
 
 @intrinsic
+def borrowed(typingctx, arr):
+    """The array ``arr`` without its reference: the same data, shape and strides, but no
+    memory-info pointer, so numba's reference counting of it is a null test instead of an
+    atomic add (which was most of a search simulation: 60 % of its samples sat on the
+    ``lock xadd`` of NRT_incref/NRT_decref, docs/benchmarks/engine-internals.md section 9).
+    Only for arrays that something else keeps alive while the result is used: a compiled
+    function's own arguments (its caller holds them), never a local allocation, and never
+    returned to Python."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        dst = context.make_array(signature.return_type)(context, builder)
+        for field in ("nitems", "itemsize", "data", "shape", "strides"):
+            setattr(dst, field, getattr(src, field))
+        dst.meminfo = context.get_constant_null(types.MemInfoPointer(types.voidptr))
+        dst.parent = context.get_constant_null(types.pyobject)
+        return dst._getvalue()
+
+    return arr(arr), codegen
+
+
+@intrinsic
 def _u64_at(typingctx, arr, idx):
     """The 8 bytes of the uint8 array ``arr`` from index ``idx`` as one uint64 (an unaligned
     load, no bounds check: the caller keeps ``idx + 8 <= arr.shape[0]``).  A view of the
@@ -604,11 +628,18 @@ def _legal_area(g, w):
 def goal_vector(g, vals, out):
     """Goal per role: the largest provable value, 0 when none (statemachine.goal_vector)."""
     settle_goals(g, vals)
-    for r in range(g.n_roles):
+    _read_goal_vector(g.goal_start, g.goal_atom, g.goal_value, vals, out)
+
+
+@njit(cache=True, inline="always")
+def _read_goal_vector(goal_start, goal_atom, goal_value, vals, out):
+    """``goal_vector`` once the goal atoms are settled, from the arrays it reads (a playout
+    loop calls this, not a function that takes the CompiledGame)."""
+    for r in range(out.shape[0]):
         best = -1
-        for k in range(g.goal_start[r], g.goal_start[r + 1]):
-            if vals[g.goal_atom[k]] == 1 and g.goal_value[k] > best:
-                best = g.goal_value[k]
+        for k in range(goal_start[r], goal_start[r + 1]):
+            if vals[goal_atom[k]] == 1 and goal_value[k] > best:
+                best = goal_value[k]
         out[r] = best if best >= 0 else 0
 
 
@@ -777,6 +808,16 @@ def hot(g, vals):
 
 
 @njit(cache=True, inline="always")
+def hot_borrowed(h):
+    """``h`` (``hot``) with every array ``borrowed``: for a playout loop inside one compiled
+    call whose arguments hold the game and the work buffer (the loop's steps then pay no
+    atomic reference counting for them)."""
+    return (borrowed(h[0]), borrowed(h[1]), borrowed(h[2]), borrowed(h[3]), borrowed(h[4]), borrowed(h[5]),
+            borrowed(h[6]), borrowed(h[7]), borrowed(h[8]), borrowed(h[9]), h[10], h[11], h[12], h[13],
+            borrowed(h[14]), h[15], borrowed(h[16]))
+
+
+@njit(cache=True, inline="always")
 def step(h, joint):
     """The work buffer to the state after ``joint``: the moves on, then next values in and
     the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
@@ -883,19 +924,24 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
     views and slices cost atomic reference counting, which dominated short playouts."""
     n_roles = g.n_roles
     joint = np.empty(n_roles, dtype=np.int32)
-    legal_start, legal_atom, legal_gate = g.legal_start, g.legal_atom, g.legal_gate
+    # The game's arrays and the work buffer without their references (``borrowed``): g,
+    # vals and edges are arguments, held by the caller for the whole loop.
+    vals, state, out_goals = borrowed(vals), borrowed(state), borrowed(out_goals)
+    legal_start, legal_atom, legal_gate = borrowed(g.legal_start), borrowed(g.legal_atom), borrowed(g.legal_gate)
     legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
-    out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
+    out_start, out_edge, atom_block = borrowed(g.out_start), borrowed(g.out_edge), borrowed(g.atom_block)
     n_base = g.n_base
     term = g.terminal_atom
+    n_lazy = g.n_lazy_src
+    goal_start, goal_atom, goal_value = borrowed(g.goal_start), borrowed(g.goal_atom), borrowed(g.goal_value)
     cnt, scratch, stack, dirty = _views(g, vals)
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     nb = dirty.shape[0]
-    h = hot(g, vals)
+    h = hot_borrowed(hot(g, vals))
     hs = h
     plain_start, plain_edge = out_start, out_edge
     if lists is not None:   # the step walks the edges to the lists too
-        out_start, out_edge = edges
+        out_start, out_edge = borrowed(edges[0]), borrowed(edges[1])
         hs = (h[0], h[1], out_start, out_edge, h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
               h[13], h[14], h[15], h[16])
     total = 0
@@ -916,7 +962,9 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
         depth = 0
         while True:
             if term >= 0 and vals[term] == 1:
-                goal_vector(g, vals, out_goals)   # settles the goal-only logic first
+                if n_lazy:   # the goal-only logic is settled first (goal_vector)
+                    settle_goals(g, vals)
+                _read_goal_vector(goal_start, goal_atom, goal_value, vals, out_goals)
                 for r in range(n_roles):
                     goal_sum += out_goals[r]
                 break

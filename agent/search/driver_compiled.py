@@ -136,6 +136,12 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 @njit(cache=True)
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort):
     """Run ``n_sims`` simulations from node 0 (spec 2.8); NO_LEGAL_MOVE on broken rules."""
+    # The arguments without their references (kernels.borrowed): the caller holds them for
+    # the whole loop, whose calls then pay no atomic reference counting for them.
+    tree = T.borrowed_tree(tree)
+    b = K.borrowed
+    params, rp, rng, vals, w, lo, hi = b(params), b(rp), b(rng), b(vals), b(w), b(lo), b(hi)
+    role_masks, rel_masks, rank = b(role_masks), b(rel_masks), b(rank)
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
@@ -167,7 +173,7 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
-    h = K.hot(g, vals)
+    h = K.hot_borrowed(K.hot(g, vals))   # vals and g are arguments: they outlive the loop
     nb = h[K.H_NB]
     mast_q, mast_n = tree.mast_q, tree.mast_n
     wbuf = np.zeros(maxm + 1)

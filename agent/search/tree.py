@@ -34,6 +34,7 @@ from numba import njit
 from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_MIN_SHARE, P_NICE, P_RANDOM_ERROR,
                      P_RAVE, P_SOLVER, P_TREE_DISCOUNT)
 from .rng import CHOICE, PLAYOUT, TREE, randint, uniform
+from ..engine.kernels import borrowed
 
 Tree = namedtuple("Tree", [
     "meta", "visits", "terminal", "proven", "pval", "pdepth", "ready", "slot_off",
@@ -49,6 +50,17 @@ N_META = 8
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
 MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)
+
+
+@njit(cache=True, inline="always")
+def borrowed_tree(t):
+    """``t`` with every array ``kernels.borrowed``: for a search loop inside one compiled call
+    that has the tree as an argument (its calls then pay no atomic reference counting)."""
+    b = borrowed
+    return Tree(b(t.meta), b(t.visits), b(t.terminal), b(t.proven), b(t.pval), b(t.pdepth), b(t.ready),
+                b(t.slot_off), b(t.slot_count), b(t.first_child), b(t.next_sib), b(t.child_key), b(t.amaf_row),
+                b(t.state), b(t.slot_move), b(t.slot_n), b(t.slot_q), b(t.slot_child), b(t.amaf_n), b(t.amaf_q),
+                b(t.mast_n), b(t.mast_q), b(t.seen), b(t.set_r), b(t.set_m))
 
 
 def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
