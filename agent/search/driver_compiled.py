@@ -136,12 +136,36 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 @njit(cache=True)
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort):
     """Run ``n_sims`` simulations from node 0 (spec 2.8); NO_LEGAL_MOVE on broken rules."""
+    R = g.n_roles
+    horizon = int(params[P_HORIZON])
+    cd = int(params[P_CHARGE_DEPTH])
+    maxm = 1
+    total = 0
+    for r in range(R):
+        maxm = max(maxm, g.role_nmoves[r])
+        total += g.role_nmoves[r]
+    # the loop's buffers, held here while _simulate runs on them borrowed
+    bufs = (np.zeros(horizon + 2, np.int64), np.zeros((horizon + 1, R), np.int32),
+            np.zeros((max(cd, 1), R), np.int32), np.zeros(R, np.int32), np.zeros(R, np.int32),
+            np.zeros(maxm + 1, np.int32), np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
+            np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
+            np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1))
+    return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs)
+
+
+@njit(cache=True)
+def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs):
+    """``simulate`` on its buffers (``bufs``)."""
     # The arguments without their references (kernels.borrowed): the caller holds them for
-    # the whole loop, whose calls then pay no atomic reference counting for them.
+    # the whole loop, whose calls then pay no atomic reference counting for them (it was
+    # most of a simulation's time).
     tree = T.borrowed_tree(tree)
     b = K.borrowed
     params, rp, rng, vals, w, lo, hi = b(params), b(rp), b(rng), b(vals), b(w), b(lo), b(hi)
     role_masks, rel_masks, rank = b(role_masks), b(rel_masks), b(rank)
+    path, jslots, pmoves, sl, joint, lbuf = b(bufs[0]), b(bufs[1]), b(bufs[2]), b(bufs[3]), b(bufs[4]), b(bufs[5])
+    counts, mbuf, cur, gr, goals, values = b(bufs[6]), b(bufs[7]), b(bufs[8]), b(bufs[9]), b(bufs[10]), b(bufs[11])
+    mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
@@ -149,34 +173,12 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
     solver = params[P_SOLVER] > 0
     me = int(params[P_ME])
     use_util = L.uses_utility(params, rp)
-    maxm = 1
-    total = 0
-    for r in range(R):
-        maxm = max(maxm, g.role_nmoves[r])
-        total += g.role_nmoves[r]
-    path = np.zeros(horizon + 2, np.int64)
-    jslots = np.zeros((horizon + 1, R), np.int32)
-    pmoves = np.zeros((max(cd, 1), R), np.int32)
-    sl = np.zeros(R, np.int32)
-    joint = np.zeros(R, np.int32)
-    lbuf = np.zeros(maxm + 1, np.int32)
-    counts = np.zeros(R, np.int32)
-    mbuf = np.zeros(total + 1, np.int32)
-    cur = np.zeros(g.n_words, np.uint64)
-    gr = np.zeros((3, R))
-    goals = np.zeros(R)
-    values = np.zeros(R)
-    mobility = np.ones(R)
-    role_facts = np.zeros(R)
-    rel_counts = np.zeros(rel_masks.shape[0])
-    raw = np.zeros(w.shape[0])
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
     h = K.hot_borrowed(K.hot(g, vals))   # vals and g are arguments: they outlive the loop
     nb = h[K.H_NB]
     mast_q, mast_n = tree.mast_q, tree.mast_n
-    wbuf = np.zeros(maxm + 1)
     for _ in range(n_sims):
         at = -1  # the node whose state vals holds, when known
         node = 0
