@@ -912,23 +912,25 @@ def _playouts(g, state, vals, max_depth, out_goals, count, load):
     """``count`` random playouts from ``state`` (or, without ``load``, one from where
     ``vals`` is): (playouts done, depth of the last or its error code, total depth, goal
     sum)."""
+    # the loop's buffers, held here while _playouts_run uses them borrowed
+    joint = np.empty(g.n_roles, dtype=np.int32)
+    legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
     if g.legal_lists:
-        return _playouts_run(g, state, vals, max_depth, out_goals, count, load, list_parts(g), 1)
-    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None, None)
+        return _playouts_run(g, state, vals, max_depth, out_goals, count, load, list_parts(g), 1, joint, legal)
+    return _playouts_run(g, state, vals, max_depth, out_goals, count, load, None, None, joint, legal)
 
 
 @njit(cache=True)
-def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, lists):
+def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, lists, joint, legal):
     """``_playouts``, picking moves from the legal lists when ``lists`` is not None (two
     versions compiled; ``edges``: then ``list_parts``).  Everything is unpacked once: array
     views and slices cost atomic reference counting, which dominated short playouts."""
     n_roles = g.n_roles
-    joint = np.empty(n_roles, dtype=np.int32)
-    # The game's arrays and the work buffer without their references (``borrowed``): g,
-    # vals and edges are arguments, held by the caller for the whole loop.
+    # The game's arrays, the work buffer and the loop's buffers without their references
+    # (``borrowed``): all are arguments, held by the caller for the whole loop.
     vals, state, out_goals = borrowed(vals), borrowed(state), borrowed(out_goals)
+    joint, legal = borrowed(joint), borrowed(legal)
     legal_start, legal_atom, legal_gate = borrowed(g.legal_start), borrowed(g.legal_atom), borrowed(g.legal_gate)
-    legal = np.empty(max(1, int(g.role_nmoves.max())), dtype=np.int32)
     out_start, out_edge, atom_block = borrowed(g.out_start), borrowed(g.out_edge), borrowed(g.atom_block)
     n_base = g.n_base
     term = g.terminal_atom
