@@ -726,6 +726,21 @@ def next_state(g, vals, joint, out_state):
 
 
 @njit(cache=True, inline="always")
+def _push_changed(w, stack, scratch, next0, i0, i1, first, k, sp, cap):
+    """Fluents ``i0 .. i1 - 1`` whose next value differs: pushed now, or listed in
+    ``scratch`` from ``k`` on (those turning to ``first``, pushed last).  Returns (k, sp)."""
+    for i in range(i0, i1):
+        v = w[next0 + i]
+        if v != w[i]:
+            if v == first:
+                scratch[k] = i
+                k += 1
+            else:
+                sp = _push_set(w, stack, i, v, sp, cap)
+    return k, sp
+
+
+@njit(cache=True, inline="always")
 def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, mode):
     """With the moves on and settled: the fluents to their next values, and the moves off
     unless kept on (``mode`` bit 1, see ``_push_moves``), as the first events of one
@@ -734,30 +749,16 @@ def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, 
     # Setting a fluent before the propagation leaves every next atom as it is, so the next
     # values are read in the same pass.
     # Eight fluents at a time: only the words where some next value differs are read byte
-    # by byte, in the same order as a plain scan (hex's 7,052 fluents took 6 of its 10 us a
-    # step, byte by byte; docs/benchmarks/engine-internals.md section 7).
+    # by byte, in the same order as a plain scan (docs/benchmarks/engine-internals.md
+    # section 8).
     first = mode & 1
     sp = 0
     k = 0
     n8 = n_base & ~7
     for q in range(0, n8, 8):
         if _u64_at(w, next0 + q) != _u64_at(w, q):
-            for i in range(q, q + 8):
-                v = w[next0 + i]
-                if v != w[i]:
-                    if v == first:
-                        scratch[k] = i
-                        k += 1
-                    else:
-                        sp = _push_set(w, stack, i, v, sp, cap)
-    for i in range(n8, n_base):
-        v = w[next0 + i]
-        if v != w[i]:
-            if v == first:
-                scratch[k] = i
-                k += 1
-            else:
-                sp = _push_set(w, stack, i, v, sp, cap)
+            k, sp = _push_changed(w, stack, scratch, next0, q, q + 8, first, k, sp, cap)
+    k, sp = _push_changed(w, stack, scratch, next0, n8, n_base, first, k, sp, cap)
     if mode < 2:
         for r in range(joint.shape[0]):
             d = does_atom[legal_start[r] + joint[r]]
