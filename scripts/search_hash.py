@@ -33,8 +33,10 @@ def positions(engine, n: int, seed: int) -> list:
     while len(out) < n:
         s = engine.initial_state()
         for _ in range(int(rng.integers(0, 12))):
-            joint = [(lambda ms: ms[int(rng.integers(len(ms)))])(list(engine.legal_moves(s, r)))
-                     for r in range(len(engine.roles))]
+            joint = []
+            for r in range(len(engine.roles)):
+                moves = list(engine.legal_moves(s, r))
+                joint.append(moves[int(rng.integers(len(moves)))])
             t = engine.next_state(s, joint)
             if engine.is_terminal(t):
                 break
