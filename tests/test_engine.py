@@ -15,6 +15,7 @@ Every compiled game is built into a temporary cache directory, never the user's.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import re
@@ -539,6 +540,43 @@ STUCK_GAME = """
 """
 
 
+def _walk_every_state(c, p) -> tuple:
+    """Every state reachable from the initial one, each reached through the kernels'
+    incremental path (the initial state loaded, then the moves one by one), checked against
+    Prolog on the state itself, legal moves, terminal and goals; returns (states seen, goal
+    vectors at the ends)."""
+    g = c.game
+    vals = K.new_vals(g)
+    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
+    goals = np.zeros(g.n_roles, dtype=np.int32)
+    bits = np.zeros(g.n_words, dtype=np.uint64)
+    seen, ends = set(), set()
+
+    def walk(path, state):
+        K.load_state(g, g.init_state, vals)  # then the moves one by one: the incremental path
+        for joint in path:
+            K.advance(g, vals, np.array(joint, dtype=np.int32))
+        K.current_state(g, vals, bits)
+        assert c.unpack(bits) == state, show(state)
+        seen.add(state)
+        ours = [sorted(render(c.move_terms[r][k]) for k in legal[:K.legal_moves(g, vals, r, legal)])
+                for r in range(g.n_roles)]
+        assert ours == [sorted(render(m) for m in p.legal_moves(state, r)) for r in range(g.n_roles)], show(state)
+        assert K.is_terminal(g, vals) == p.is_terminal(state), show(state)
+        K.goal_vector(g, vals, goals)
+        assert [[int(x)] for x in goals] == p.goal_values(state), show(state)
+        if p.is_terminal(state):
+            ends.add(tuple(int(x) for x in goals))
+            return
+        per_role = [legal[:K.legal_moves(g, vals, r, legal)].copy() for r in range(g.n_roles)]
+        for joint in itertools.product(*per_role):
+            terms = [c.move_terms[r][int(k)] for r, k in enumerate(joint)]
+            walk(path + [tuple(int(m) for m in joint)], p.next_state(state, terms))
+
+    walk([], p.initial_state())
+    return seen, ends
+
+
 def test_gate_is_pushed_through_an_or_that_reads_the_legal_moves(tmp_path, engine_cache_dir):
     """Legal atoms read by another rule (here "some move left", read by terminal and goals,
     as checkers' stuck rule does) are gated too: the turn fluent feeds one node of the OR
@@ -556,35 +594,87 @@ def test_gate_is_pushed_through_an_or_that_reads_the_legal_moves(tmp_path, engin
     for f in gates:  # the turn fluent no longer feeds the legal atoms it gates
         targets = set((g.out_edge[g.out_start[f]:g.out_start[f + 1]] >> 2).tolist())
         assert not targets & {int(g.legal_atom[k]) for k in place if g.legal_gate[0, k] == f}
-    vals = K.new_vals(g)
-    legal = np.zeros(int(g.role_nmoves.max()) + 1, dtype=np.int32)
-    goals = np.zeros(g.n_roles, dtype=np.int32)
-    bits = np.zeros(g.n_words, dtype=np.uint64)
-    seen, ends = set(), set()
-
-    def walk(path):
-        K.load_state(g, g.init_state, vals)  # then the moves one by one: the incremental path
-        for joint in path:
-            K.advance(g, vals, np.array(joint, dtype=np.int32))
-        K.current_state(g, vals, bits)
-        state = c.unpack(bits)
-        seen.add(state)
-        ours = [sorted(render(c.move_terms[r][k]) for k in legal[:K.legal_moves(g, vals, r, legal)])
-                for r in range(g.n_roles)]
-        assert ours == [sorted(render(m) for m in p.legal_moves(state, r)) for r in range(g.n_roles)], show(state)
-        assert K.is_terminal(g, vals) == p.is_terminal(state), show(state)
-        K.goal_vector(g, vals, goals)
-        assert [[int(x)] for x in goals] == p.goal_values(state), show(state)
-        if p.is_terminal(state):
-            ends.add(tuple(int(x) for x in goals))
-            return
-        per_role = [legal[:K.legal_moves(g, vals, r, legal)].copy() for r in range(g.n_roles)]
-        for m0 in per_role[0]:
-            for m1 in per_role[1]:
-                walk(path + [(int(m0), int(m1))])
-
-    walk([])
+    seen, ends = _walk_every_state(c, p)
     assert len(seen) > 10 and ends == {(100, 0), (0, 100)}
+
+
+JUMP_GAME = """
+(role a) (role b)
+(init (control a)) (init (time 0))
+(init (cell 1 a)) (init (cell 2 b)) (init (cell 3 e)) (init (cell 4 a)) (init (cell 5 e))
+(succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5)
+(tick 0 1) (tick 1 2) (tick 2 3) (tick 3 4) (tick 4 5)
+(opp a b) (opp b a) (edge 1) (edge 5)
+(<= (adj ?x ?y) (succ ?x ?y))
+(<= (adj ?x ?y) (succ ?y ?x))
+(<= (over ?x ?m ?y) (succ ?x ?m) (succ ?m ?y))
+(<= (over ?x ?m ?y) (succ ?y ?m) (succ ?m ?x))
+(<= (captures ?r ?x ?m ?y) (over ?x ?m ?y) (true (cell ?m ?o)) (opp ?r ?o))
+(<= (safe ?x) (true (cell ?x a)) (not (edge ?x)))
+(<= (guarded ?x) (safe ?x))
+(<= (legal ?r (step ?x ?y)) (true (control ?r)) (true (cell ?x ?r)) (adj ?x ?y) (true (cell ?y e))
+    (not (guarded ?y)))
+(<= (legal ?r (jump ?x ?y)) (true (control ?r)) (true (cell ?x ?r)) (over ?x ?m ?y) (true (cell ?y e))
+    (captures ?r ?x ?m ?y))
+(<= (legal a noop) (true (control b)))
+(<= (legal b noop) (true (control a)))
+(<= (next (cell ?z ?p)) (true (cell ?z ?p)) (does ?r (jump ?x ?y)) (not (captures ?r ?x ?z ?y))
+    (distinct ?z ?x) (distinct ?z ?y))
+(<= (next (cell ?z ?p)) (true (cell ?z ?p)) (does ?r (step ?x ?y)) (distinct ?z ?x) (distinct ?z ?y))
+(<= (next (cell ?x e)) (does ?r (step ?x ?y)))
+(<= (next (cell ?y ?r)) (does ?r (step ?x ?y)))
+(<= (next (cell ?x e)) (does ?r (jump ?x ?y)))
+(<= (next (cell ?y ?r)) (does ?r (jump ?x ?y)))
+(<= (next (cell ?m e)) (does ?r (jump ?x ?y)) (captures ?r ?x ?m ?y))
+(<= (next (control a)) (true (control b)))
+(<= (next (control b)) (true (control a)))
+(<= (next (time ?n)) (true (time ?m)) (tick ?m ?n))
+(<= (canmove ?r) (legal ?r (step ?x ?y)))
+(<= (canmove ?r) (legal ?r (jump ?x ?y)))
+(<= (stuck ?r) (true (control ?r)) (not (canmove ?r)))
+(<= terminal (stuck ?r))
+(<= terminal (true (time 5)))
+(<= (goal ?r 0) (stuck ?r))
+(<= (goal ?r 100) (role ?r) (not (stuck ?r)))
+"""
+
+
+def _constant_false_nodes(g) -> np.ndarray:
+    """Derived nodes that nothing feeds and that need a true input: false in every state.
+    (Outputs are left out: a legal, next, goal or terminal atom folded false keeps its slot.)"""
+    _, lazy_edge, _, _ = K.lazy_parts(g)
+    indeg = np.zeros(g.n_nodes, dtype=np.int64)
+    for edges in (g.out_edge, lazy_edge):
+        t = edges.astype(np.int64) >> 2
+        np.add.at(indeg, t[t < g.n_nodes], 1)
+    outputs = np.zeros(g.n_nodes, dtype=bool)
+    for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom] if g.terminal_atom >= 0 else []):
+        outputs[np.asarray(a, dtype=np.int64)] = True
+    return np.nonzero((g.node_input == 0) & ~outputs & (g.node_thr >= 1) & (indeg == 0))[0]
+
+
+def test_atoms_no_rule_can_make_true_are_folded_away(tmp_path, engine_cache_dir):
+    """The relaxed grounder names atoms under ``not`` that no rule can make true (here the
+    frame axiom asks "no capture over this cell" of every jump and every cell, as checkers'
+    does; and ``guarded`` of an edge cell loses its only rule to a static negation, one
+    round later).  They are folded as false: the network keeps one such node, the shared
+    false atom, and every reachable state (state, moves, terminal, goals) agrees with Prolog."""
+    rules = tmp_path / "jump.kif"
+    rules.write_text(JUMP_GAME)
+    c, p = engines(rules, engine_cache_dir)
+    assert len(_constant_false_nodes(c.game)) <= 1
+    seen, ends = _walk_every_state(c, p)
+    assert len(seen) > 10 and {0, 100} <= {v for e in ends for v in e}
+
+
+@needs_shared
+def test_checkers_capture_tests_no_jump_can_pass_are_folded_away(shared_dir, engine_cache_dir):
+    """Checkers' frame axiom: 10,000 capture atoms no jump makes true, each a node and a
+    helper per move before the fold (59,561 nodes); its reference trace is checked with
+    the other corpus games (test_traces)."""
+    c, _ = engines(corpus_rules(shared_dir, "base/games/checkers/v1"), engine_cache_dir)
+    assert len(_constant_false_nodes(c.game)) <= 1
+    assert c.game.n_nodes < 10_000
 
 
 # ----------------------------------------------------------------------------- legal lists

@@ -96,6 +96,23 @@ def compile_program(gp: GroundProgram):
     bad = np.zeros(n_rules, dtype=bool)
     np.logical_or.at(bad, lit_rule, lit_static & ~lit_sat)
     keep_rule = ~bad & ~static[heads]
+    # A derived atom of a state-dependent relation with no rule left is false in every state:
+    # the relaxed grounder names such atoms under ``not`` (checkers' frame axiom asks
+    # "no capture over this square" of every move and square: 10,000 atoms no jump can
+    # make true). Folded like static ones, to a fixpoint; left in, each was a network node
+    # whose negation fed a helper per (move, square) that flipped whenever the move did.
+    while True:
+        has_rule = np.zeros(n, dtype=bool)
+        has_rule[heads[keep_rule]] = True
+        dead = (kind == 0) & ~static & ~has_rule
+        if not dead.any():
+            break
+        static |= dead  # static_true stays False for them
+        lit_static = static[lit_atom]
+        lit_sat = static_true[lit_atom] != (lit_neg == 1)
+        bad = np.zeros(n_rules, dtype=bool)
+        np.logical_or.at(bad, lit_rule, lit_static & ~lit_sat)
+        keep_rule = ~bad & ~static[heads]
     keep_lit = keep_rule[lit_rule] & ~lit_static
 
     # Output atoms and their needs.
