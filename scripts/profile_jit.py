@@ -2,7 +2,7 @@
 """Sampling profile of the compiled code (numba) on a real workload: where the time goes,
 per compiled function, including numba's runtime (reference counting).
 
-    python scripts/profile_jit.py GAME [--workload scoring|playouts] [--seconds 20]
+    python scripts/profile_jit.py GAME [--workload scoring|playouts] [--seconds 20] [--mode 0-3]
 
 Runs the workload under Linux ``perf record`` (software clock, so it works where hardware
 counters do not), in a fresh numba cache so that every compiled function's code library is
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def workload(game: str, kind: str, seconds: float, addr_file: Path) -> None:
+def workload(game: str, kind: str, seconds: float, addr_file: Path, mode: int | None = None) -> None:
     """Child: run the workload for ``seconds``, then write every compiled function's address."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -49,6 +49,8 @@ def workload(game: str, kind: str, seconds: float, addr_file: Path) -> None:
 
     engine = load_engine(read_rules_file(rules_path(game)), engine="compiled")
     g = engine.game
+    if mode is not None:   # playouts in another step mode than the one compiled in
+        g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
     items = [(s, r, 500 + i) for i, (s, r) in enumerate(positions(engine, 40, 3))]
     champion = load_persona("champion")
     D.search_batch(engine, items[:2], champion, limit=10)     # compiled before the clock starts
@@ -93,10 +95,12 @@ def main() -> int:
     ap.add_argument("--workload", choices=["scoring", "playouts"], default="scoring")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--mode", type=int, choices=range(4), help="playouts: the step mode (kernels."
+                    "probe_step_mode: bit 0 fluents turning on first, bit 1 moves kept on); default: the game's")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        workload(a.game, a.workload, a.seconds, Path(a.child))
+        workload(a.game, a.workload, a.seconds, Path(a.child), a.mode)
         return 0
     if not shutil.which("perf"):
         print("profile_jit: perf not found (Debian: apt-get install linux-perf)", file=sys.stderr)
@@ -107,7 +111,8 @@ def main() -> int:
         data, addrs = tmp / "perf.data", tmp / "addrs.txt"
         r = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", "-o", str(data),
                             sys.executable, __file__, a.game, "--workload", a.workload,
-                            "--seconds", str(a.seconds), "--child", str(addrs)], env=env)
+                            "--seconds", str(a.seconds), "--child", str(addrs)]
+                           + (["--mode", str(a.mode)] if a.mode is not None else []), env=env)
         if r.returncode != 0 or not addrs.is_file():
             print(f"profile_jit: the profiled run failed (exit {r.returncode})", file=sys.stderr)
             return 1

@@ -82,7 +82,7 @@ def main() -> int:
     ap.add_argument("--order", type=int, choices=[0, 1], help="the order of a step's first events "
                     "(kernels._push_next: 1 the fluents turning on first); default: the game's")
     ap.add_argument("--keep-moves", type=int, choices=[0, 1], help="1: the moves stay on between "
-                    "steps (kernels._push_moves); default: the game's")
+                    "steps (kernels._switch_moves); default: the game's")
     a = ap.parse_args()
     eng = load_engine(read_rules_file(a.rules), budget_seconds=120, engine="compiled")
     g = eng.game

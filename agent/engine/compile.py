@@ -13,7 +13,8 @@ import numpy as np
 from gdl.terms import render, signature
 
 from .ground import GroundingError, GroundProgram
-from .kernels import CompiledGame, eval_blocks, probe_step_mode, reach_back, rule_offsets, tarjan, topo_order
+from .kernels import (CompiledGame, eval_blocks, pick_step_mode, probe_step_work, reach_back, rule_offsets,
+                      step_mode_cost, tarjan, topo_order)
 
 
 class CompileError(GroundingError):
@@ -271,8 +272,13 @@ def compile_program(gp: GroundProgram):
     # logic is left to kernels.settle_goals, run when goals are read.
     eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
                                dtype=np.int64)
-    net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
-                     np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64))
+    def build_net(union):
+        net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
+                         np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
+                         union)
+        return net.pop("n_union"), net
+
+    n_union, net = build_net(True)
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -294,15 +300,26 @@ def compile_program(gp: GroundProgram):
         atom_block=atom_block, ons_first=1, keep_moves=0, **net,
     )
     # How a step makes its first events, by what it costs this network: their order
-    # (kernels._push_next) and whether moves stay on between steps (kernels._push_moves).
-    mode = int(probe_step_mode(g, PROBE_STEPS))
+    # (kernels._push_next) and whether moves stay on between steps (kernels._switch_moves).
+    work = probe_step_work(g, PROBE_STEPS)
+    mode = int(pick_step_mode(work))
+    if n_union:
+        # Counting moves against their union (encode_move_in) pays where the moves stay on
+        # between steps; with them turned off and on each step it costs more (pentago). So
+        # the network without it is probed too, and the one that walks less is kept.
+        _, plain = build_net(False)
+        g_plain = g._replace(**plain)
+        work_plain = probe_step_work(g_plain, PROBE_STEPS)
+        mode_plain = int(pick_step_mode(work_plain))
+        if work[0] < 0 or step_mode_cost(work_plain, mode_plain) < step_mode_cost(work, mode):
+            g, mode = g_plain, mode_plain
     g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
     tables = {"roles": roles, "base": base, "move_terms": move_terms}
     return g, tables
 
 
 def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
-               legal_atom, n_base, legal_start):
+               legal_atom, n_base, legal_start, union=True):
     """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
@@ -353,32 +370,71 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             dst.append(nid * 4 + neg)
         return nid
 
+    pending = {}  # move_in node id -> {role: its moves in S}; encoded after the loop
+
     def move_in(moves):
-        """A node true iff the current joint move has a move of ``moves`` (does ids)."""
+        """A node true iff the current joint move has a move of ``moves`` (does ids); its
+        inputs are chosen once every such node is known (``encode_move_in``)."""
         key = frozenset(moves)
         if key in memo:
             return memo[key]
         per_role = {}
         for d in moves:
             per_role.setdefault(role_of[d], set()).add(d)
-        # One counter: roles in P count their moves in S, roles in Q count the moves outside
-        # S negated (|C_r| - [move of r in C_r]); "some role's move is in S" is then
-        # "true inputs >= sum_Q |C_r| - |Q| + 1".  A role's switch between two moves on
-        # the same side leaves the node alone.
-        inputs, t = [], 1
+        nid = memo[key] = n_atoms + len(thr_extra)
+        thr_extra.append(0)
+        pending[nid] = per_role
+        return nid
+
+    def count_roles(per_role, k):
+        """Inputs and threshold of "at least k roles have their move in their set": roles in
+        P count their moves in S, roles in Q count the moves outside S negated (|C_r| - [move
+        of r in C_r]), whichever has fewer edges; a role whose set is all its moves counts
+        always.  A role's switch between two moves on the same side leaves the node alone."""
+        inputs, t = [], k
         for r, sr in sorted(per_role.items()):
             cr = all_moves[r] - sr
             if not cr:
-                inputs, t = [], 0  # every move of r: always true
-                break
-            if len(cr) < len(sr):
+                t -= 1
+            elif len(cr) < len(sr):
                 inputs.extend((d, 1) for d in cr)
                 t += len(cr) - 1
             else:
                 inputs.extend((d, 0) for d in sr)
-        out = node(t, inputs)
-        memo[key] = out
-        return out
+        return inputs, max(t, 0)
+
+    use_union = union
+    n_union = [0]
+
+    def encode_move_in():
+        """Edges and thresholds of the move_in nodes.  Counted per role (``count_roles``),
+        a move that many sets leave out is an input of all of them: breakthrough's noop
+        (no cell's frame axiom names it) fed the 64 cells' nodes and was turned on and off
+        every step, 77 % of the edges a step walked.  So, where no dearer in edges, a node
+        counts against the union U_r of every node's set of role r: "some role has its move
+        in S_r" is sum_r [m_r in U_r] - sum_r [m_r in U_r - S_r] >= 1, the first sum one
+        shared counter per value (``Y_k`` = at least k roles in U), the second the few
+        moves each node leaves out of U, negated; exactly one move per role being on, the
+        count is exact.  A move outside every U (the noop) then feeds no node, and Y_k stays
+        as it is while the roles take turns."""
+        union = {}
+        for per_role in pending.values():
+            for r, sr in per_role.items():
+                union.setdefault(r, set()).update(sr)
+        ys = None
+        for nid, per_role in pending.items():
+            inputs, t = count_roles(per_role, 1)
+            left = {r: ur - per_role.get(r, set()) for r, ur in union.items()}
+            if use_union and len(union) + sum(len(x) for x in left.values()) <= len(inputs):
+                if ys is None:
+                    ys = [node(*reversed(count_roles(union, k))) for k in range(1, len(union) + 1)]
+                inputs = [(y, 0) for y in ys] + [(d, 1) for x in left.values() for d in x]
+                n_union[0] += 1
+                t = 1 + sum(len(x) for x in left.values())
+            thr_extra[nid - n_atoms] = t
+            for a, neg in sorted(inputs):
+                src.append(a)
+                dst.append(nid * 4 + neg)
 
     def factor(rules):
         """The alternatives of an OR of rules (literal lists) as inputs, or None if one
@@ -490,6 +546,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             else:
                 src.append(node(len(body), body))
                 dst.append(a * 4)
+    encode_move_in()
     thr[const_true] = 0
     src.extend(bulk_src)
     dst.extend(bulk_dst)
@@ -549,7 +606,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     block_lazy = np.zeros(n_blocks + 1, dtype=bool)
     block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
-    return {"n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
+    return {"n_union": n_union[0], "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
             # one array each (kernels.lazy_parts and list_parts split it): every function that

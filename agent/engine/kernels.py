@@ -81,7 +81,7 @@ def eval_blocks(blk_start, blk_end, blk_loop, ent_atom, rule_start, lit_start, l
 # their inputs changed, because a positive cycle could otherwise keep itself true.  Nodes
 # that read moves are exact only while one move per role is on (compile._build_net); moves
 # are on only between ``_does_a`` and ``_apply_next`` (or the end of ``next_state``), or, in a
-# game that keeps them on (``_push_moves``), from one step to the next.
+# game that keeps them on (``_switch_moves``), from one step to the next.
 #
 # Legal lists (games compiled with ``legal_lists``: a role with a long gate run): the
 # counters' int32 view goes on past the nodes with four entries per legal atom k, at
@@ -152,7 +152,7 @@ def new_vals(g):
     """A work buffer in the state with no fluent true, fully consistent."""
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     w = np.zeros(o_dirty + g.blk_start.shape[0] + g.n_lazy_src + 8, dtype=np.uint8)
-    # The last byte: how a step makes its first events (``_push_moves``, ``_push_next``):
+    # The last byte: how a step makes its first events (``_switch_moves``, ``_push_next``):
     # bit 0 the game's order (``ons_first``), bit 1 whether moves stay on between steps
     # (``keep_moves``), read there by the steps and loads: one more element in ``hot``'s
     # tuple, passed by value to every step, cost the small games 8-15% of their playouts.
@@ -650,32 +650,78 @@ def _read_goal_vector(goal_start, goal_atom, goal_value, vals, out):
 # 368 events a step, and the helpers under them most of the rest).  A propnet that leaves
 # the last moves on (ggplib does) pays only for what the new move changes; but where next
 # atoms read the moves and the fluents together, the fluents' changes under the old move
-# cost more (breakthrough: 4.4x the events).  Either way the values read are the same:
+# cost more (breakthrough's network as first compiled: 4.4x the events; with its move
+# counts against the union, compile.encode_move_in, it keeps them on).  Either way the
+# values read are the same:
 # legal, terminal and goals never read moves, and the next atoms are read only after the
 # joint move is on.  Kept moves are the does atoms in the scratch area's last entries, one
 # per role (-1: none).
 
 @njit(cache=True, inline="always")
-def _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap):
-    """The moves of ``joint`` on as the first events of a propagation; with moves kept on
-    (``w``'s mode), the last step's moves that differ go off in it too, pushed first (popped
-    last: a node reading "some move in S" gains the new move before it loses the old one).
-    Returns the stack size."""
-    sp = 0
+def _switch_moves(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
+                  dirty, cap, ev, ed):
+    """The moves of ``joint`` on, and the last step's moves that differ off (moves kept on
+    between steps), as one batch: their edges move the counters first, and only the nodes
+    whose value differs once all of them are applied become events (pushed on the stack).
+    One at a time, a node counting the roles' moves across the roles (compile's
+    ``encode_move_in``: "at least k roles have their move in U") would see one role's gain
+    before the other's loss and flip, then flip back, with all its edges, each time the
+    turn passes.  Returns (stack size, or -1 on overflow; the first recursive block made
+    dirty, or the block count).  ``ev``/``ed``: None, or the counter build's per-node event
+    and edge counts (``count_step``)."""
     top = scratch.shape[0] - 1
-    keep = w[w.shape[0] - 1] >> 1
-    for r in range(joint.shape[0]):
-        d = does_atom[legal_start[r] + joint[r]]
-        if keep:
-            old = scratch[top - r]
-            if old >= 0 and old != d:
-                sp = _push_set(w, stack, old, 0, sp, cap)
-            scratch[top - r] = d
-    for r in range(joint.shape[0]):
-        d = does_atom[legal_start[r] + joint[r]]
-        if d >= 0:
-            sp = _push_set(w, stack, d, 1, sp, cap)
-    return sp
+    nb = dirty.shape[0]
+    first_dirty = nb
+    sp = 0
+    # The old moves first, then the new: the nodes the new moves flip are listed last, so
+    # popped first (as when pushed one by one: a node gains the new move before it loses
+    # the old one).
+    for v in range(2):
+        for r in range(joint.shape[0]):
+            d = does_atom[legal_start[r] + joint[r]]
+            if v == 0:
+                a = np.int64(scratch[top - r])
+                if a == d:   # the same move again: it stays on
+                    continue
+            else:
+                a = d
+                scratch[top - r] = d
+            if a < 0 or w[a] == v:
+                continue
+            w[a] = v
+            if ev is not None:
+                ev[a] += 1
+                ed[a] += out_start[a + 1] - out_start[a]
+            for k in range(out_start[a], out_start[a + 1]):
+                e = out_edge[k]
+                t = e >> 2
+                if e & 2:   # into a recursive component: recomputed by the caller
+                    b = atom_block[t]
+                    dirty[b] = 1
+                    if b < first_dirty:
+                        first_dirty = b
+                    continue
+                before = cnt[t] >= 0
+                if (e & 1) != v:
+                    cnt[t] += 1
+                else:
+                    cnt[t] -= 1
+                if (cnt[t] >= 0) != before:
+                    if sp >= cap:
+                        return -1, first_dirty
+                    stack[sp] = t
+                    sp += 1
+    # Keep the nodes whose value differs now (one that crossed twice is listed twice and
+    # kept once: the first sets its value).
+    n = 0
+    for i in range(sp):
+        t = stack[i]
+        v = 1 if cnt[t] >= 0 else 0
+        if w[t] != v:
+            w[t] = v
+            stack[n] = t * 2 + v
+            n += 1
+    return n, first_dirty
 
 
 @njit(cache=True)
@@ -695,9 +741,11 @@ def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, c
 @njit(cache=True)
 def _does_kept(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
                dirty, cap, lists):
-    """``_does_a`` for moves kept on (``_push_moves``)."""
-    sp = _push_moves(does_atom, legal_start, joint, w, scratch, stack, cap)
-    return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
+    """``_does_a`` for moves kept on (``_switch_moves``)."""
+    sp, first_dirty = _switch_moves(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt,
+                                    scratch, stack, dirty, cap, None, None)
+    f = _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
+    return first_dirty if 0 <= first_dirty < f else f
 
 
 @njit(cache=True)
@@ -743,7 +791,7 @@ def _push_changed(w, stack, scratch, next0, i0, i1, first, k, sp, cap):
 @njit(cache=True, inline="always")
 def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, cap, mode):
     """With the moves on and settled: the fluents to their next values, and the moves off
-    unless kept on (``mode`` bit 1, see ``_push_moves``), as the first events of one
+    unless kept on (``mode`` bit 1, see ``_switch_moves``), as the first events of one
     propagation, the fluents turning to ``first`` (``mode`` bit 0) pushed last (popped
     first), the moves in between.  Returns the stack size."""
     # Setting a fluent before the propagation leaves every next atom as it is, so the next
@@ -1054,7 +1102,13 @@ def count_step(g, vals, joint, ev, ed, flips):
     o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
     next0 = g.next_atom[0] if g.n_base > 0 else 0
     joint = joint[:g.n_roles]
-    sp = _push_moves(g.does_atom, g.legal_start, joint, vals, scratch, stack, cap)
+    if vals[vals.shape[0] - 1] >> 1:
+        sp, _ = _switch_moves(g.does_atom, g.legal_start, joint, g.out_start, g.out_edge, g.atom_block, vals,
+                              cnt, scratch, stack, dirty, cap, ev, ed)
+    else:
+        sp = 0
+        for r in range(joint.shape[0]):
+            sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
     count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
     for i in range(g.n_base):
         if vals[next0 + i] != vals[i]:
@@ -1068,15 +1122,48 @@ def count_step(g, vals, joint, ev, ed, flips):
 def probe_step_mode(g, max_steps):
     """How this network's steps walk the fewest events and edges, as (bit 0) the fluents
     turning on popped first or not (``_push_next``), and (bit 1) the moves kept on between
-    steps or not (``_push_moves``), counted on the steps of seeded random playouts; on a tie
-    the fluents turning on go first, and the moves stay on only where that saves a tenth of
-    the work or more (their path costs a call more per step: nineBoardTicTacToe, whose work
-    it cut by 0.5%, ran 10% slower).  Its own random stream (the
-    engine's is not touched); games with recursive components (which this count does not
-    follow) get 1: moves off, ons first."""
-    if g.blk_start.shape[0] and g.blk_loop.max() == 1:
+    steps or not (``_switch_moves``), counted on the steps of seeded random playouts
+    (``pick_step_mode``: keeping the moves on costs a fixed amount a step more).  Its own
+    random stream (the engine's is not touched); games with recursive components (which this
+    count does not follow) get 1: moves off, ons first."""
+    return pick_step_mode(probe_step_work(g, max_steps))
+
+
+# What keeping the moves on costs a step beyond the events and edges it walks, in the
+# same units (``_switch_moves``' batch, a call more): ticTacToe's steps, with a quarter less
+# work kept on, ran 25% slower, about 23 units a step (nineBoardTicTacToe: 0.5% less work,
+# 10% slower, with the earlier path).
+KEEP_STEP_COST = 25
+
+
+@njit(cache=True)
+def step_mode_cost(work, mode):
+    """The probe's cost of a step mode: its work, plus ``KEEP_STEP_COST`` a step if the
+    moves stay on."""
+    return work[mode] + (KEEP_STEP_COST * work[4] if mode >= 2 else 0)
+
+
+@njit(cache=True)
+def pick_step_mode(work):
+    """``probe_step_mode``'s choice from the work of each mode (``probe_step_work``): the
+    cheapest (``step_mode_cost``), the fluents turning on first on a tie."""
+    if work[0] < 0:
         return 1
-    work = np.zeros(4, dtype=np.int64)
+    best = 1
+    for mode in (0, 3, 2):
+        if step_mode_cost(work, mode) < step_mode_cost(work, best):
+            best = mode
+    return best
+
+
+@njit(cache=True)
+def probe_step_work(g, max_steps):
+    """Events plus edges walked by ``max_steps`` steps of seeded random playouts in each
+    step mode (index = mode), with the loads of their initial state, then (index 4) the
+    steps; all -1 for a game with recursive components."""
+    work = np.full(5, -1, dtype=np.int64)
+    if g.blk_start.shape[0] and g.blk_loop.max() == 1:
+        return work
     ev = np.zeros(g.n_nodes, dtype=np.int64)
     ed = np.zeros(g.n_nodes, dtype=np.int64)
     flips = np.zeros(g.n_base, dtype=np.int64)
@@ -1089,8 +1176,14 @@ def probe_step_mode(g, max_steps):
         ed[:] = 0
         x = np.uint64(88172645463325252)
         steps = 0
+        cnt, scratch, stack, dirty = _views(g, vals)
+        o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
         while steps < max_steps:
-            load_state(g, g.init_state, vals)
+            # The loads count too: with the moves kept on, a load's fluent changes reach the
+            # nodes that read the moves (ticTacToe: its playouts are 8 steps, and keeping the
+            # moves on, which saved a quarter of the steps' work, made them 30% slower).
+            sp = _push_state(vals, stack, scratch, g.init_state, g.n_base, cap)
+            count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
             depth = 0
             while depth < 1000 and steps < max_steps:
                 if g.terminal_atom >= 0 and vals[g.terminal_atom] == 1:
@@ -1113,9 +1206,8 @@ def probe_step_mode(g, max_steps):
             if depth == 0:
                 break
         work[mode] = ev.sum() + ed.sum()
-    off = 1 if work[1] <= work[0] else 0
-    kept = 3 if work[3] <= work[2] else 2
-    return kept if 10 * work[kept] <= 9 * work[off] else off
+        work[4] = steps
+    return work
 
 
 @njit(cache=True)
