@@ -91,29 +91,24 @@ def compile_program(gp: GroundProgram):
                 vals, 0, len(blk_s))
     static_true = static & (vals == 1)
 
-    # Fold static literals: drop satisfied ones, drop rules with a falsified one.
-    lit_static = static[lit_atom]
-    lit_sat = static_true[lit_atom] != (lit_neg == 1)
-    bad = np.zeros(n_rules, dtype=bool)
-    np.logical_or.at(bad, lit_rule, lit_static & ~lit_sat)
-    keep_rule = ~bad & ~static[heads]
-    # A derived atom of a state-dependent relation with no rule left is false in every state:
-    # the relaxed grounder names such atoms under ``not`` (checkers' frame axiom asks
-    # "no capture over this square" of every move and square: 10,000 atoms no jump can
-    # make true). Folded like static ones, to a fixpoint; left in, each was a network node
-    # whose negation fed a helper per (move, square) that flipped whenever the move did.
+    # Fold static literals: drop satisfied ones, drop rules with a falsified one.  Then a
+    # derived atom of a state-dependent relation with no rule left is false in every state:
+    # the relaxed grounder names such atoms under ``not`` (checkers' frame axiom asks "no
+    # capture over this square" of every move and square: 10,000 atoms no jump can make
+    # true).  They are folded like static ones, to a fixpoint; left in, each was a network
+    # node whose negation fed a helper per (move, square) that flipped whenever the move did.
     while True:
+        lit_static = static[lit_atom]
+        lit_sat = static_true[lit_atom] != (lit_neg == 1)
+        bad = np.zeros(n_rules, dtype=bool)
+        np.logical_or.at(bad, lit_rule, lit_static & ~lit_sat)
+        keep_rule = ~bad & ~static[heads]
         has_rule = np.zeros(n, dtype=bool)
         has_rule[heads[keep_rule]] = True
         dead = (kind == 0) & ~static & ~has_rule
         if not dead.any():
             break
         static |= dead  # static_true stays False for them
-        lit_static = static[lit_atom]
-        lit_sat = static_true[lit_atom] != (lit_neg == 1)
-        bad = np.zeros(n_rules, dtype=bool)
-        np.logical_or.at(bad, lit_rule, lit_static & ~lit_sat)
-        keep_rule = ~bad & ~static[heads]
     keep_lit = keep_rule[lit_rule] & ~lit_static
 
     # Output atoms and their needs.
@@ -403,9 +398,6 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
                 inputs.extend((d, 0) for d in sr)
         return inputs, max(t, 0)
 
-    use_union = union
-    n_union = [0]
-
     def encode_move_in():
         """Edges and thresholds of the move_in nodes.  Counted per role (``count_roles``),
         a move that many sets leave out is an input of all of them: breakthrough's noop
@@ -416,25 +408,29 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
         shared counter per value (``Y_k`` = at least k roles in U), the second the few
         moves each node leaves out of U, negated; exactly one move per role being on, the
         count is exact.  A move outside every U (the noop) then feeds no node, and Y_k stays
-        as it is while the roles take turns."""
-        union = {}
+        as it is while the roles take turns.  Returns how many nodes count that way (none
+        unless ``union``)."""
+        unions = {}
         for per_role in pending.values():
             for r, sr in per_role.items():
-                union.setdefault(r, set()).update(sr)
+                unions.setdefault(r, set()).update(sr)
         ys = None
+        n_union = 0
         for nid, per_role in pending.items():
             inputs, t = count_roles(per_role, 1)
-            left = {r: ur - per_role.get(r, set()) for r, ur in union.items()}
-            if use_union and len(union) + sum(len(x) for x in left.values()) <= len(inputs):
-                if ys is None:
-                    ys = [node(*reversed(count_roles(union, k))) for k in range(1, len(union) + 1)]
-                inputs = [(y, 0) for y in ys] + [(d, 1) for x in left.values() for d in x]
-                n_union[0] += 1
-                t = 1 + sum(len(x) for x in left.values())
+            if union:
+                left = [d for r, ur in unions.items() for d in ur - per_role.get(r, set())]
+                if len(unions) + len(left) <= len(inputs):
+                    if ys is None:
+                        ys = [node(*reversed(count_roles(unions, k))) for k in range(1, len(unions) + 1)]
+                    inputs = [(y, 0) for y in ys] + [(d, 1) for d in left]
+                    t = 1 + len(left)
+                    n_union += 1
             thr_extra[nid - n_atoms] = t
             for a, neg in sorted(inputs):
                 src.append(a)
                 dst.append(nid * 4 + neg)
+        return n_union
 
     def factor(rules):
         """The alternatives of an OR of rules (literal lists) as inputs, or None if one
@@ -546,7 +542,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             else:
                 src.append(node(len(body), body))
                 dst.append(a * 4)
-    encode_move_in()
+    n_union = encode_move_in()
     thr[const_true] = 0
     src.extend(bulk_src)
     dst.extend(bulk_dst)
@@ -606,7 +602,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     block_lazy = np.zeros(n_blocks + 1, dtype=bool)
     block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
-    return {"n_union": n_union[0], "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
+    return {"n_union": n_union, "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
             # one array each (kernels.lazy_parts and list_parts split it): every function that

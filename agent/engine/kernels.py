@@ -658,6 +658,17 @@ def _read_goal_vector(goal_start, goal_atom, goal_value, vals, out):
 # per role (-1: none).
 
 @njit(cache=True, inline="always")
+def _push_joint(does_atom, legal_start, joint, w, stack, v, sp, cap):
+    """The moves of ``joint`` set to ``v`` as events on the stack (moves not kept on);
+    returns the stack size."""
+    for r in range(joint.shape[0]):
+        d = does_atom[legal_start[r] + joint[r]]
+        if d >= 0:
+            sp = _push_set(w, stack, d, v, sp, cap)
+    return sp
+
+
+@njit(cache=True, inline="always")
 def _switch_moves(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
                   dirty, cap, ev, ed):
     """The moves of ``joint`` on, and the last step's moves that differ off (moves kept on
@@ -730,11 +741,7 @@ def _does_a(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, c
     """The moves of ``joint`` set to ``v``, propagated, where moves are not kept on; returns
     as ``_settle_a``.  (Apart from ``_does_kept``: one more array argument, with its atomic
     reference count, made the small games' steps 10% slower.)"""
-    sp = 0
-    for r in range(joint.shape[0]):
-        d = does_atom[legal_start[r] + joint[r]]
-        if d >= 0:
-            sp = _push_set(w, stack, d, v, sp, cap)
+    sp = _push_joint(does_atom, legal_start, joint, w, stack, v, 0, cap)
     return _settle_a(out_start, out_edge, atom_block, w, cnt, stack, dirty, sp, cap, lists)
 
 
@@ -808,10 +815,7 @@ def _push_next(n_base, next0, does_atom, legal_start, joint, w, scratch, stack, 
             k, sp = _push_changed(w, stack, scratch, next0, q, q + 8, first, k, sp, cap)
     k, sp = _push_changed(w, stack, scratch, next0, n8, n_base, first, k, sp, cap)
     if mode < 2:
-        for r in range(joint.shape[0]):
-            d = does_atom[legal_start[r] + joint[r]]
-            if d >= 0:
-                sp = _push_set(w, stack, d, 0, sp, cap)
+        sp = _push_joint(does_atom, legal_start, joint, w, stack, 0, sp, cap)
     for j in range(k):
         sp = _push_set(w, stack, scratch[j], first, sp, cap)
     return sp
@@ -1106,9 +1110,7 @@ def count_step(g, vals, joint, ev, ed, flips):
         sp, _ = _switch_moves(g.does_atom, g.legal_start, joint, g.out_start, g.out_edge, g.atom_block, vals,
                               cnt, scratch, stack, dirty, cap, ev, ed)
     else:
-        sp = 0
-        for r in range(joint.shape[0]):
-            sp = _push_set(vals, stack, g.does_atom[g.legal_start[r] + joint[r]], 1, sp, cap)
+        sp = _push_joint(g.does_atom, g.legal_start, joint, vals, stack, 1, 0, cap)
     count_drain(g.out_start, g.out_edge, vals, cnt, stack, sp, ev, ed)
     for i in range(g.n_base):
         if vals[next0 + i] != vals[i]:
