@@ -875,16 +875,41 @@ def step(h, joint):
     """The work buffer to the state after ``joint``: the moves on, then next values in and
     the moves off.  Returns ``h[H_NB]`` when done; anything else is for ``step_finish``
     (a recursive component to recompute, or a stack overflow: rare)."""
-    return _step(h, joint, None)
+    return _step(h, joint, None, None)
 
 
 @njit(cache=True, inline="always")
-def _step(h, joint, lists):
-    """``step``, keeping the legal lists when ``lists`` is not None (``_playouts``)."""
+def step_inlined(h, joint):
+    """``step`` with its two halves inlined too: for the one call site of a playout loop.
+    A fifth to a third more random playouts per second (ticTacToe 1.25x, breakthrough
+    1.32x: the calls' atomic reference counts and the registers they spill), but inlined
+    at every call site of the search it made breakthrough's search 17 % slower (code size),
+    so the search inlines it in its playout loop only (docs/benchmarks/engine-internals.md,
+    section 13)."""
+    return _step(h, joint, None, True)
+
+
+_does_kept_inlined = njit(inline="always")(_does_kept.py_func)
+_does_a_inlined = njit(inline="always")(_does_a.py_func)
+_apply_next_inlined = njit(inline="always")(_apply_next.py_func)
+
+
+@njit(cache=True, inline="always")
+def _step(h, joint, lists, inlined):
+    """``step``, keeping the legal lists when ``lists`` is not None (``_playouts``), with
+    its halves inlined when ``inlined`` is not None (``step_inlined``)."""
     does_atom, legal_start, out_start, out_edge, atom_block, w, cnt, scratch, stack, dirty, cap, nb, \
         n_base, next0 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], \
         h[12], h[13]
-    if w[w.shape[0] - 1] >> 1:
+    kept = w[w.shape[0] - 1] >> 1
+    if inlined is not None:
+        if kept:
+            f = _does_kept_inlined(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt,
+                                   scratch, stack, dirty, cap, lists)
+        else:
+            f = _does_a_inlined(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, stack,
+                                dirty, cap, 1, lists)
+    elif kept:
         f = _does_kept(does_atom, legal_start, joint, out_start, out_edge, atom_block, w, cnt, scratch, stack,
                        dirty, cap, lists)
     else:
@@ -892,6 +917,9 @@ def _step(h, joint, lists):
                     cap, 1, lists)
     if f != nb:
         return -3 - f   # <= -2: the first half needs finishing before the second
+    if inlined is not None:
+        return _apply_next_inlined(n_base, next0, does_atom, legal_start, joint, out_start, out_edge,
+                                   atom_block, w, cnt, scratch, stack, dirty, cap, lists)
     return _apply_next(n_base, next0, does_atom, legal_start, joint, out_start, out_edge, atom_block,
                        w, cnt, scratch, stack, dirty, cap, lists)
 
@@ -1039,7 +1067,7 @@ def _playouts_run(g, state, vals, max_depth, out_goals, count, load, edges, list
                     if n == 0:
                         return p, -2, total, goal_sum
                     joint[r] = legal[np.random.randint(n)]
-            f = _step(hs, joint, lists)
+            f = _step(hs, joint, lists, True)
             if f != nb:
                 step_finish(g, vals, h, joint, f)
                 if lists is not None:

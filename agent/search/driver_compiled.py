@@ -258,7 +258,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                     k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf)
                     joint[r] = lbuf[k]
                     pmoves[npm, r] = lbuf[k]
-                f = K.step(h, joint)   # vals moves on: no packing, no reload
+                f = K.step_inlined(h, joint)   # vals moves on: no packing, no reload
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
                 npm += 1
