@@ -9,10 +9,12 @@ and peak memory; one process per game and version.
     python scripts/bench_engines.py --report-only         # rebuild the report from the results
 
 The earlier version is any checkout of this repository (``git worktree add ../previous
-30fbddd``): its own ``agent`` package runs in its own process.  The two processes of a game
-build their engines one after the other, then take turns (this, earlier, this, ...) for
-``--runs`` counted runs each, so a change in the machine's load hits both alike; the ratio
-is taken run by run.  Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.
+30fbddd``): its own ``agent`` package runs in its own process.  The two versions of a game
+take turns (this, earlier, earlier, this, ...) for ``--runs`` counted runs each, so a change
+in the machine's load hits both alike; the ratio is taken run by run.  Each run is a fresh
+process (the first builds the engine, the others reload it from a cache kept for the game and
+version): a process's memory layout alone moved the same code's rate by 20-30 %, so runs in
+one long-lived process measured its layout, not the code (scripts/ab_playouts.py does the same).  Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.
 The cached reload is timed in a process whose numba kernels are already loaded, as in the
 server's pre-started player processes.
 """
@@ -52,10 +54,10 @@ def rules_path(key: str) -> Path:
 
 
 def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: float,
-               prolog_seconds: float) -> None:
-    """Child process: build ``key`` with the ``agent`` package of ``root``, print one JSON
-    line, then answer ``run`` (one counted run) and ``quit`` (Prolog figures, peak memory)
-    lines on stdin, one JSON line each."""
+               prolog_seconds: float, cache: str | None = None) -> None:
+    """Child process: build ``key`` with the ``agent`` package of ``root`` (into ``cache``, a
+    temporary folder if None), print one JSON line, then answer ``run`` (one counted run)
+    and ``quit`` (Prolog figures, peak memory) lines on stdin, one JSON line each."""
     sys.path.insert(0, str(root))
     import resource
 
@@ -75,7 +77,8 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
     out = {"game": key, "rules": str(rules_path(key).relative_to(SHARED.parent))}
     desc = read_rules_file(rules_path(key))
     eng = None
-    with tempfile.TemporaryDirectory() as cache_dir:
+    with tempfile.TemporaryDirectory() as tmp:
+        cache_dir = cache or tmp
         load_engine(parse_rules_text(WARM_RULES), cache_dir=cache_dir)  # numba kernels loaded
         t0 = time.perf_counter()
         try:
@@ -113,10 +116,10 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
 class _Child:
     """One ``serve_game`` process; ``ask`` sends a line and reads the JSON answer."""
 
-    def __init__(self, key: str, root: Path, args):
+    def __init__(self, key: str, root: Path, args, cache: str, prolog: bool):
         cmd = [sys.executable, __file__, "--serve", key, "--root", str(root), "--seconds",
                str(args.seconds), "--warmup", str(args.warmup), "--budget", str(args.budget),
-               "--prolog-seconds", str(args.prolog_seconds if root == ROOT else 0)]
+               "--prolog-seconds", str(args.prolog_seconds if prolog else 0), "--cache", cache]
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.deadline = time.time() + args.timeout
 
@@ -141,26 +144,34 @@ class _Child:
 
 
 def measure_game(key: str, args) -> dict:
-    """This version and (with --baseline) the earlier one, runs alternating."""
-    row: dict = {"game": key}
+    """This version and (with --baseline) the earlier one, runs alternating, each run a
+    fresh process; the first run's process of each version gives the build, reload and
+    memory figures (and this version's, the Prolog reasoner's)."""
+    row: dict = {"game": key, "fresh_processes": True}
     sides = [("new", ROOT)] + ([("old", Path(args.baseline))] if args.baseline else [])
-    children = {}
+    caches = {name: tempfile.TemporaryDirectory() for name, _ in sides}
     try:
-        for name, root in sides:
-            children[name] = c = _Child(key, root, args)
-            first = c.read()
-            row[name] = first
-        for _ in range(args.runs):
-            for name, _root in sides:
-                if "compiled_error" not in row[name]:
-                    row[name].setdefault("runs", []).append(children[name].ask("run"))
-        for name, _root in sides:
-            row[name].update(children[name].ask("quit"))
+        for i in range(args.runs):
+            for name, root in (sides if i % 2 == 0 else sides[::-1]):
+                if i and "compiled_error" in row[name]:
+                    continue
+                c = _Child(key, root, args, caches[name].name, prolog=(i == 0 and root == ROOT))
+                try:
+                    first = c.read()
+                    if i == 0:
+                        row[name] = first
+                    if "compiled_error" not in first:
+                        row[name].setdefault("runs", []).append(c.ask("run"))
+                    end = c.ask("quit")
+                    if i == 0:
+                        row[name].update(end)
+                finally:
+                    c.close()
     except (RuntimeError, TimeoutError, ValueError) as e:
         row["error"] = f"{type(e).__name__}: {e}"
     finally:
-        for c in children.values():
-            c.close()
+        for d in caches.values():
+            d.cleanup()
     return row
 
 
@@ -197,8 +208,12 @@ def report(rows: list, args_text: str, baseline: str) -> str:
         "",
         "Random playouts per second from the initial state, one core, gdl-perf method: a uniformly",
         "random legal move for every role until terminal, then the goals (`agent/bench.py`; the",
-        "same counting as `ggp-persona bench`). Each game ran in two processes, this version and",
-        "the previous one, taking turns run by run; figures are medians of the runs, and",
+        *(["same counting as `ggp-persona bench`). This version and the previous one took turns",
+           "run by run, each run a fresh process (the first of each pair alternating); figures are",
+           "medians of the runs, and"]
+          if rows and all(r.get("fresh_processes") for r in rows) else
+          ["same counting as `ggp-persona bench`). Each game ran in two processes, this version and",
+           "the previous one, taking turns run by run; figures are medians of the runs, and"]),
         "*this / previous* is the median of the run-by-run ratios. The machine (2 cores) was",
         "shared with other work, so absolute figures are low by an unknown margin and move with",
         "the load; the ratios were measured side by side. *vs ggplib*: the ratio of the previous",
@@ -243,15 +258,17 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per version; medians are reported")
     ap.add_argument("--prolog-seconds", type=float, default=20.0, help="0: no Prolog figures")
     ap.add_argument("--budget", type=float, default=60.0, help="grounding budget (s)")
-    ap.add_argument("--timeout", type=float, default=900.0, help="per game (s)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="per process (a game and version's run) (s)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--report", default=str(REPORT))
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        serve_game(args.serve, Path(args.root), args.seconds, args.warmup, args.budget, args.prolog_seconds)
+        serve_game(args.serve, Path(args.root), args.seconds, args.warmup, args.budget, args.prolog_seconds,
+                   args.cache)
         return 0
     from rich.progress import Progress
 
