@@ -203,6 +203,8 @@ def test_ga_resumes_after_an_interruption_exactly(tmp_path):
     resumed = G.run_ga(flaky, cfg, checkpoint=ck)
     assert calls == [0, 1, 2, 3, 3, 4, 5]                          # restarted at generation 3
     assert resumed.history == whole.history and resumed.best == whole.best
+    # the wall time is kept beside the history, over both runs: every generation timed once
+    assert resumed.timed == len(resumed.history) == 6 and resumed.seconds >= 0.0
     # another configuration does not pick up this checkpoint
     other = G.run_ga(_quadratic, G.GAConfig(population=8, generations=2, seed=5), checkpoint=ck)
     assert len(other.history) == 2
@@ -396,6 +398,10 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     assert (out / "report.html").is_file() and (out / "fitness.png").is_file()
     res = json.loads((out / "results.json").read_text())
     assert {m["model"] for m in res["metrics"]} == {"fitted", "pooled", "champion", "move-frequency", "random"}
+    # each fit says how long its generations took, over every session of the run
+    for f in [*res["fits"].values(), res["pooled"]]:
+        assert f["seconds"]["ga_generations_timed"] == len(f["history"])
+    assert "Wall time of each fit" in (out / "report.html").read_text()
     for name in ("LearningPlayer", "MultithreadedUCTPlayer", "pooled"):
         p = load_persona(out / "personas" / f"{name}.toml")        # loadable by serve and match
         assert p.kind == "fitted" and p.limit == 10

@@ -221,6 +221,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
         atomic_write_bytes(pdir / "pooled.toml", pooled["persona"].to_toml().encode())
     result = {
         "settings": asdict(s), "labels": labels, "game": games[0],
+        "compute": {"workers": workers, "scheduler": scheduler},
         "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
                  "train_player_matches": len({d.pm for d in train}),
                  "test_player_matches": len({d.pm for d in test})},
@@ -243,6 +244,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
 def _fit_json(f) -> dict:
     return {"persona": f["persona"].name, "genome": f["genome"], "choice": f["choice"], "stopped": f["stopped"],
             "train_fitness": f["train_fitness"], "ranking_decisions": f["ranking_decisions"],
+            "seconds": f.get("seconds"),
             "history": [{k: v for k, v in h.items() if k != "fitness"} for h in f["history"]]}
 
 

@@ -107,6 +107,15 @@ def _fmt_ci(r, key):
     return f"{v:.3f} [{r[f'{key}_lo']:.3f}, {r[f'{key}_hi']:.3f}]"
 
 
+def _compute_text(c: dict) -> str:
+    if c.get("scheduler"):
+        return f"Scoring ran on the Dask cluster at {c['scheduler']}."
+    w = c.get("workers")
+    return ("Scoring ran in this process." if w == 0 else
+            f"Scoring ran in a local pool of {w} worker processes." if w else
+            "Scoring ran in a local pool of the default size (one worker per core).")
+
+
 def write(out, result, per_decision) -> None:
     s = result["settings"]
     d = result["data"]
@@ -204,6 +213,19 @@ def write(out, result, per_decision) -> None:
                                          f["choice"].get("nice_threshold", ""), f["choice"].get("kappa", "")]
                                         + [round(x, 3) for x in f["genome"]] for n, f in fits.items()]},
                      "figures": [(_parameter_figure(result), "parameters", "Fitted genes in their ranges")]})
+    timed = {n: f["seconds"] for n, f in fits.items() if f.get("seconds")}
+    if timed:
+        sections.append({"heading": "Wall time of each fit",
+                         "text": "The GA's generations, summed over every session that resumed the fit "
+                                 "(checkpoints written before timing was kept cover fewer generations than "
+                                 "ran: see the second column), and the ranking of the finalists in the run "
+                                 "that wrote this report (with the Q cache, only what was not cached costs). "
+                                 + _compute_text(result.get("compute") or {}),
+                         "table": {"columns": ["persona", "generations timed / run", "GA hours",
+                                               "ranking minutes"],
+                                   "rows": [[n, f"{t['ga_generations_timed']} / {len(fits[n]['history'])}",
+                                             f"{t['ga'] / 3600:.2f}", f"{t['ranking'] / 60:.1f}"]
+                                            for n, t in timed.items()]}})
     if result.get("q_noise"):
         sections.append({"heading": "Residual Q noise (replicate 2)",
                          "text": "The fitted persona re-scored with a second seed on some test decisions.",

@@ -10,6 +10,7 @@ choice parameters fitted there.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -85,6 +86,7 @@ def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 3
     uniq = {tuple(np.round(f, 9)): f for f in finalists}
     finalists = list(uniq.values())
     ranking = stratified_subsample(train, final_size, (cfg.seed, "final"))
+    t0 = time.monotonic()
     qs = scorer.q(personas(finalists), ranking, description=f"{name}: ranking {len(finalists)} finalists")
     scorer.save()
     scored = [objective(q, ranking, cfg.thesis) for q in qs]
@@ -96,9 +98,13 @@ def fit_persona(train, scorer, cfg: G.GAConfig, *, name: str, subsample: int = 3
     persona = G.decode(finalists[b], gl, name=name, limit=limit, choice=choice,
                        description=f"fitted to {name} ({len(train)} training decisions, "
                                    f"{'thesis' if cfg.thesis else 'behaviour-likelihood'} GA)")
+    # wall time: the GA's generations over every session that resumed it, and this
+    # ranking (with the Q cache, a resumed ranking costs what was not cached)
+    seconds = {"ga": round(state.seconds, 1), "ga_generations_timed": state.timed,
+               "ranking": round(time.monotonic() - t0, 1)}
     return {"persona": persona, "genome": list(map(float, finalists[b])), "history": state.history,
             "stopped": state.stopped, "train_fitness": float(scored[b][0]), "choice": choice,
-            "ranking_decisions": len(ranking)}
+            "ranking_decisions": len(ranking), "seconds": seconds}
 
 
 def fit_champion(train, scorer, *, limit: int, final_size: int = 0, seed=0) -> dict:

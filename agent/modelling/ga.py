@@ -14,6 +14,7 @@ its last finished generation and ends exactly as an uninterrupted run would.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +91,10 @@ class GAState:
     history: list = field(default_factory=list)   # per generation: best, mean, best genome
     since_gain: int = 0
     stopped: str | None = None
+    # wall seconds the generations took, summed over every process that resumed the run
+    # (apart from history: a resumed run's history equals an uninterrupted one's)
+    seconds: float = 0.0
+    timed: int = 0          # how many generations ``seconds`` covers (older checkpoints: fewer)
 
     @property
     def best(self) -> list | None:
@@ -149,7 +154,10 @@ def run_ga(evaluate, cfg: GAConfig, *, checkpoint=None, initial=None, on_generat
         rng = np.random.default_rng()
         rng.bit_generator.state = state.rng
         pop = np.array(state.population)
+        t0 = time.monotonic()
         fit = np.asarray(evaluate(pop, state.generation), float)
+        state.seconds += time.monotonic() - t0
+        state.timed += 1
         b = int(np.argmax(fit))
         # A gain is a new individual beating the elite on this generation's decisions.  Each
         # generation scores another subsample (spec 4.5: "elite re-scored"), so a best
