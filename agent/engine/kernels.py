@@ -881,11 +881,10 @@ def step(h, joint):
 @njit(cache=True, inline="always")
 def step_inlined(h, joint):
     """``step`` with its two halves inlined too: for the one call site of a playout loop.
-    A fifth to a third more random playouts per second (ticTacToe 1.25x, breakthrough
-    1.32x: the calls' atomic reference counts and the registers they spill), but inlined
-    at every call site of the search it made breakthrough's search 17 % slower (code size),
-    so the search inlines it in its playout loop only (docs/benchmarks/engine-internals.md,
-    section 13)."""
+    Random playouts 1.02-1.24x per CPU second (hex 0.91x): the calls made the runtime's
+    reference-count calls and spilled what the loop held in registers. Inlined at every call
+    site of the search it made breakthrough's search 17 % slower (code size), so the search
+    inlines it in its playout loop only (docs/benchmarks/engine-internals.md, section 13)."""
     return _step(h, joint, None, True)
 
 
