@@ -2,7 +2,7 @@
 """Engine benchmark: random playouts per second of the compiled engine (gdl-perf method,
 agent.bench), this version against an earlier one in the same sitting, with the Prolog
 reasoner beside them; build time from rules to a ready compiled engine, cached reload time,
-and peak memory; one process per game and version.
+and peak memory; one process per game, version and run.
 
     python scripts/bench_engines.py --baseline ../previous    # a checkout of the earlier version
     python scripts/bench_engines.py --games ticTacToe --seconds 5 --warmup 1 --out /tmp/e.jsonl --report /tmp/e.md
@@ -14,7 +14,8 @@ take turns (this, earlier, earlier, this, ...) for ``--runs`` counted runs each,
 in the machine's load hits both alike; the ratio is taken run by run.  Each run is a fresh
 process (the first builds the engine, the others reload it from a cache kept for the game and
 version): a process's memory layout alone moved the same code's rate by 20-30 %, so runs in
-one long-lived process measured its layout, not the code (scripts/ab_playouts.py does the same).  Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.
+one long-lived process measured its layout, not the code (scripts/ab_playouts.py does the
+same).  Rules: ../shared/corpus/games/base/games/<key>/<latest vN>/<key>.kif.
 The cached reload is timed in a process whose numba kernels are already loaded, as in the
 server's pre-started player processes.
 """

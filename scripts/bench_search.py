@@ -31,8 +31,9 @@ Speed (``--speed``): raw playouts/s of the engine's kernel loop from the initial
 simulations/s of champion, flat MC and plain UCT searches from the initial state, and
 decisions/s of ``search_batch`` scoring recorded connectFour decisions
 (../shared/corpus/matches, replayed on the corpus rules) at 1000 simulations; this version
-and (``--baseline DIR``, a checkout of an earlier version) the earlier one, in two processes
-taking turns, on CPU time (the machine is shared: wall time measures the other work too).
+and (``--baseline DIR``, a checkout of an earlier version) the earlier one, taking turns,
+each run a fresh process, on CPU time (the machine is shared: wall time measures the other
+work too).
 """
 from __future__ import annotations
 

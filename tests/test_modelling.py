@@ -204,7 +204,7 @@ def test_ga_resumes_after_an_interruption_exactly(tmp_path):
     assert calls == [0, 1, 2, 3, 3, 4, 5]                          # restarted at generation 3
     assert resumed.history == whole.history and resumed.best == whole.best
     # the wall time is kept beside the history, over both runs: every generation timed once
-    assert resumed.timed == len(resumed.history) == 6 and resumed.seconds >= 0.0
+    assert resumed.timed == len(resumed.history) == 6
     # another configuration does not pick up this checkpoint
     other = G.run_ga(_quadratic, G.GAConfig(population=8, generations=2, seed=5), checkpoint=ck)
     assert len(other.history) == 2
