@@ -59,7 +59,7 @@ def cmd_check(args) -> int:
 
 
 # ------------------------------------------------------------------------------- engines
-ENGINES = ("prolog", "compiled")
+ENGINES = ("prolog", "compiled", "topdown")
 
 
 def _read_description(path: str):
@@ -167,7 +167,7 @@ def cmd_bench(args) -> int:
     if args.seconds <= 0 or args.warmup < 0 or args.runs < 1:
         raise UsageError("--seconds must be > 0, --warmup >= 0 and --runs >= 1")
     desc = _read_description(args.rules)
-    names = ENGINES if args.engine == "both" else (args.engine,)
+    names = ("prolog", "compiled") if args.engine == "both" else (args.engine,)
     rates = {}
     for name in names:
         t0 = time.perf_counter()

@@ -22,10 +22,17 @@ log = logging.getLogger("ggp_persona.engine")
 def load_engine(desc: Description, *, budget_seconds: float = 30.0, cache_dir=None,
                 use_cache: bool = True, engine: str = "auto"):
     """``engine``: ``auto`` (compiled, else Prolog), ``compiled`` (raise GroundingError
-    instead of falling back) or ``prolog``."""
+    instead of falling back), ``prolog``, or ``topdown`` (the non-ground evaluator:
+    plays games that do not ground, such as chess, exactly; as slow as Prolog so far, so
+    never chosen by ``auto``)."""
     t0 = time.monotonic()
     if engine == "prolog":
         return _prolog(desc, {"engine": "prolog", "reason": "asked for"})
+    if engine == "topdown":
+        from .topdown import TopDown
+        sm = TopDown(desc)
+        sm.info = {"engine": "topdown", "reason": "asked for"}
+        return sm
     key, canon = cache.structure_key(desc.rules)
     path = cache.entry_path(cache_dir or cache.default_cache_dir(), key)
     if use_cache:
