@@ -59,7 +59,7 @@ def cmd_check(args) -> int:
 
 
 # ------------------------------------------------------------------------------- engines
-ENGINES = ("prolog", "compiled", "topdown")
+ENGINES = ("prolog", "compiled", "nonground")
 
 
 def _read_description(path: str):

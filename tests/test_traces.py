@@ -197,12 +197,10 @@ def test_compiled_engine_agrees_exactly_with_the_reference_trace(row, fresh_engi
     assert report.steps == int(row["steps"])
 
 
-# Replayed on the non-ground evaluator (``agent.engine.topdown``), on the rules as written and
-# on their flat form (``gdl.flatten``, what an evaluator on arrays reads): chess and amazons,
-# which do not ground within a start clock, and games of every kind above (recursion,
-# scrambled, simultaneous moves, three roles, one player, unstratified). 0.1-10 s a trace on
-# the rules, about twice that on the flat rules.
-TOPDOWN_SAMPLE = (
+# Replayed on the non-ground engine (``agent.engine.nonground``: the flat rules evaluated in
+# numba): chess and amazons, which do not ground within a start clock, and games of every kind
+# above (recursion, scrambled, simultaneous moves, three roles, one player, unstratified).
+NONGROUND_SAMPLE = (
     "base/games/chess/v0", "base/games/amazons/v1", "base/games/ticTacToe/v0",
     "base/games/checkers-mustjump/v1", "aaai2006/games/argentina.3361209022/v0",
     "aaai2006/games/fairfield_s.3359145873/v0", "aaai2006/games/farmers_s.3357493442/v0",
@@ -212,31 +210,29 @@ TOPDOWN_SAMPLE = (
 )
 
 
-def _topdown_sample() -> list:
+def _nonground_sample() -> list:
     if not PROVER.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(reason=SHARED_MISSING), id="no-shared")]
     rows = {r["game"]: r for r in _index()}
-    return [pytest.param(rows[g], id=g) for g in TOPDOWN_SAMPLE]
+    return [pytest.param(rows[g], id=g) for g in NONGROUND_SAMPLE]
 
 
-def test_the_topdown_sample_covers_every_kind(shared_dir):
+def test_the_nonground_sample_covers_every_kind(shared_dir):
     rows = {r["game"]: set(r["tags"].split(",")) for r in _index()}
-    assert set(TOPDOWN_SAMPLE) <= set(rows)
+    assert set(NONGROUND_SAMPLE) <= set(rows)
     for tag, at_least in (("required", 2), ("scrambled", 6), ("unstratified", 2), ("recursion", 6),
                           ("simultaneous", 2), ("3+roles", 1), ("single-player", 1)):
-        assert sum(tag in rows[g] for g in TOPDOWN_SAMPLE) >= at_least, tag
+        assert sum(tag in rows[g] for g in NONGROUND_SAMPLE) >= at_least, tag
 
 
-@pytest.mark.parametrize("flat", [False, True], ids=["rules", "flat-rules"])
-@pytest.mark.parametrize("row", _topdown_sample())
-def test_topdown_evaluator_agrees_exactly_with_the_reference_trace(row, flat):
-    from agent.engine.topdown import TopDown
-    from test_topdown import FlatTopDown
+@pytest.mark.parametrize("row", _nonground_sample())
+def test_nonground_engine_agrees_exactly_with_the_reference_trace(row):
+    from agent.engine.nonground import NonGroundEngine
 
     path = PROVER / row["file"]
     trace = load_trace(path)
     desc = read_rules_file(rules_path_for(trace, path))
-    sm = (FlatTopDown if flat else TopDown)(desc)
+    sm = NonGroundEngine(desc)
     try:
         report = check_trace(sm, trace)
     finally:

@@ -1,0 +1,639 @@
+"""The non-ground engine: flat rules compiled to arrays, evaluated by ``nonground_kernels``.
+
+For games that do not ground (chess, amazons): the rules are never instantiated over their
+relaxed model. ``compile_nonground`` turns the flat rules (``gdl.flatten``) into int32 arrays:
+
+- every constant becomes a symbol id, every flat relation an id with a width and a kind:
+  *derived* (rules evaluated per query, tabled), *static* (reads neither ``true`` nor
+  ``does``: its rows computed once here, by the reference evaluator), ``true`` (the state's
+  rows) or ``does`` (the joint move's rows);
+- each rule's body in ggp-base's order (``ordered_body``), variables numbered;
+- the call patterns each literal can meet (which argument positions are bound), found by
+  propagating them from the queries the state machine asks (``legal`` with its role,
+  ``goal`` with its role, ``next``, ``terminal``) through the bodies in that order: a static
+  or ``true`` relation gets a hash index for each pattern that binds something.
+
+``NonGroundEngine`` is the state-machine interface on top, exact against the reference
+traces (``tests/test_traces.py``).
+"""
+from __future__ import annotations
+
+import random
+import numpy as np
+
+from gdl.flatten import FlatRules, FlattenError, flat_term, shape_text, unflat_term
+from gdl.kif import Description
+from gdl.terms import canonical_sorted
+
+from ..reasoner.prolog import ordered_body
+from ..reasoner.statemachine import (BrokenRules, GroundingError, InvalidQuery, PlayoutCap,
+                                     ResourceLimit)
+from . import nonground_kernels as NK
+
+MAX_STATIC_ROWS = 4_000_000
+STATIC_INFERENCES = 500_000_000
+
+Program, Work = NK.Program, NK.Work
+
+_KEYWORDS_1 = ("true", "init", "next")
+_KEYWORDS_2 = ("legal", "does")
+
+
+def _split(atom):
+    """A flat atom as (relation key, argument list)."""
+    if atom.__class__ is str:
+        return (atom, 0), []
+    name = atom[0]
+    if name in _KEYWORDS_1 and len(atom) == 2:
+        return (name, atom[1][0]), list(atom[1][1:])
+    if name in _KEYWORDS_2 and len(atom) == 3:
+        return (name, atom[2][0]), [atom[1]] + list(atom[2][1:])
+    return (name, len(atom) - 1), list(atom[1:])
+
+
+def _join(key, args):
+    name, tag = key
+    if name in _KEYWORDS_1 and isinstance(tag, str):
+        return (name, (tag,) + tuple(args))
+    if name in _KEYWORDS_2 and isinstance(tag, str):
+        return (name, args[0], (tag,) + tuple(args[1:]))
+    return (name,) + tuple(args) if args or tag != 0 else name
+
+
+def _nslots(s) -> int:
+    return 1 if s == "_" else sum(_nslots(a) for a in s[1:])
+
+
+def _pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p <<= 1
+    return p
+
+
+class Compiled:
+    """The program arrays and the names behind them."""
+
+    def __init__(self, desc: Description, seconds: float | None = None):
+        try:
+            self.flat = FlatRules(desc)
+        except FlattenError as e:
+            raise GroundingError(f"no non-ground engine: {e}") from None
+        self.roles = desc.roles
+        rules = self.flat.rules
+        self.sym: dict = {}
+        self.names: list = []
+        self.rel: dict = {}
+        self.rel_keys: list = []
+        for r in rules:
+            for atom in [r.head] + [l[1] if l[0] == "not" else l for l in r.body
+                                    if not (isinstance(l, tuple) and l[0] == "distinct")]:
+                if isinstance(atom, tuple) and atom[0] == "distinct":
+                    continue   # (not (distinct ..))
+                self._rel_id(_split(atom)[0], len(_split(atom)[1]))
+        for s in self.flat.table.get(("true", 1), ()):     # fluents only init or next name
+            t = shape_text(s[0])
+            self._rel_id(("true", t), _nslots(s[0]))
+        for s in self.flat.table.get(("does", 2), ()):
+            t = shape_text(s[1])
+            self._rel_id(("does", t), 1 + _nslots(s[1]))
+        self._kinds(rules)
+        # static relations: every row, found by the evaluator itself (their rules run as
+        # derived ones, in an empty state), then read as facts
+        final = self.kind.copy()
+        static = [i for i in range(len(self.rel_keys)) if final[i] == NK.K_FACTS and self.rules_of[i]]
+        self.kind[static] = NK.K_RULES
+        self._facts({})
+        self._encode_rules(rules)
+        self._indexes()
+        rows = self._static_rows(static)
+        self.kind = final
+        self._facts(rows)
+        self._encode_rules(rules)
+        self._indexes()
+
+    # -- names
+    def sym_id(self, name: str) -> int:
+        i = self.sym.get(name)
+        if i is None:
+            i = self.sym[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def _rel_id(self, key, width: int) -> int:
+        i = self.rel.get(key)
+        if i is None:
+            i = self.rel[key] = len(self.rel_keys)
+            self.rel_keys.append(key)
+            self._widths = getattr(self, "_widths", []) + [width]
+        return i
+
+    # -- kinds: derived, static, true, does
+    def _kinds(self, rules) -> None:
+        n = len(self.rel_keys)
+        deps: dict = {i: set() for i in range(n)}
+        self.rules_of: dict = {i: [] for i in range(n)}
+        for r in rules:
+            h = self.rel[_split(r.head)[0]]
+            self.rules_of[h].append(r)
+            for l in r.body:
+                atom = l[1] if l[0] == "not" else l
+                if isinstance(atom, tuple) and atom[0] == "distinct":
+                    continue
+                deps[h].add(self.rel[_split(atom)[0]])
+        dynamic = {i for i, k in enumerate(self.rel_keys) if k[0] in ("true", "does") and isinstance(k[1], str)}
+        changed = True
+        while changed:
+            changed = False
+            for h, bs in deps.items():
+                if h not in dynamic and bs & dynamic:
+                    dynamic.add(h)
+                    changed = True
+        kind = np.zeros(n, np.int32)
+        for i, k in enumerate(self.rel_keys):
+            if k[0] == "true" and isinstance(k[1], str):
+                kind[i] = NK.K_TRUE
+            elif k[0] == "does" and isinstance(k[1], str):
+                kind[i] = NK.K_DOES
+            elif i in dynamic:
+                kind[i] = NK.K_RULES
+            else:
+                kind[i] = NK.K_FACTS
+        self.kind = kind
+        self.width = np.array(self._widths, np.int32)
+
+    # -- static relations: every row, once
+    def _static_rows(self, static: list) -> dict:
+        P = self.program()
+        sizes = {"tables": 1 << 12, "answers": 1 << 14, "depth": 256, "state_rows": 16}
+        W = new_work(self, **sizes)
+        W.reg[NK.R_INF_LIMIT] = STATIC_INFERENCES
+        out: dict = {}
+        total = 0
+        for rel in static:
+            while True:
+                call = np.full(int(self.width[rel]) + 1, NK.FREE, np.int32)
+                status, t = NK.solve(P, W, rel, call)
+                if status == NK.OK:
+                    break
+                what = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}.get(status)
+                if what is None or sizes[what] >= (1 << 24):
+                    name = self.rel_keys[rel][0]
+                    raise GroundingError(f"no non-ground engine: the static relation {name} "
+                                         f"cannot be listed (evaluator status {status})")
+                sizes[what] *= 4
+                W = new_work(self, **sizes)
+                W.reg[NK.R_INF_LIMIT] = STATIC_INFERENCES
+            w = int(self.width[rel])
+            rows = []
+            a = int(W.tab_head[t])
+            while a >= 0:
+                st = int(W.ans_start[a])
+                rows.append(tuple(W.ans_vals[st:st + w].tolist()))
+                a = int(W.ans_next[a])
+            total += len(rows) * max(1, w)
+            if total > MAX_STATIC_ROWS:
+                raise GroundingError(f"no non-ground engine: static relations over "
+                                     f"{MAX_STATIC_ROWS:,} values")
+            out[rel] = sorted(rows)
+        return out
+
+    def _facts(self, rows: dict) -> None:
+        starts, counts, vals = [], [], []
+        for i in range(len(self.rel_keys)):
+            starts.append(len(vals))
+            rs = rows.get(i, [])
+            counts.append(len(rs))
+            for r in rs:
+                vals.extend(r)
+        self.fact_start = np.array(starts, np.int32)
+        self.fact_count = np.array(counts, np.int32)
+        self.fact_vals = np.array(vals or [0], np.int32)
+
+    # -- rules of derived relations
+    def _encode_rules(self, rules) -> None:
+        order = [i for i in range(len(self.rel_keys)) if self.kind[i] == NK.K_RULES]
+        rs, re = np.zeros(len(self.rel_keys), np.int32), np.zeros(len(self.rel_keys), np.int32)
+        nvars, hstart, bstart, bend = [], [], [], []
+        lkind, lrel, lcode, codes = [], [], [], []
+        self.rule_lits: list = []    # per rule: [(kind, rel, codes)] for the pattern analysis
+        n = 0
+        for rel in order:
+            rs[rel] = n
+            for r in self.rules_of[rel]:
+                var: dict = {}
+
+                def code(t):
+                    if isinstance(t, str) and t.startswith("?"):
+                        if t not in var:
+                            var[t] = len(var)
+                        return -var[t] - 1
+                    return self.sym_id(t)
+                key, args = _split(r.head)
+                head = [code(a) for a in args]
+                lits = []
+                for l in ordered_body(r.body):
+                    if l[0] == "distinct":
+                        lits.append((NK.L_DIST, -1, [code(l[1]), code(l[2])]))
+                    elif l[0] == "not" and isinstance(l[1], tuple) and l[1][0] == "distinct":
+                        lits.append((NK.L_EQ, -1, [code(l[1][1]), code(l[1][2])]))
+                    else:
+                        neg = l[0] == "not"
+                        k, a = _split(l[1] if neg else l)
+                        lits.append((NK.L_NEG if neg else NK.L_POS, self.rel[k], [code(x) for x in a]))
+                if len(var) > 63:
+                    raise GroundingError("no non-ground engine: a rule with more than 63 variables")
+                nvars.append(len(var))
+                hstart.append(len(codes))
+                codes.extend(head)
+                bstart.append(len(lkind))
+                for k, rl, cs in lits:
+                    lkind.append(k)
+                    lrel.append(rl)
+                    lcode.append(len(codes))
+                    codes.extend(cs)
+                bend.append(len(lkind))
+                self.rule_lits.append((rel, head, lits))
+                n += 1
+            re[rel] = n
+        self.rel_rule_start, self.rel_rule_end = rs, re
+        self.rule_nvars = np.array(nvars or [0], np.int32)
+        self.rule_head_start = np.array(hstart or [0], np.int32)
+        self.rule_body_start = np.array(bstart or [0], np.int32)
+        self.rule_body_end = np.array(bend or [0], np.int32)
+        self.lit_kind = np.array(lkind or [0], np.int32)
+        self.lit_rel = np.array(lrel or [0], np.int32)
+        self.lit_code_start = np.array(lcode or [0], np.int32)
+        self.codes = np.array(codes or [0], np.int32)
+        self.max_body = max([e - s for s, e in zip(bstart, bend)] or [0]) + 1
+        self.max_vars = max(nvars or [0]) + 1
+
+    # -- call patterns, and an index for each one on a static or true relation
+    def top_calls(self) -> list:
+        out = []
+        for i, (name, tag) in enumerate(self.rel_keys):
+            if name == "legal" and isinstance(tag, str) or (name, tag) == ("goal", 2):
+                out.append((i, 1))
+            elif name == "next" and isinstance(tag, str) or (name, tag) == ("terminal", 0):
+                out.append((i, 0))
+            elif name == "init" and isinstance(tag, str):
+                out.append((i, 0))
+        return out
+
+    def _indexes(self) -> None:
+        rules_by_rel: dict = {}
+        for rel, head, lits in self.rule_lits:
+            rules_by_rel.setdefault(rel, []).append((head, lits))
+        seen, todo, need = set(), list(self.top_calls()), set()
+        while todo:
+            rel, mask = todo.pop()
+            if (rel, mask) in seen or self.kind[rel] != NK.K_RULES:
+                continue
+            seen.add((rel, mask))
+            for head, lits in rules_by_rel.get(rel, ()):
+                bound = {-c - 1 for j, c in enumerate(head) if c < 0 and (mask >> j) & 1}
+                for k, lrel, cs in lits:
+                    if k in (NK.L_DIST, NK.L_EQ):
+                        continue
+                    m = 0
+                    for j, c in enumerate(cs):
+                        if c >= 0 or (-c - 1) in bound:
+                            m |= 1 << j
+                    if self.kind[lrel] == NK.K_RULES:
+                        todo.append((lrel, m))
+                    elif self.kind[lrel] in (NK.K_FACTS, NK.K_TRUE) and m:
+                        need.add((lrel, m))
+                    if k == NK.L_POS:
+                        bound |= {-c - 1 for c in cs if c < 0}
+        self.index_keys = sorted(need)
+        nmap = _pow2(2 * len(need) + 2)
+        imap_key = np.zeros(nmap, np.int64)
+        imap_val = np.full(nmap, -1, np.int32)
+        head_start = np.zeros(max(1, len(need)), np.int32)
+        nslots = np.zeros(max(1, len(need)), np.int32)
+        nh = ne = 0
+        for ix, (rel, mask) in enumerate(self.index_keys):
+            k = rel * 4294967296 + mask
+            s = int(NK.imap_slot(rel, mask, nmap))
+            while imap_val[s] >= 0:
+                s = (s + 1) & (nmap - 1)
+            imap_key[s], imap_val[s] = k, ix
+            if self.kind[rel] == NK.K_FACTS:   # a state index is built per state
+                head_start[ix] = nh
+                nslots[ix] = _pow2(max(2, 2 * int(self.fact_count[rel])))
+                nh += int(nslots[ix])
+                ne += int(self.fact_count[rel])
+        heads = np.full(max(1, nh), -1, np.int32)
+        rows = np.zeros(max(1, ne), np.int32)
+        nexts = np.full(max(1, ne), -1, np.int32)
+        e = 0
+        for ix, (rel, mask) in enumerate(self.index_keys):
+            if self.kind[rel] == NK.K_FACTS:
+                e = NK.build_index(self.fact_vals, int(self.fact_start[rel]), int(self.width[rel]),
+                                   int(self.fact_count[rel]), mask, heads, int(head_start[ix]),
+                                   int(nslots[ix]), rows, nexts, e)
+        self.imap_key, self.imap_val = imap_key, imap_val
+        self.ix_head, self.ix_head_start, self.ix_nslots = heads, head_start, nslots
+        self.ix_row, self.ix_next = rows, nexts
+
+    def program(self) -> Program:
+        return Program(self.kind, self.width, self.rel_rule_start, self.rel_rule_end,
+                       self.rule_nvars, self.rule_head_start, self.rule_body_start,
+                       self.rule_body_end, self.lit_kind, self.lit_rel, self.lit_code_start,
+                       self.codes, self.fact_vals, self.fact_start, self.fact_count,
+                       self.imap_key, self.imap_val, self.ix_head, self.ix_head_start,
+                       self.ix_nslots, self.ix_row, self.ix_next)
+
+
+def new_work(c: Compiled, tables: int = 1 << 14, answers: int = 1 << 16, depth: int = 256,
+             state_rows: int = 1024) -> Work:
+    i32 = lambda n, v=0: np.full(n, v, np.int32)  # noqa: E731
+    nrel = len(c.rel_keys)
+    wmax = int(c.width.max()) if len(c.width) else 1
+    nix = max(1, len(c.index_keys))
+    maxb, maxv = c.max_body, c.max_vars
+    reg = np.zeros(NK.N_REGS, np.int64)
+    return Work(
+        reg, np.array([depth, maxv, maxb], np.int64), i32(1), i32(wmax + 1), i32(wmax + 1),
+        i32(tables), i32(tables), i32(tables), i32(tables), i32(tables), i32(tables), i32(tables),
+        i32(tables), i32(tables), i32(tables), i32(tables * (wmax + 1)), i32(_pow2(tables), -1),
+        i32(answers), i32(answers), i32(answers), i32(answers), i32(answers),
+        i32(answers * max(1, wmax)), i32(_pow2(answers), -1), i32(tables),
+        i32(depth), i32(depth), i32(depth), i32(depth), np.zeros(depth, np.int64),
+        np.zeros(depth, np.int64), i32(depth * maxv, -1), i32(depth * maxb), i32(depth * maxb),
+        i32(depth * maxb), i32(depth * maxb), np.zeros(depth * maxb, np.int64),
+        i32(state_rows * max(1, wmax)), i32(nrel), i32(nrel),
+        i32(max(16, 4 * state_rows * nix), -1), i32(nix), i32(nix), i32(state_rows * nix),
+        i32(state_rows * nix), i32(64), i32(64), i32(64 * (wmax + 1)), i32(1))
+
+
+class NonGroundEngine:
+    """The state-machine interface (``agent.reasoner.statemachine``) on the array evaluator."""
+
+    def __init__(self, desc: Description, inference_limit: int = 50_000_000):
+        self.c = Compiled(desc)
+        self.P = self.c.program()
+        self.roles = desc.roles
+        self._role_sym = [self.c.sym_id(r) if isinstance(r, str) else -2 for r in self.roles]
+        self.inference_limit = inference_limit
+        self._sizes = {"tables": 1 << 14, "answers": 1 << 16, "depth": 256, "state_rows": 256}
+        self.W = new_work(self.c, **self._sizes)
+        self._state = None
+        self._does = None
+        self.info: dict = {}   # set by load_engine
+        self.closed = False
+        rk = self.c.rel_keys
+        self._legal = [i for i, k in enumerate(rk) if k[0] == "legal" and isinstance(k[1], str)]
+        self._next = [i for i, k in enumerate(rk) if k[0] == "next" and isinstance(k[1], str)]
+        self._init = [i for i, k in enumerate(rk) if k[0] == "init" and isinstance(k[1], str)]
+        self._true = {k[1]: i for i, k in enumerate(rk) if k[0] == "true" and isinstance(k[1], str)}
+        self._does_rel = {k[1]: i for i, k in enumerate(rk) if k[0] == "does" and isinstance(k[1], str)}
+        self._goal = self.c.rel.get(("goal", 2))
+        self._terminal = self.c.rel.get(("terminal", 0))
+        self._game()
+
+    def _game(self) -> None:
+        """The arrays a playout reads (``NK.Game``); again when new symbols came in."""
+        c, rk = self.c, self.c.rel_keys
+        state_ix = [(ix, rel, mask) for ix, (rel, mask) in enumerate(c.index_keys) if c.kind[rel] == NK.K_TRUE]
+        sym_int = np.full(len(c.names), -2, np.int32)
+        for i, name in enumerate(c.names):
+            if name.isdigit():
+                sym_int[i] = int(name)
+        def i32(xs):
+            return np.array(list(xs), np.int32).reshape(-1)
+        self.G = NK.Game(
+            i32(self._legal), i32([self._does_rel.get(rk[r][1], -1) for r in self._legal]),
+            i32(self._next), i32([self._true.get(rk[r][1], -1) for r in self._next]),
+            -1 if self._terminal is None else self._terminal, -1 if self._goal is None else self._goal,
+            np.array(self._role_sym, np.int32), sym_int,
+            i32([x[0] for x in state_ix]), i32([x[1] for x in state_ix]), i32([x[2] for x in state_ix]))
+
+    # -- loading a state and a joint move
+    def _load(self, state) -> None:
+        if self.closed:
+            raise InvalidQuery("the engine was closed")
+        if state == self._state:
+            return
+        c, W = self.c, self.W
+        NK.reset(W)
+        rows: dict = {}
+        for f in state:
+            ft = flat_term(f)
+            rel = self._true.get(ft[0])
+            if rel is None:
+                continue   # a fluent of a shape no rule reads or makes
+            rows.setdefault(rel, []).append([c.sym_id(a) for a in ft[1:]])
+        total = sum(len(r) * max(1, int(c.width[rel])) for rel, r in rows.items())
+        if total > W.st_vals.shape[0] or sum(map(len, rows.values())) > W.six_row.shape[0] // max(1, len(c.index_keys)):
+            self._sizes["state_rows"] = _pow2(2 * max(total, 1))
+            self.W = W = new_work(c, **self._sizes)
+        pos = 0
+        W.st_rel_count[:] = 0
+        for rel, rs in rows.items():
+            W.st_rel_start[rel] = pos
+            W.st_rel_count[rel] = len(rs)
+            for r in sorted(rs):
+                W.st_vals[pos:pos + len(r)] = r
+                pos += len(r)
+        if len(c.names) != len(self.G.sym_int):
+            self._game()
+        if not NK.index_state(self.P, W, self.G):
+            self._sizes["state_rows"] *= 4
+            self.W = new_work(c, **self._sizes)
+            self._state = None
+            return self._load(state)
+        self._state = state
+        self.W.reg[NK.R_INF_LIMIT] = self.inference_limit
+
+    def _set_does(self, joint) -> None:
+        W, c = self.W, self.c
+        n = 0
+        pos = 0
+        for role, move in zip(self.roles, joint):
+            fm = flat_term(move)
+            rel = self._does_rel.get(fm[0])
+            if rel is None:
+                continue    # a move no rule reads
+            vals = [c.sym_id(role)] + [c.sym_id(a) for a in fm[1:]]
+            W.does_rel[n] = rel
+            W.does_start[n] = pos
+            W.does_vals[pos:pos + len(vals)] = vals
+            pos += len(vals)
+            n += 1
+        W.reg_does[0] = n
+
+    # -- queries
+    def _ask(self, rel: int, call: list) -> list:
+        """Rows of (rel, call); grows the work space and asks again when it is full."""
+        if rel is None:
+            return []
+        c = self.c
+        if c.kind[rel] == NK.K_FACTS:
+            w = int(c.width[rel])
+            s, n = int(c.fact_start[rel]), int(c.fact_count[rel])
+            rows = c.fact_vals[s:s + n * w].reshape(n, w) if w else np.zeros((n, 0), np.int32)
+            return [tuple(r) for r in rows.tolist()
+                    if all(v == NK.FREE or v == x for v, x in zip(call, r))]
+        while True:
+            W = self.W
+            W.reg[NK.R_INF] = 0
+            buf = np.array(call + [0], np.int32)
+            status, t = NK.solve(self.P, W, rel, buf)
+            if status == NK.OK:
+                out = []
+                a = int(W.tab_head[t])
+                w = int(c.width[rel])
+                while a >= 0:
+                    s = int(W.ans_start[a])
+                    out.append(tuple(W.ans_vals[s:s + w].tolist()))
+                    a = int(W.ans_next[a])
+                return out
+            if status == NK.E_INFERENCES:
+                self._fresh()
+                raise ResourceLimit(f"the query ran out of its {self.inference_limit:,} inferences",
+                                    "inferences")
+            if status in (NK.E_UNSAFE, NK.E_NEGATION):
+                self._fresh()
+                raise BrokenRules("the rules evaluate a negation or a distinct before its "
+                                  "variables are bound, or through a cycle")
+            key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}[status]
+            self._sizes[key] *= 4
+            if self._sizes[key] > (1 << 26):
+                self._fresh()
+                raise ResourceLimit(f"the query needs more than {1 << 26:,} {key}", "table")
+            state, does = self._state, self._does
+            self.W = new_work(c, **self._sizes)
+            self._state = None
+            self._load(state)
+            if does is not None:
+                self._set_does(does)
+
+    def _fresh(self) -> None:
+        NK.reset(self.W)
+        self._state = None
+
+    def _term(self, key, row):
+        args = [self.c.names[v] for v in row]
+        return _join(key, args)
+
+    def initial_state(self) -> frozenset:
+        self._load(frozenset())
+        out = set()
+        for rel in self._init:
+            for row in self._ask(rel, [NK.FREE] * int(self.c.width[rel])):
+                out.add(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row),
+                                    self.c.flat.shape_of))
+        return frozenset(out)
+
+    def legal_moves(self, state, role_index: int) -> list:
+        self._load(frozenset(state))
+        role = self._role_sym[role_index]
+        out = []
+        for rel in self._legal:
+            w = int(self.c.width[rel])
+            for row in self._ask(rel, [role] + [NK.FREE] * (w - 1)):
+                out.append(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row[1:]),
+                                       self.c.flat.shape_of))
+        return canonical_sorted(set(out))
+
+    def next_state(self, state, joint_move) -> frozenset:
+        joint_move = tuple(joint_move)
+        if len(joint_move) != len(self.roles):
+            raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
+                               f"got {len(joint_move)}")
+        self._load(frozenset(state))
+        W = self.W
+        mark = [int(W.reg[k]) for k in (NK.R_NTAB, NK.R_NKEY, NK.R_NANS, NK.R_NVAL)]
+        W.reg[NK.R_MARK] = mark[0]
+        W.reg[NK.R_DIRTY] = 0
+        self._does = joint_move
+        self._set_does(joint_move)
+        out = set()
+        try:
+            for rel in self._next:
+                for row in self._ask(rel, [NK.FREE] * int(self.c.width[rel])):
+                    out.add(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row),
+                                        self.c.flat.shape_of))
+        finally:
+            self._does = None
+            W = self.W
+            W.reg_does[0] = 0
+            if W.reg[NK.R_DIRTY] or W.reg[NK.R_MARK] != mark[0]:
+                self._fresh()   # rebuilt meanwhile, or an older table changed: start over
+            else:
+                NK.rollback(W, *mark)
+        return frozenset(out)
+
+    def is_terminal(self, state) -> bool:
+        self._load(frozenset(state))
+        return bool(self._ask(self._terminal, []))
+
+    def goal_values(self, state) -> list:
+        self._load(frozenset(state))
+        out = []
+        for r in self._role_sym:
+            values = {self.c.names[row[1]] for row in self._ask(self._goal, [r, NK.FREE])}
+            out.append(sorted(_goal_int(v) for v in values))
+        return out
+
+    def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
+        """A uniformly random playout, the whole loop in numba (``NK.playout``)."""
+        return self._playout(state, cap, seed)[:2]
+
+    def _playout(self, state, cap: int, seed: int | None, keep_moves: bool = False):
+        """(depth, goals, joint moves made if ``keep_moves``)."""
+        state = frozenset(state)
+        if seed is None:
+            seed = random.getrandbits(31)
+        while True:
+            self._load(state)
+            W = self.W
+            W.reg[NK.R_INF_LIMIT] = self.inference_limit
+            n = W.st_vals.shape[0]
+            goals = np.zeros(len(self.roles), np.int32)
+            stride = W.callbuf.shape[0] + 1
+            trail = np.zeros(stride * len(self.roles) * (cap + 1) if keep_moves else 0, np.int32)
+            status, depth = NK.playout(self.P, W, self.G, int(seed), int(cap), np.zeros(n, np.int32),
+                                       np.zeros(n, np.int32), goals, trail)
+            self._state = None   # the work space now holds the playout's last state
+            if status == NK.OK:
+                moves = []
+                for d in range(int(depth) if keep_moves else 0):
+                    joint = []
+                    for r in range(len(self.roles)):
+                        row = trail[(d * len(self.roles) + r) * stride:][:stride]
+                        rel = self._legal[int(row[0])]
+                        w = int(self.c.width[rel])
+                        joint.append(unflat_term((self.c.rel_keys[rel][1],) + tuple(
+                            self.c.names[v] for v in row[2:1 + w]), self.c.flat.shape_of))
+                    moves.append(tuple(joint))
+                return int(depth), [[int(v)] for v in goals], moves
+            if status == NK.E_CAP:
+                raise PlayoutCap(cap)
+            if status == NK.E_NO_MOVE:
+                raise BrokenRules("a role has no legal move in a non-terminal state")
+            if status == NK.E_GOAL:
+                raise BrokenRules("a goal value is not an integer")
+            if status == NK.E_INFERENCES:
+                raise ResourceLimit(f"a query ran out of its {self.inference_limit:,} inferences",
+                                    "inferences")
+            if status in (NK.E_UNSAFE, NK.E_NEGATION):
+                raise BrokenRules("the rules evaluate a negation or a distinct before its "
+                                  "variables are bound, or through a cycle")
+            key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth",
+                   NK.E_STATE: "state_rows"}[status]
+            self._sizes[key] *= 4       # too small: grow, and play the same playout again
+            if self._sizes[key] > (1 << 26):
+                raise ResourceLimit(f"a playout needs more than {1 << 26:,} {key}", "table")
+            self.W = new_work(self.c, **self._sizes)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _goal_int(v):
+    try:
+        return int(v)
+    except ValueError:
+        raise BrokenRules(f"goal value {v!r} is not an integer") from None

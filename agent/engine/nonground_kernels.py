@@ -1,0 +1,893 @@
+"""The non-ground evaluator on arrays, in numba: ``agent.engine.topdown``'s algorithm on the
+flat rules (``gdl.flatten``), every value a symbol id, every relation a set of int32 rows.
+
+A query is ``solve(P, W, rel, call)``: the answers of relation ``rel`` for the call values
+``call`` (FREE where the argument is a variable). It is the tabled top-down evaluation of the
+reference, with its recursion turned into an explicit stack of contexts (one per table being
+evaluated, with the rule and body position it stands at), so that a deep recursion is a
+bigger array, not a crashed process:
+
+- a table is the answers of one call (relation, call values); a context evaluates the rules
+  of its table one at a time, each body literal by literal with backtracking: a positive
+  literal of a derived relation reads the table of its call (evaluating it first, in a new
+  context, when it is new), one of a static relation or of ``true`` reads an index of its rows
+  by the positions the call binds, one of ``does`` the joint move's rows;
+- cycles through tables complete by iteration, as in the reference: a context that reads a
+  table still being evaluated lowers its ``low`` mark, and the group's leader evaluates again
+  until the group gains no answer;
+- every table, answer and index row lives in bump-allocated pools with chained hash tables;
+  a state change empties them, a ``next`` query's own tables are rolled back after it (they
+  read ``does``). A full pool is an error code: the caller grows the arrays and asks again.
+
+Arrays: ``P`` (the program, fixed) and ``W`` (the work space) are tuples built by
+``agent.engine.nonground``; the index constants below name their fields.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .kernels import borrowed
+
+Program = namedtuple("Program", (
+    "rel_kind rel_width rel_rule_start rel_rule_end rule_nvars rule_head_start rule_body_start "
+    "rule_body_end lit_kind lit_rel lit_code_start codes fact_vals rel_fact_start rel_fact_count "
+    "imap_key imap_val ix_head ix_head_start ix_nslots ix_row ix_next"))
+
+Work = namedtuple("Work", (
+    "reg dims root callbuf rowbuf tab_rel tab_key tab_state tab_dfn tab_low tab_head tab_tail "
+    "tab_count tab_slot tab_hnext tkeys th_head ans_tab ans_start ans_next ans_slot ans_hnext "
+    "ans_vals ah_head waiting ctx_tab ctx_rule ctx_phase ctx_level ctx_added ctx_outer_looped "
+    "ctx_vars ctx_cur ctx_end ctx_src ctx_sub ctx_bound st_vals st_rel_start st_rel_count "
+    "six_head six_head_start six_nslots six_row six_next does_rel does_start does_vals reg_does"))
+
+
+FREE = -1
+COMPLETE, ACTIVE, WAITING, STALE = 0, 1, 2, 3
+K_RULES, K_FACTS, K_TRUE, K_DOES = 0, 1, 2, 3
+L_POS, L_NEG, L_DIST, L_EQ = 0, 1, 2, 3
+OK, E_TABLES, E_ANSWERS, E_DEPTH, E_INFERENCES, E_UNSAFE, E_NEGATION = 0, 1, 2, 3, 4, 5, 6
+
+# registers (W.reg)
+R_NTAB, R_NKEY, R_NANS, R_NVAL, R_DFN, R_ADDED, R_LOOPED, R_INF, R_INF_LIMIT, R_NWAIT = range(10)
+R_MARK, R_DIRTY = 10, 11     # tables below R_MARK are kept by a rollback; one gained an answer
+R_ROWS = 12                  # rows read (a work count for profiles)
+N_REGS = 13
+
+# context phases
+PH_RULE, PH_ENTER, PH_RESUME, PH_RETRY, PH_SCAN = 0, 1, 2, 3, 4
+# row sources of a body level
+S_NONE, S_TABLE, S_CHAIN, S_RANGE, S_DOES = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, inline="always")
+def _mix(h, v):
+    h = (h ^ np.uint64(v & 0xFFFFFFFF)) * np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _hash_vals(seed, vals, start, n):
+    """A hash of ``seed`` and ``vals[start:start + n]`` (non-negative int64)."""
+    h = _mix(np.uint64(0x2545F4914F6CDD1D), seed)
+    for j in range(n):
+        h = _mix(h, vals[start + j])
+    return np.int64(h >> np.uint64(2))
+
+
+@njit(cache=True)
+def build_index(rows, row_start, width, nrows, mask, heads, head_start, nslots, ix_row, ix_next, e0):
+    """Chain the ``nrows`` rows of ``rows`` (from ``row_start``) by the values at the positions
+    of ``mask``: ``heads[head_start + slot]`` -> first entry, entries from ``e0``. Returns the
+    next free entry."""
+    for s in range(nslots):
+        heads[head_start + s] = -1
+    e = e0
+    key = np.empty(width, np.int32)
+    for r in range(nrows):
+        k = 0
+        base = row_start + r * width
+        for j in range(width):
+            if (mask >> j) & 1:
+                key[k] = rows[base + j]
+                k += 1
+        slot = _hash_vals(mask, key, 0, k) & (nslots - 1)
+        ix_row[e] = r
+        ix_next[e] = heads[head_start + slot]
+        heads[head_start + slot] = e
+        e += 1
+    return e
+
+
+@njit(cache=True)
+def imap_slot(rel, mask, n):
+    """The first slot of (relation, mask) in the index map of size ``n`` (a power of 2)."""
+    return np.int64(_mix(_mix(np.uint64(7), rel), mask) >> np.uint64(2)) & (n - 1)
+
+
+@njit(cache=True, inline="always")
+def _find_index(imap_key, imap_val, rel, mask):
+    n = imap_key.shape[0]
+    k = rel * 4294967296 + mask
+    s = imap_slot(rel, mask, n)
+    while imap_val[s] >= 0:
+        if imap_key[s] == k:
+            return imap_val[s]
+        s = (s + 1) & (n - 1)
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _table_of(P, W, rel, call, cstart):
+    """The table of (rel, call values), created (STALE: to evaluate) when new; -1: full."""
+    width = P.rel_width[rel]
+    reg = W.reg
+    nslots = W.th_head.shape[0]
+    h = _hash_vals(rel, call, cstart, width)
+    slot = h & (nslots - 1)
+    t = W.th_head[slot]
+    while t >= 0:
+        if W.tab_rel[t] == rel:
+            ks = W.tab_key[t]
+            same = True
+            for j in range(width):
+                if W.tkeys[ks + j] != call[cstart + j]:
+                    same = False
+                    break
+            if same:
+                return t
+        t = W.tab_hnext[t]
+    t = reg[R_NTAB]
+    if t >= W.tab_rel.shape[0] or reg[R_NKEY] + width > W.tkeys.shape[0]:
+        return -1
+    reg[R_NTAB] = t + 1
+    W.tab_rel[t] = rel
+    ks = reg[R_NKEY]
+    reg[R_NKEY] = ks + width
+    for j in range(width):
+        W.tkeys[ks + j] = call[cstart + j]
+    W.tab_key[t] = ks
+    W.tab_state[t] = STALE
+    W.tab_head[t] = -1
+    W.tab_tail[t] = -1
+    W.tab_count[t] = 0
+    W.tab_slot[t] = slot
+    W.tab_hnext[t] = W.th_head[slot]
+    W.th_head[slot] = t
+    return t
+
+
+@njit(cache=True, inline="always")
+def _add_answer(W, t, vals, width):
+    """Add an answer row to table t unless it has it: 1 added, 0 known, -1 full."""
+    reg = W.reg
+    nslots = W.ah_head.shape[0]
+    slot = _hash_vals(t, vals, 0, width) & (nslots - 1)
+    a = W.ah_head[slot]
+    while a >= 0:
+        if W.ans_tab[a] == t:
+            s = W.ans_start[a]
+            same = True
+            for j in range(width):
+                if W.ans_vals[s + j] != vals[j]:
+                    same = False
+                    break
+            if same:
+                return 0
+        a = W.ans_hnext[a]
+    a = reg[R_NANS]
+    if a >= W.ans_tab.shape[0] or reg[R_NVAL] + width > W.ans_vals.shape[0]:
+        return -1
+    reg[R_NANS] = a + 1
+    s = reg[R_NVAL]
+    reg[R_NVAL] = s + width
+    for j in range(width):
+        W.ans_vals[s + j] = vals[j]
+    W.ans_start[a] = s
+    W.ans_tab[a] = t
+    W.ans_next[a] = -1
+    W.ans_slot[a] = slot
+    W.ans_hnext[a] = W.ah_head[slot]
+    W.ah_head[slot] = a
+    if W.tab_tail[t] >= 0:
+        W.ans_next[W.tab_tail[t]] = a
+    else:
+        W.tab_head[t] = a
+    W.tab_tail[t] = a
+    W.tab_count[t] += 1
+    reg[R_ADDED] += 1
+    if t < reg[R_MARK]:
+        reg[R_DIRTY] = 1
+    return 1
+
+
+@njit(cache=True)
+def rollback(W, ntab, nkey, nans, nval):
+    """Drop every table and answer made after the marks (a ``next`` query's), newest first:
+    each was pushed on the front of its hash chain, so unlinking restores the chains. An
+    older table that gained answers meanwhile (``R_DIRTY``) cannot be rolled back: the
+    caller resets everything instead."""
+    reg = W.reg
+    for a in range(reg[R_NANS] - 1, nans - 1, -1):
+        W.ah_head[W.ans_slot[a]] = W.ans_hnext[a]
+    for t in range(reg[R_NTAB] - 1, ntab - 1, -1):
+        W.th_head[W.tab_slot[t]] = W.tab_hnext[t]
+    reg[R_NTAB] = ntab
+    reg[R_NKEY] = nkey
+    reg[R_NANS] = nans
+    reg[R_NVAL] = nval
+    reg[R_MARK] = 0
+
+
+@njit(cache=True)
+def reset(W):
+    """Empty every table (a new state)."""
+    reg = W.reg
+    for a in range(reg[R_NANS]):
+        W.ah_head[W.ans_slot[a]] = -1
+    for t in range(reg[R_NTAB]):
+        W.th_head[W.tab_slot[t]] = -1
+    reg[R_NTAB] = 0
+    reg[R_NKEY] = 0
+    reg[R_NANS] = 0
+    reg[R_NVAL] = 0
+    reg[R_NWAIT] = 0
+    reg[R_MARK] = 0
+    reg[R_DIRTY] = 0
+
+
+@njit(cache=True, inline="always")
+def _row_values(P, W, kind, rel, row):
+    """(array, start) of row ``row`` of a fact relation."""
+    if kind == K_FACTS:
+        return P.fact_vals, P.rel_fact_start[rel] + row * P.rel_width[rel]
+    return W.st_vals, W.st_rel_start[rel] + row * P.rel_width[rel]
+
+
+@njit(cache=True, inline="always")
+def _match(P, codes, cstart, width, vals, vstart, vars_, vbase):
+    """Bind the literal's unbound variables to the row; False on a clash. Returns the mask
+    of variables bound here (bit v), or -1 on a clash."""
+    bound = 0
+    for j in range(width):
+        c = codes[cstart + j]
+        v = vals[vstart + j]
+        if c >= 0:
+            if c != v:
+                for k in range(64):
+                    if (bound >> k) & 1:
+                        vars_[vbase + k] = FREE
+                return -1
+        else:
+            x = -c - 1
+            cur = vars_[vbase + x]
+            if cur == FREE:
+                vars_[vbase + x] = v
+                bound |= 1 << x
+            elif cur != v:
+                for k in range(64):
+                    if (bound >> k) & 1:
+                        vars_[vbase + k] = FREE
+                return -1
+    return bound
+
+
+@njit(cache=True, inline="always")
+def _borrowed_program(P):
+    return Program(
+        borrowed(P.rel_kind),
+        borrowed(P.rel_width),
+        borrowed(P.rel_rule_start),
+        borrowed(P.rel_rule_end),
+        borrowed(P.rule_nvars),
+        borrowed(P.rule_head_start),
+        borrowed(P.rule_body_start),
+        borrowed(P.rule_body_end),
+        borrowed(P.lit_kind),
+        borrowed(P.lit_rel),
+        borrowed(P.lit_code_start),
+        borrowed(P.codes),
+        borrowed(P.fact_vals),
+        borrowed(P.rel_fact_start),
+        borrowed(P.rel_fact_count),
+        borrowed(P.imap_key),
+        borrowed(P.imap_val),
+        borrowed(P.ix_head),
+        borrowed(P.ix_head_start),
+        borrowed(P.ix_nslots),
+        borrowed(P.ix_row),
+        borrowed(P.ix_next))
+
+
+@njit(cache=True, inline="always")
+def _borrowed_work(W):
+    return Work(
+        borrowed(W.reg),
+        borrowed(W.dims),
+        borrowed(W.root),
+        borrowed(W.callbuf),
+        borrowed(W.rowbuf),
+        borrowed(W.tab_rel),
+        borrowed(W.tab_key),
+        borrowed(W.tab_state),
+        borrowed(W.tab_dfn),
+        borrowed(W.tab_low),
+        borrowed(W.tab_head),
+        borrowed(W.tab_tail),
+        borrowed(W.tab_count),
+        borrowed(W.tab_slot),
+        borrowed(W.tab_hnext),
+        borrowed(W.tkeys),
+        borrowed(W.th_head),
+        borrowed(W.ans_tab),
+        borrowed(W.ans_start),
+        borrowed(W.ans_next),
+        borrowed(W.ans_slot),
+        borrowed(W.ans_hnext),
+        borrowed(W.ans_vals),
+        borrowed(W.ah_head),
+        borrowed(W.waiting),
+        borrowed(W.ctx_tab),
+        borrowed(W.ctx_rule),
+        borrowed(W.ctx_phase),
+        borrowed(W.ctx_level),
+        borrowed(W.ctx_added),
+        borrowed(W.ctx_outer_looped),
+        borrowed(W.ctx_vars),
+        borrowed(W.ctx_cur),
+        borrowed(W.ctx_end),
+        borrowed(W.ctx_src),
+        borrowed(W.ctx_sub),
+        borrowed(W.ctx_bound),
+        borrowed(W.st_vals),
+        borrowed(W.st_rel_start),
+        borrowed(W.st_rel_count),
+        borrowed(W.six_head),
+        borrowed(W.six_head_start),
+        borrowed(W.six_nslots),
+        borrowed(W.six_row),
+        borrowed(W.six_next),
+        borrowed(W.does_rel),
+        borrowed(W.does_start),
+        borrowed(W.does_vals),
+        borrowed(W.reg_does))
+
+
+@njit(cache=True)
+def solve(P, W, rel, call):
+    """Evaluate the table of (rel, call); returns (status, table)."""
+    # every array borrowed: numba takes no reference on each read of a field (see
+    # kernels.borrowed); P and W are held by the caller for the whole call
+    P = _borrowed_program(P)
+    W = _borrowed_work(W)
+    reg = W.reg
+    t = _table_of(P, W, rel, call, 0)
+    if t < 0:
+        return E_TABLES, -1
+    if W.tab_state[t] == COMPLETE:
+        return OK, t
+    d = 0
+    _push(P, W, d, t)
+    maxd = W.dims[0]
+    maxv = W.dims[1]
+    maxb = W.dims[2]
+    callbuf = W.callbuf
+    rowbuf = W.rowbuf
+    while d >= 0:
+        t = W.ctx_tab[d]
+        ph = W.ctx_phase[d]
+        trel = W.tab_rel[t]
+        vb = d * maxv
+        if ph == PH_RULE:
+            r = W.ctx_rule[d]
+            if r >= P.rel_rule_end[trel]:
+                # every rule done: iterate (a leader that read unfinished tables and gained
+                # answers), or finish the table
+                if (W.tab_low[t] == W.tab_dfn[t] and reg[R_LOOPED] != 0
+                        and reg[R_ADDED] != W.ctx_added[d]):
+                    while reg[R_NWAIT] > 0 and W.tab_dfn[W.waiting[reg[R_NWAIT] - 1]] > W.tab_dfn[t]:
+                        W.tab_state[W.waiting[reg[R_NWAIT] - 1]] = STALE
+                        reg[R_NWAIT] -= 1
+                    W.ctx_rule[d] = P.rel_rule_start[trel]
+                    W.ctx_added[d] = reg[R_ADDED]
+                    reg[R_LOOPED] = 0
+                    continue
+                if W.tab_low[t] < W.tab_dfn[t]:
+                    W.tab_state[t] = WAITING
+                    W.waiting[reg[R_NWAIT]] = t
+                    reg[R_NWAIT] += 1
+                    reg[R_LOOPED] = 1
+                    if d > 0:
+                        c = W.ctx_tab[d - 1]
+                        if W.tab_low[t] < W.tab_low[c]:
+                            W.tab_low[c] = W.tab_low[t]
+                else:
+                    while reg[R_NWAIT] > 0 and W.tab_dfn[W.waiting[reg[R_NWAIT] - 1]] > W.tab_dfn[t]:
+                        W.tab_state[W.waiting[reg[R_NWAIT] - 1]] = COMPLETE
+                        reg[R_NWAIT] -= 1
+                    W.tab_state[t] = COMPLETE
+                    reg[R_LOOPED] = W.ctx_outer_looped[d]
+                d -= 1
+                if d >= 0:
+                    W.ctx_phase[d] = PH_RESUME
+                continue
+            # start rule r: bind the head to the call
+            for v in range(P.rule_nvars[r]):
+                W.ctx_vars[vb + v] = FREE
+            hs = P.rule_head_start[r]
+            ks = W.tab_key[t]
+            ok = True
+            for j in range(P.rel_width[trel]):
+                kv = W.tkeys[ks + j]
+                if kv == FREE:
+                    continue
+                c = P.codes[hs + j]
+                if c >= 0:
+                    if c != kv:
+                        ok = False
+                        break
+                else:
+                    x = -c - 1
+                    cur = W.ctx_vars[vb + x]
+                    if cur == FREE:
+                        W.ctx_vars[vb + x] = kv
+                    elif cur != kv:
+                        ok = False
+                        break
+            if not ok:
+                W.ctx_rule[d] = r + 1
+                continue
+            W.ctx_level[d] = 0
+            W.ctx_phase[d] = PH_ENTER
+            continue
+
+        r = W.ctx_rule[d]
+        i = W.ctx_level[d]
+        nbody = P.rule_body_end[r] - P.rule_body_start[r]
+        li = d * maxb + i
+        if ph == PH_ENTER:
+            reg[R_INF] += 1
+            if reg[R_INF] > reg[R_INF_LIMIT]:
+                return E_INFERENCES, -1
+            if i == nbody:
+                # an answer: the head under the bindings
+                hs = P.rule_head_start[r]
+                w = P.rel_width[trel]
+                for j in range(w):
+                    c = P.codes[hs + j]
+                    if c >= 0:
+                        rowbuf[j] = c
+                    else:
+                        x = W.ctx_vars[vb - c - 1]
+                        if x == FREE:
+                            return E_UNSAFE, -1
+                        rowbuf[j] = x
+                added = _add_answer(W, t, rowbuf, w)
+                if added < 0:
+                    return E_ANSWERS, -1
+                _backtrack(W, d, i)
+                continue
+            lit = P.rule_body_start[r] + i
+            kind = P.lit_kind[lit]
+            cs = P.lit_code_start[lit]
+            W.ctx_bound[li] = 0
+            if kind == L_DIST or kind == L_EQ:
+                a = P.codes[cs]
+                b = P.codes[cs + 1]
+                va = a if a >= 0 else W.ctx_vars[vb - a - 1]
+                vb2 = b if b >= 0 else W.ctx_vars[vb - b - 1]
+                if va == FREE or vb2 == FREE:
+                    return E_UNSAFE, -1
+                if (va != vb2) == (kind == L_DIST):
+                    W.ctx_src[li] = S_NONE
+                    W.ctx_level[d] = i + 1
+                else:
+                    _backtrack(W, d, i)
+                continue
+            lrel = P.lit_rel[lit]
+            width = P.rel_width[lrel]
+            rk = P.rel_kind[lrel]
+            mask = 0
+            for j in range(width):
+                c = P.codes[cs + j]
+                v = c if c >= 0 else W.ctx_vars[vb - c - 1]
+                callbuf[j] = v
+                if v != FREE:
+                    mask |= 1 << j
+            if kind == L_NEG and mask != (1 << width) - 1:
+                return E_UNSAFE, -1
+            if rk == K_RULES:
+                u = _table_of(P, W, lrel, callbuf, 0)
+                if u < 0:
+                    return E_TABLES, -1
+                W.ctx_sub[li] = u
+                st = W.tab_state[u]
+                if st == STALE:
+                    if d + 1 >= maxd:
+                        return E_DEPTH, -1
+                    W.ctx_phase[d] = PH_RESUME
+                    d += 1
+                    _push(P, W, d, u)
+                    continue
+                if st != COMPLETE:
+                    if kind == L_NEG:
+                        return E_NEGATION, -1
+                    reg[R_LOOPED] = 1
+                    if W.tab_low[u] < W.tab_low[t]:
+                        W.tab_low[t] = W.tab_low[u]
+                W.ctx_phase[d] = PH_RESUME
+                continue
+            if rk == K_DOES:
+                W.ctx_src[li] = S_DOES
+                W.ctx_cur[li] = 0
+                W.ctx_end[li] = W.reg_does[0]
+            else:
+                ix = -1
+                if mask != 0:
+                    ix = _find_index(P.imap_key, P.imap_val, lrel, mask)
+                if ix < 0:
+                    W.ctx_src[li] = S_RANGE
+                    W.ctx_cur[li] = 0
+                    W.ctx_end[li] = P.rel_fact_count[lrel] if rk == K_FACTS else W.st_rel_count[lrel]
+                else:
+                    k = 0
+                    for j in range(width):
+                        if (mask >> j) & 1:
+                            rowbuf[k] = callbuf[j]
+                            k += 1
+                    if rk == K_FACTS:
+                        slot = _hash_vals(mask, rowbuf, 0, k) & (P.ix_nslots[ix] - 1)
+                        W.ctx_cur[li] = P.ix_head[P.ix_head_start[ix] + slot]
+                    else:
+                        slot = _hash_vals(mask, rowbuf, 0, k) & (W.six_nslots[ix] - 1)
+                        W.ctx_cur[li] = W.six_head[W.six_head_start[ix] + slot]
+                    W.ctx_src[li] = S_CHAIN
+                    W.ctx_end[li] = ix
+            if kind == L_NEG:
+                if _next_row(P, W, d, r, i, li, vb, False) >= 0:
+                    _backtrack(W, d, i)
+                else:
+                    W.ctx_src[li] = S_NONE
+                    W.ctx_level[d] = i + 1
+                continue
+            W.ctx_phase[d] = PH_SCAN
+            continue
+        if ph == PH_RESUME:
+            # a callee finished, or a table to read: its answers are the source
+            lit = P.rule_body_start[r] + i
+            u = W.ctx_sub[li]
+            if P.lit_kind[lit] == L_NEG:
+                if W.tab_state[u] != COMPLETE:
+                    return E_NEGATION, -1
+                if W.tab_count[u] > 0:
+                    _backtrack(W, d, i)
+                else:
+                    W.ctx_src[li] = S_NONE
+                    W.ctx_phase[d] = PH_ENTER
+                    W.ctx_level[d] = i + 1
+                continue
+            W.ctx_src[li] = S_TABLE
+            W.ctx_cur[li] = W.tab_head[u]
+            W.ctx_phase[d] = PH_SCAN
+            continue
+        if ph == PH_RETRY:
+            b = W.ctx_bound[li]
+            if b != 0:
+                for k in range(64):
+                    if (b >> k) & 1:
+                        W.ctx_vars[vb + k] = FREE
+                W.ctx_bound[li] = 0
+            if W.ctx_src[li] == S_NONE:
+                _backtrack(W, d, i)
+                continue
+            W.ctx_phase[d] = PH_SCAN
+            continue
+        # PH_SCAN: the next row of the source that matches
+        reg[R_INF] += 1
+        if _next_row(P, W, d, r, i, li, vb, True) >= 0:
+            W.ctx_phase[d] = PH_ENTER
+            W.ctx_level[d] = i + 1
+        else:
+            _backtrack(W, d, i)
+    return OK, W.root[0]
+
+
+@njit(cache=True, inline="always")
+def _push(P, W, d, t):
+    reg = W.reg
+    if d == 0:
+        W.root[0] = t
+    reg[R_DFN] += 1
+    W.tab_dfn[t] = reg[R_DFN]
+    W.tab_low[t] = reg[R_DFN]
+    W.tab_state[t] = ACTIVE
+    W.ctx_tab[d] = t
+    W.ctx_rule[d] = P.rel_rule_start[W.tab_rel[t]]
+    W.ctx_phase[d] = PH_RULE
+    W.ctx_added[d] = reg[R_ADDED]
+    W.ctx_outer_looped[d] = reg[R_LOOPED]
+    reg[R_LOOPED] = 0
+
+
+@njit(cache=True, inline="always")
+def _backtrack(W, d, i):
+    """Back to the level before i (its next alternative), or the next rule at level 0."""
+    if i == 0:
+        W.ctx_rule[d] += 1
+        W.ctx_phase[d] = PH_RULE
+    else:
+        W.ctx_level[d] = i - 1
+        W.ctx_phase[d] = PH_RETRY
+
+
+@njit(cache=True, inline="always")
+def _next_row(P, W, d, r, i, li, vb, bind):
+    """Advance the level's source to a row that matches the literal (binding its variables
+    when ``bind``, else only testing); returns 0 when found, -1 when exhausted."""
+    lit = P.rule_body_start[r] + i
+    lrel = P.lit_rel[lit]
+    width = P.rel_width[lrel]
+    cs = P.lit_code_start[lit]
+    src = W.ctx_src[li]
+    rk = P.rel_kind[lrel]
+    while True:
+        if src == S_TABLE:
+            a = W.ctx_cur[li]
+            if a < 0:
+                return -1
+            W.ctx_cur[li] = W.ans_next[a]
+            arr = W.ans_vals
+            start = W.ans_start[a]
+        elif src == S_CHAIN:
+            e = W.ctx_cur[li]
+            if e < 0:
+                return -1
+            if rk == K_FACTS:
+                W.ctx_cur[li] = P.ix_next[e]
+                row = P.ix_row[e]
+            else:
+                W.ctx_cur[li] = W.six_next[e]
+                row = W.six_row[e]
+            arr, start = _row_values(P, W, rk, lrel, row)
+        elif src == S_RANGE:
+            row = W.ctx_cur[li]
+            if row >= W.ctx_end[li]:
+                return -1
+            W.ctx_cur[li] = row + 1
+            arr, start = _row_values(P, W, rk, lrel, row)
+        else:  # S_DOES
+            k = W.ctx_cur[li]
+            if k >= W.ctx_end[li]:
+                return -1
+            W.ctx_cur[li] = k + 1
+            if W.does_rel[k] != lrel:
+                continue
+            arr = W.does_vals
+            start = W.does_start[k]
+        W.reg[R_ROWS] += 1
+        b = _match(P, P.codes, cs, width, arr, start, W.ctx_vars, vb)
+        if b < 0:
+            continue
+        if bind:
+            W.ctx_bound[li] = b
+        else:
+            for k in range(64):
+                if (b >> k) & 1:
+                    W.ctx_vars[vb + k] = FREE
+        return 0
+
+
+# ---------------------------------------------------------------- states and playouts
+Game = namedtuple("Game", (
+    "legal_rels legal_does next_rels next_true term_rel goal_rel role_syms sym_int "
+    "six_ix six_rel six_mask"))
+E_STATE, E_NO_MOVE, E_CAP, E_GOAL = 7, 8, 9, 10
+
+
+@njit(cache=True)
+def index_state(P, W, G):
+    """Build the state's indexes (every (true relation, mask) the rules look up) from its
+    rows; False when the index space is too small."""
+    hs = 0
+    e = 0
+    for k in range(G.six_ix.shape[0]):
+        ix = G.six_ix[k]
+        rel = G.six_rel[k]
+        cnt = W.st_rel_count[rel]
+        ns = 2
+        while ns < 2 * cnt:
+            ns *= 2
+        if hs + ns > W.six_head.shape[0] or e + cnt > W.six_row.shape[0]:
+            return False
+        W.six_head_start[ix] = hs
+        W.six_nslots[ix] = ns
+        e = build_index(W.st_vals, W.st_rel_start[rel], P.rel_width[rel], cnt, G.six_mask[k],
+                        W.six_head, hs, ns, W.six_row, W.six_next, e)
+        hs += ns
+    return True
+
+
+@njit(cache=True, inline="always")
+def _fact_ok(P, rel, row, call):
+    w = P.rel_width[rel]
+    s = P.rel_fact_start[rel] + row * w
+    for j in range(w):
+        if call[j] != FREE and P.fact_vals[s + j] != call[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _ask(P, W, rel, call):
+    """Answer (rel, call) for a derived or a static relation: (status, table or -1, count)."""
+    if P.rel_kind[rel] == K_FACTS:
+        n = 0
+        for row in range(P.rel_fact_count[rel]):
+            if _fact_ok(P, rel, row, call):
+                n += 1
+        return OK, -1, n
+    st, t = solve(P, W, rel, call)
+    if st != OK:
+        return st, -1, 0
+    return OK, t, W.tab_count[t]
+
+
+@njit(cache=True)
+def _nth(P, W, rel, call, t, n):
+    """(values array, start) of the n-th answer of ``_ask(P, W, rel, call)``."""
+    if t >= 0:
+        a = W.tab_head[t]
+        for _ in range(n):
+            a = W.ans_next[a]
+        return W.ans_vals, W.ans_start[a]
+    for row in range(P.rel_fact_count[rel]):
+        if _fact_ok(P, rel, row, call):
+            if n == 0:
+                return P.fact_vals, P.rel_fact_start[rel] + row * P.rel_width[rel]
+            n -= 1
+    return P.fact_vals, 0
+
+
+@njit(cache=True)
+def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
+    """A uniformly random playout from the loaded state: (status, depth). The state moves on
+    in W (its rows and indexes); ``newvals``/``newrel``: scratch for the next state's rows;
+    ``out_goals[r]``: the goal of role r at the end (the largest provable, 0 if none).
+    ``trail`` (empty: not kept): the moves made, a row of ``W.callbuf.shape[0] + 1`` values
+    per role and step: the legal relation's place in ``G.legal_rels``, then its row."""
+    stride = W.callbuf.shape[0] + 1
+    np.random.seed(seed)
+    nroles = G.role_syms.shape[0]
+    call = np.empty(W.callbuf.shape[0], np.int32)
+    depth = 0
+    while True:
+        W.reg[R_INF] = 0
+        if G.term_rel >= 0:
+            st, t, n = _ask(P, W, G.term_rel, call)
+            if st != OK:
+                return st, depth
+            if n > 0:
+                break
+        if depth >= cap:
+            return E_CAP, depth
+        # a random legal move per role, over every shape of move; its does row
+        nd = 0
+        pos = 0
+        for r in range(nroles):
+            total = 0
+            for k in range(G.legal_rels.shape[0]):
+                lrel = G.legal_rels[k]
+                call[0] = G.role_syms[r]
+                for j in range(1, P.rel_width[lrel]):
+                    call[j] = FREE
+                st, t, n = _ask(P, W, lrel, call)
+                if st != OK:
+                    return st, depth
+                total += n
+            if total == 0:
+                return E_NO_MOVE, depth
+            pick = np.random.randint(total)
+            for k in range(G.legal_rels.shape[0]):
+                lrel = G.legal_rels[k]
+                call[0] = G.role_syms[r]
+                for j in range(1, P.rel_width[lrel]):
+                    call[j] = FREE
+                st, t, n = _ask(P, W, lrel, call)
+                if pick >= n:
+                    pick -= n
+                    continue
+                drel = G.legal_does[k]
+                if trail.shape[0] > 0:
+                    base = (depth * nroles + r) * stride
+                    if base + stride <= trail.shape[0]:
+                        arr, s = _nth(P, W, lrel, call, t, pick)
+                        trail[base] = k
+                        for j in range(P.rel_width[lrel]):
+                            trail[base + 1 + j] = arr[s + j]
+                if drel >= 0:
+                    arr, s = _nth(P, W, lrel, call, t, pick)
+                    w = P.rel_width[drel]
+                    W.does_rel[nd] = drel
+                    W.does_start[nd] = pos
+                    for j in range(w):
+                        W.does_vals[pos + j] = arr[s + j]
+                    pos += w
+                    nd += 1
+                break
+        W.reg_does[0] = nd
+        # the next state's rows, grouped by true relation
+        nrow = 0
+        nval = 0
+        for k in range(G.next_rels.shape[0]):
+            nrel = G.next_rels[k]
+            trel = G.next_true[k]
+            w = P.rel_width[nrel]
+            for j in range(w):
+                call[j] = FREE
+            st, t, n = _ask(P, W, nrel, call)
+            if st != OK:
+                return st, depth
+            if trel < 0:
+                continue
+            a = W.tab_head[t] if t >= 0 else -1
+            for q in range(n):
+                if nrow >= newrel.shape[0] or nval + w > newvals.shape[0]:
+                    return E_STATE, depth
+                if t >= 0:
+                    arr = W.ans_vals
+                    s = W.ans_start[a]
+                    a = W.ans_next[a]
+                else:
+                    arr, s = _nth(P, W, nrel, call, t, q)
+                newrel[nrow] = trel
+                for j in range(w):
+                    newvals[nval + j] = arr[s + j]
+                nval += w
+                nrow += 1
+        W.reg_does[0] = 0
+        reset(W)
+        if nval > W.st_vals.shape[0]:
+            return E_STATE, depth
+        for rel in range(W.st_rel_count.shape[0]):
+            W.st_rel_count[rel] = 0
+        for q in range(nrow):
+            W.st_rel_count[newrel[q]] += 1
+        pos = 0
+        for rel in range(W.st_rel_count.shape[0]):
+            W.st_rel_start[rel] = pos
+            pos += W.st_rel_count[rel] * P.rel_width[rel]
+            W.st_rel_count[rel] = 0
+        src = 0
+        for q in range(nrow):
+            rel = newrel[q]
+            w = P.rel_width[rel]
+            dst = W.st_rel_start[rel] + W.st_rel_count[rel] * w
+            for j in range(w):
+                W.st_vals[dst + j] = newvals[src + j]
+            src += w
+            W.st_rel_count[rel] += 1
+        if not index_state(P, W, G):
+            return E_STATE, depth
+        depth += 1
+    # goals
+    for r in range(nroles):
+        out_goals[r] = 0
+        if G.goal_rel < 0:
+            continue
+        call[0] = G.role_syms[r]
+        call[1] = FREE
+        st, t, n = _ask(P, W, G.goal_rel, call)
+        if st != OK:
+            return st, depth
+        best = -1
+        for q in range(n):
+            arr, s = _nth(P, W, G.goal_rel, call, t, q)
+            v = G.sym_int[arr[s + 1]]
+            if v == -2:
+                return E_GOAL, depth
+            if v > best:
+                best = v
+        out_goals[r] = max(best, 0)
+    return OK, depth
