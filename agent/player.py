@@ -267,12 +267,14 @@ class Player:
         return {"engine": self.engine_kind, "search": self.search_kind,
                 "persona": persona_dict(self.persona), "notes": notes}
 
-    def upgrade(self, budget_seconds: float = 30.0) -> list:
-        """Switch to the compiled engine (a cache hit when another process just built it);
-        returns notes when it is unavailable.  The state tracked so far carries over."""
+    def upgrade(self, budget_seconds: float = 30.0, engine: str = "auto") -> list:
+        """Switch to the compiled engine (a cache hit when another process just built it),
+        or with ``engine="nonground"`` to the non-ground engine (the game did not ground:
+        grounding it again would only spend the budget); returns notes when it is
+        unavailable.  The state tracked so far carries over."""
         from agent.engine import load_engine
         try:
-            engine = load_engine(self.description, budget_seconds=budget_seconds)
+            engine = load_engine(self.description, budget_seconds=budget_seconds, engine=engine)
         except Exception as e:  # a grounding failure is not fatal: Prolog still plays
             return [f"engine unavailable ({type(e).__name__}: {e}); using Prolog"]
         if type(engine).__name__ == "PrologReasoner":  # the loader's own fallback: keep ours

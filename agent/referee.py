@@ -41,7 +41,7 @@ CHECK_SHARE = 0.4       # share of the budget kept for the comparison (the build
 @dataclass
 class Referee:
     sm: object          # the state machine (statemachine.StateMachine)
-    engine: str         # "compiled" or "prolog"
+    engine: str         # "compiled", "nonground" or "prolog"
     reason: str         # why this engine, one line
     checked_steps: int = 0  # states compared with Prolog
 
@@ -75,7 +75,7 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
         log.warning("referee on Prolog: %s", why)
         return Referee(prolog, "prolog", why, n)
     prolog.close()
-    return Referee(compiled, "compiled", why, n)
+    return Referee(compiled, compiled.info.get("engine", "compiled"), why, n)
 
 
 def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHECK_WALKS,
@@ -85,12 +85,15 @@ def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHEC
     left = until - time.monotonic()
     if left <= 0.5:
         return None, "no time left to build the compiled engine", 0
+    from agent.engine import load_engine
     try:
-        from agent.engine import load_engine
         compiled = load_engine(desc, engine="compiled", budget_seconds=left * (1 - CHECK_SHARE),
                                cache_dir=cache_dir)
     except GroundingError as e:
-        return None, f"no compiled engine: {e}", 0
+        try:   # a game that does not ground: the non-ground engine, checked the same way
+            compiled = load_engine(desc, engine="nonground")
+        except GroundingError as e2:
+            return None, f"no compiled engine: {e}; no non-ground engine: {e2}", 0
     try:
         verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), until)
     except Exception as e:  # the compiled engine failed where Prolog answered: not exact
@@ -98,10 +101,11 @@ def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHEC
     if verdict is not None:
         compiled.close()
         return None, verdict, n
+    built = "grounding complete" if compiled.info.get("engine") != "nonground" else \
+        "the non-ground engine (the game does not ground)"
     if n == 0:
-        return compiled, ("grounding complete; Prolog answered no state within its limits to "
-                          "compare with"), 0
-    return compiled, (f"grounding complete; agrees with Prolog on {n} state{'s' * (n != 1)} of "
+        return compiled, f"{built}; Prolog answered no state within its limits to compare with", 0
+    return compiled, (f"{built}; agrees with Prolog on {n} state{'s' * (n != 1)} of "
                       f"random walks"), n
 
 
@@ -131,8 +135,9 @@ class _Standby:
                 self.refused = why
                 log.warning("referee stays on Prolog (%s): %s", e, why)
                 raise
-            log.warning("referee switches to the compiled engine (%s): %s", e, why)
-            self.compiled, self.engine = compiled, "compiled"
+            log.warning("referee switches to the %s engine (%s): %s",
+                        compiled.info.get("engine", "compiled"), e, why)
+            self.compiled, self.engine = compiled, compiled.info.get("engine", "compiled")
             self.prolog.close()
             return getattr(compiled, name)(*args)
 

@@ -84,9 +84,23 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
         t0 = time.perf_counter()
         try:
             eng = load_engine(desc, engine="compiled", budget_seconds=budget, cache_dir=cache_dir)
+            out["engine"] = "compiled"
         except GroundingError as e:
             out["compiled_error"] = str(e)
-        if eng is not None:
+            # a version with the non-ground engine plays the game on it (an older version's
+            # load_engine does not know the name: it would ground again, then answer Prolog)
+            import importlib.util
+            if importlib.util.find_spec("agent.engine.nonground") is not None:
+                t0 = time.perf_counter()
+                try:
+                    eng = load_engine(desc, engine="nonground")
+                    out["engine"] = "nonground"
+                    out["build_seconds"] = round(time.perf_counter() - t0, 3)
+                except GroundingError as e2:
+                    out["nonground_error"] = str(e2)
+            if eng is not None and warmup > 0:
+                bench_engine(eng, seconds=warmup, warmup=0)
+        if eng is not None and out.get("engine") == "compiled":
             out["build_seconds"] = round(time.perf_counter() - t0, 3)
             out.update({k: eng.info[k] for k in ("ground_seconds", "compile_seconds", "atoms", "fluents",
                                                  "ground_rules") if k in eng.info})
@@ -154,14 +168,14 @@ def measure_game(key: str, args) -> dict:
     try:
         for i in range(args.runs):
             for name, root in (sides if i % 2 == 0 else sides[::-1]):
-                if i and "compiled_error" in row[name]:
+                if i and "engine" not in row[name]:
                     continue
                 c = _Child(key, root, args, caches[name].name, prolog=(i == 0 and root == ROOT))
                 try:
                     first = c.read()
                     if i == 0:
                         row[name] = first
-                    if "compiled_error" not in first:
+                    if "engine" in first:
                         row[name].setdefault("runs", []).append(c.ask("run"))
                     end = c.ask("quit")
                     if i == 0:
@@ -230,8 +244,13 @@ def report(rows: list, args_text: str, baseline: str) -> str:
         g_rate, g_ratio = GGPLIB.get(r["game"], (None, None))
         ab = paired_ratio(r)
         runs = ", ".join(fmt(x["playouts_per_sec"]) for x in new.get("runs", []))
-        build = (f"{new['build_seconds']:.2f} ({new.get('ground_seconds', 0):.2f} + {new.get('compile_seconds', 0):.2f})"
-                 if "build_seconds" in new else f"failed: {cell(new.get('compiled_error') or r.get('error', '?'))}")
+        if new.get("engine") == "nonground":
+            build = (f"non-ground engine: {new['build_seconds']:.2f} (not compiled: "
+                     f"{cell(new.get('compiled_error', ''), 60)})")
+        elif "build_seconds" in new:
+            build = f"{new['build_seconds']:.2f} ({new.get('ground_seconds', 0):.2f} + {new.get('compile_seconds', 0):.2f})"
+        else:
+            build = f"failed: {cell(new.get('compiled_error') or r.get('error', '?'))}"
         p = new.get("prolog") or {}
         prolog = fmt(p.get("playouts_per_sec"), 2) if p else cell(new.get("prolog_error", "-"), 60)
         depth = (new.get("runs") or [{}])[0].get("avg_depth") or p.get("avg_depth")

@@ -283,16 +283,33 @@ def test_unreadable_cache_entry_is_only_a_miss(tmp_path):
 
 
 # ----------------------------------------------------------------------------- fallback
-def test_too_small_budget_falls_back_to_prolog_with_the_reason(caplog):
+def test_too_small_budget_falls_back_to_the_nonground_engine_with_the_reason(caplog):
+    from agent.engine.nonground import NonGroundEngine
     desc = read_rules_file(GAMES_DIR / "connectFour.kif")
     with caplog.at_level(logging.WARNING, logger="ggp_persona.engine"):
         sm = load_engine(desc, engine="auto", budget_seconds=1e-6, use_cache=False)
-    assert isinstance(sm, PrologReasoner)
-    assert sm.info["engine"] == "prolog"
+    assert isinstance(sm, NonGroundEngine)
+    assert sm.info["engine"] == "nonground"
     reason = sm.info["reason"]
     assert "1e-06" in reason or "longer than" in reason or "no time left" in reason, reason
-    assert any("Prolog" in r.getMessage() for r in caplog.records), "the fallback was not logged"
+    assert any("non-ground" in r.getMessage() for r in caplog.records), "the fallback was not logged"
     assert sm.legal_moves(sm.initial_state(), 0)  # and it plays
+
+
+def test_rules_neither_engine_takes_fall_back_to_prolog_with_both_reasons(caplog):
+    # a term that grows without bound: no finite grounding, no finite set of shapes
+    desc = parse_rules("""
+    (role r) (init (count z)) (legal r go)
+    (<= (next (count (s ?x))) (true (count ?x)))
+    (<= terminal (true (count (s (s (s z))))))
+    (goal r 100)
+    """)
+    with caplog.at_level(logging.WARNING, logger="ggp_persona.engine"):
+        sm = load_engine(desc, engine="auto", budget_seconds=1e-6, use_cache=False)
+    assert isinstance(sm, PrologReasoner)
+    assert "without bound" in sm.info["reason"], sm.info["reason"]
+    assert any("Prolog" in r.getMessage() for r in caplog.records)
+    assert sm.random_playout(sm.initial_state(), seed=1)[0] == 3
 
 
 def test_too_small_budget_with_engine_compiled_raises():

@@ -220,10 +220,12 @@ class Match:
         if msg[0] == "engine":
             info = msg[1]
             if info.get("ok"):
-                log.info("%s: compiled engine built in %ss", self.id, info.get("seconds"))
+                log.info("%s: %s built in %ss", self.id, info.get("kind"), info.get("seconds"))
                 if self.player is not None:
                     self.engine_status = "switching"  # until the player says it switched
-                    self.player.send(("engine",))
+                    # which kind: a game that does not ground must not be grounded again
+                    self.player.send(("engine", "nonground" if info.get("kind") == "NonGroundEngine"
+                                      else "auto"))
             else:
                 self.engine_status = "none"
                 self.record.note(f"no compiled engine: {info.get('reason')}")

@@ -267,8 +267,9 @@ def run_player(conn, cfg: dict) -> None:
         batch = [conn.recv()]
         while conn.poll():  # catch up: only the newest PLAY deserves a search
             batch.append(conn.recv())
-        if any(m[0] == "engine" for m in batch):
-            notes = player.upgrade(5.0)
+        engines = [m for m in batch if m[0] == "engine"]
+        if engines:
+            notes = player.upgrade(5.0, engine=engines[-1][1] if len(engines[-1]) > 1 else "auto")
             conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes}))
         plays = [m for m in batch if m[0] == "play"]
         for i, (_, req, move_texts, deadline) in enumerate(plays):
