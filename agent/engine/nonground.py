@@ -31,6 +31,7 @@ from ..reasoner.statemachine import (BrokenRules, GroundingError, InvalidQuery, 
 from . import nonground_kernels as NK
 
 MAX_STATIC_ROWS = 4_000_000
+MEMO = 200_000          # remembered term conversions, each way
 STATIC_INFERENCES = 500_000_000
 
 Program, Work = NK.Program, NK.Work
@@ -390,6 +391,8 @@ class NonGroundEngine:
         self._does_rel = {k[1]: i for i, k in enumerate(rk) if k[0] == "does" and isinstance(k[1], str)}
         self._goal = self.c.rel.get(("goal", 2))
         self._terminal = self.c.rel.get(("terminal", 0))
+        self._encoded: dict = {}   # fluent -> (true relation or -1, symbol ids)
+        self._terms: dict = {}     # (relation, row) -> plain term
         self._game()
 
     def _game(self) -> None:
@@ -419,11 +422,15 @@ class NonGroundEngine:
         NK.reset(W)
         rows: dict = {}
         for f in state:
-            ft = flat_term(f)
-            rel = self._true.get(ft[0])
-            if rel is None:
-                continue   # a fluent of a shape no rule reads or makes
-            rows.setdefault(rel, []).append([c.sym_id(a) for a in ft[1:]])
+            enc = self._encoded.get(f)
+            if enc is None:
+                if len(self._encoded) > MEMO:
+                    self._encoded.clear()
+                ft = flat_term(f)
+                rel = self._true.get(ft[0], -1)   # -1: a shape no rule reads or makes
+                enc = self._encoded[f] = (rel, [c.sym_id(a) for a in ft[1:]])
+            if enc[0] >= 0:
+                rows.setdefault(enc[0], []).append(enc[1])
         total = sum(len(r) * max(1, int(c.width[rel])) for rel, r in rows.items())
         if total > W.st_vals.shape[0] or sum(map(len, rows.values())) > W.six_row.shape[0] // max(1, len(c.index_keys)):
             self._sizes["state_rows"] = _pow2(2 * max(total, 1))
@@ -513,17 +520,23 @@ class NonGroundEngine:
         NK.reset(self.W)
         self._state = None
 
-    def _term(self, key, row):
-        args = [self.c.names[v] for v in row]
-        return _join(key, args)
+    def _decoded(self, rel: int, row: tuple):
+        """The plain term (fluent or move) of a ``true``/``init``/``next`` row or of a
+        ``legal`` row without its role."""
+        t = self._terms.get((rel, row))
+        if t is None:
+            if len(self._terms) > MEMO:
+                self._terms.clear()
+            t = self._terms[(rel, row)] = unflat_term(
+                (self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row), self.c.flat.shape_of)
+        return t
 
     def initial_state(self) -> frozenset:
         self._load(frozenset())
         out = set()
         for rel in self._init:
             for row in self._ask(rel, [NK.FREE] * int(self.c.width[rel])):
-                out.add(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row),
-                                    self.c.flat.shape_of))
+                out.add(self._decoded(rel, row))
         return frozenset(out)
 
     def legal_moves(self, state, role_index: int) -> list:
@@ -533,8 +546,7 @@ class NonGroundEngine:
         for rel in self._legal:
             w = int(self.c.width[rel])
             for row in self._ask(rel, [role] + [NK.FREE] * (w - 1)):
-                out.append(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row[1:]),
-                                       self.c.flat.shape_of))
+                out.append(self._decoded(rel, row[1:]))
         return canonical_sorted(set(out))
 
     def next_state(self, state, joint_move) -> frozenset:
@@ -553,8 +565,7 @@ class NonGroundEngine:
         try:
             for rel in self._next:
                 for row in self._ask(rel, [NK.FREE] * int(self.c.width[rel])):
-                    out.add(unflat_term((self.c.rel_keys[rel][1],) + tuple(self.c.names[v] for v in row),
-                                        self.c.flat.shape_of))
+                    out.add(self._decoded(rel, row))
         finally:
             self._does = None
             W = self.W
