@@ -2,6 +2,11 @@
 
     .venv/bin/python scripts/engine_corpus_report.py [--budget 30] [--only SUBSTR]
         [--out results.json] [--report docs/reports/engine-corpus.md]
+    .venv/bin/python scripts/engine_corpus_report.py --engine nonground [--traced] ...
+
+``--engine nonground``: the same for the non-ground engine (``NonGroundEngine(desc)`` in
+step 2, no grounding; *fallback* is then its refusal); ``--traced``: only games with a
+reference trace.
 
 For the latest version of every game of ``../shared/corpus/games/*/games/`` (all repositories),
 in a fresh subprocess per game, one at a time, with a hard timeout:
@@ -101,7 +106,39 @@ def fallback_kind(message: str) -> str:
     return "grounding error"
 
 
-def work(game: str, rules: str, trace: str | None, budget: float) -> int:
+def work_nonground(out: dict, desc, trace: str | None) -> int:
+    from agent.engine.nonground import NonGroundEngine
+    from agent.reasoner.statemachine import GroundingError
+    _emit(dict(out, cls="timeout", stage="building"))
+    t1 = time.monotonic()
+    try:
+        sm = NonGroundEngine(desc)
+    except GroundingError as e:
+        _emit(dict(out, cls="fallback", kind="non-ground engine refused", why=str(e)[:500],
+                   seconds=round(time.monotonic() - t1, 2)))
+        return 0
+    info = {"engine": "nonground", "build_seconds": round(time.monotonic() - t1, 3),
+            "relations": len(sm.c.rel_keys), "flat_rules": len(sm.c.flat.rules)}
+    return _replay(dict(out, cls="compiled", info=info, load_seconds=info["build_seconds"]), sm, trace)
+
+
+def _replay(out: dict, sm, trace: str | None) -> int:
+    """Emit ``out`` and, with a trace, the replay's verdict."""
+    if trace is None:
+        _emit(out)
+        return 0
+    from agent.tracecheck import check_trace, load_trace
+    _emit(dict(out, trace_status="timeout"))
+    t2 = time.monotonic()
+    rep = check_trace(sm, load_trace(trace))
+    status = "exact" if rep.exact else ("error" if rep.error else "diverges")
+    _emit(dict(out, trace_status=status, steps=rep.steps, agree=rep.agree, checked=rep.checked,
+               first_divergence=rep.first_divergence, trace_error=rep.error,
+               trace_seconds=round(time.monotonic() - t2, 2)))
+    return 0
+
+
+def work(game: str, rules: str, trace: str | None, budget: float, engine: str = "compiled") -> int:
     from gdl.validate import check_file, verdict
 
     t0 = time.monotonic()
@@ -114,6 +151,8 @@ def work(game: str, rules: str, trace: str | None, budget: float) -> int:
                    first_error_at=f"line {errs[0].line}" if errs and errs[0].line else ""))
         return 0
     out["roles"] = len(desc.roles)
+    if engine == "nonground":
+        return work_nonground(out, desc, trace)
     # load_engine(engine="compiled", use_cache=False) step by step, to tell the stage of a runaway
     from agent.engine.compile import compile_program
     from agent.engine.compiled import CompiledEngine
@@ -135,24 +174,14 @@ def work(game: str, rules: str, trace: str | None, budget: float) -> int:
             "ground_rules": gp.n_rules, "atoms": int(game.n_atoms), "fluents": int(game.n_base)}
     sm = CompiledEngine(game, tables, info)
     out.update(cls="compiled", info=info, load_seconds=round(time.monotonic() - t1, 2))
-    if trace is None:
-        _emit(out)
-        return 0
-    from agent.tracecheck import check_trace, load_trace
-    _emit(dict(out, trace_status="timeout"))
-    t2 = time.monotonic()
-    rep = check_trace(sm, load_trace(trace))
-    status = "exact" if rep.exact else ("error" if rep.error else "diverges")
-    _emit(dict(out, trace_status=status, steps=rep.steps, agree=rep.agree, checked=rep.checked,
-               first_divergence=rep.first_divergence, trace_error=rep.error,
-               trace_seconds=round(time.monotonic() - t2, 2)))
-    return 0
+    return _replay(out, sm, trace)
 
 
 # ----------------------------------------------------------------------------- parent
-def run_one(game: str, rules: Path, trace: Path | None, budget: float, timeout: float) -> dict:
+def run_one(game: str, rules: Path, trace: Path | None, budget: float, timeout: float,
+            engine: str = "compiled") -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", game, str(rules),
-           str(trace) if trace else "-", "--budget", str(budget)]
+           str(trace) if trace else "-", "--budget", str(budget), "--engine", engine]
     t0 = time.monotonic()
     killed = False
     try:
@@ -223,7 +252,9 @@ def _rel(p) -> str:
 
 
 def render_report(results: list, budget: float, timeout: float, command: str, seconds: float,
-                  planned: int | None = None) -> str:
+                  planned: int | None = None, engine: str = "compiled") -> str:
+    if engine == "nonground":
+        return render_nonground(results, timeout, command, seconds, planned)
     by = {c: [r for r in results if r["cls"] == c] for c in CLASSES}
     comp = by["compiled"]
 
@@ -335,7 +366,67 @@ def render_report(results: list, budget: float, timeout: float, command: str, se
     return "\n".join(o)
 
 
-def load_earlier(path: Path, budget: float, timeout: float) -> tuple[dict, float]:
+def render_nonground(results: list, timeout: float, command: str, seconds: float,
+                     planned: int | None) -> str:
+    built = [r for r in results if r["cls"] == "compiled"]
+    others = [r for r in results if r["cls"] != "compiled"]
+    traced = [r for r in built if r.get("trace")]
+    tcount = {s: sum(1 for r in traced if r.get("trace_status") == s) for s in TRACE_STATUSES}
+    steps = sum(r.get("steps", 0) for r in traced if r.get("trace_status") == "exact")
+    times = sorted(r["info"]["build_seconds"] for r in built)
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    o = ["# Non-ground engine over the game corpus", "",
+         "Reproduce (from the repository root, with `../shared` beside it):", "",
+         "```", command, "```", ""]
+    if planned is not None and planned > len(results):
+        o += [f"**Partial report: {len(results)} of {planned} games done.**", ""]
+    o += [f"Written {when}. The latest version of each game, each in its own subprocess: the "
+          f"validator, then `NonGroundEngine(desc)` (flat rules, static relations listed, no "
+          f"grounding), then the reference trace replayed on it (`agent.tracecheck`, what "
+          f"`ggp-persona trace RULES TRACE --engine nonground` runs). Hard timeout {timeout:g} s "
+          f"per game. Wall time {seconds / 60:.1f} min on a 2-core machine shared with other "
+          f"work (times are indicative).", "",
+          "| | games |", "| --- | ---: |",
+          f"| built | {len(built)} |"]
+    for c in CLASSES[1:]:
+        n = sum(1 for r in others if r["cls"] == c)
+        if n:
+            o.append(f"| {'refused by the engine' if c == 'fallback' else c} | {n} |")
+    o += [f"| **total** | **{len(results)}** |", "",
+          f"Reference traces replayed: {len(traced)}; exact {tcount['exact']} ({steps} steps "
+          f"checked), diverges {tcount['diverges']}, error {tcount['error']}, timeout "
+          f"{tcount['timeout']}."]
+    if times:
+        o += ["", f"Build time: median {times[len(times) // 2]:.2f} s, slowest {times[-1]:.2f} s."]
+    bad = [r for r in traced if r.get("trace_status") != "exact"]
+    o += ["", f"## Trace disagreements ({len(bad)})", ""]
+    if not bad:
+        o += ["None: every built game with a reference trace agrees exactly.", ""]
+    for r in bad:
+        d = r.get("first_divergence")
+        o.append(f"* `{r['game']}`: {r.get('trace_status')}" +
+                 (f"; walk {d['walk']} step {d['step']} field `{d['field']}`" if d else "") +
+                 (f"; {_short(r['trace_error'], 300)}" if r.get("trace_error") else ""))
+    o.append("")
+    if others:
+        o += [f"## Not built ({len(others)})", ""]
+        for r in others:
+            o.append(f"* `{r['game']}` ({r['cls']}): {_short(r.get('why', '?'), 300)}")
+        o.append("")
+    o += ["## Every built game", "", "| game | roles | build s | relations | flat rules | trace |",
+          "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in built:
+        i = r["info"]
+        tr = r.get("trace_status", "") if r.get("trace") else "no trace"
+        if r.get("steps") is not None and tr in ("exact", "diverges"):
+            tr += f" ({r['steps']})"
+        o.append(f"| `{r['game']}` | {r.get('roles', '')} | {i['build_seconds']} | {i['relations']} | "
+                 f"{i['flat_rules']} | {tr} |")
+    o.append("")
+    return "\n".join(o)
+
+
+def load_earlier(path: Path, budget: float, timeout: float, engine: str = "compiled") -> tuple[dict, float]:
     """``({game: result}, seconds)`` of an earlier run's --out file; nothing if there is none.
     A file from other settings is refused: its games were judged by another budget."""
     if not path.is_file():
@@ -346,6 +437,9 @@ def load_earlier(path: Path, budget: float, timeout: float) -> tuple[dict, float
         raise SystemExit(f"error: cannot resume from {path}: {e}")
     if not isinstance(data, dict) or "results" not in data:
         raise SystemExit(f"error: {path} is not a results file of this script (no 'results')")
+    if data.get("engine", "compiled") != engine:
+        raise SystemExit(f"error: {path} holds results of the {data.get('engine', 'compiled')} engine, "
+                         f"not the {engine} engine")
     if (data.get("budget"), data.get("timeout")) != (budget, timeout):
         raise SystemExit(f"error: {path} was run with budget {data.get('budget')} and timeout "
                          f"{data.get('timeout')}, not {budget:g} and {timeout:g}: start afresh or "
@@ -365,19 +459,24 @@ def main(argv=None):
     ap.add_argument("--resume", action="store_true",
                     help="keep the games already in --out (same budget and timeout) and run the rest")
     ap.add_argument("--report", type=Path, help="write the Markdown report here (atomically)")
+    ap.add_argument("--engine", choices=("compiled", "nonground"), default="compiled",
+                    help="which engine to build and replay the traces on (default compiled)")
+    ap.add_argument("--traced", action="store_true", help="only games with a reference trace")
     ap.add_argument("--worker", nargs=3, metavar=("GAME", "RULES", "TRACE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
         game, rules, trace = a.worker
-        return work(game, rules, None if trace == "-" else trace, a.budget)
+        return work(game, rules, None if trace == "-" else trace, a.budget, a.engine)
     command = ".venv/bin/python scripts/engine_corpus_report.py " + " ".join(
         shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
     games = [(g, p) for g, p in latest_games(a.shared) if not a.only or any(o in g for o in a.only)]
+    if a.traced:
+        games = [(g, p) for g, p in games if trace_for(a.shared, g) is not None]
     done, before = {}, 0.0
     if a.resume:
         if not a.out:
             ap.error("--resume needs --out (the results of the earlier run)")
-        done, before = load_earlier(a.out, a.budget, a.timeout)
+        done, before = load_earlier(a.out, a.budget, a.timeout, a.engine)
         print(f"resuming: {len(done)} games already done in {a.out}", flush=True)
     t0 = time.monotonic() - before
     results = []
@@ -385,15 +484,16 @@ def main(argv=None):
         if game in done:
             results.append(done[game])
             continue
-        r = run_one(game, rules, trace_for(a.shared, game), a.budget, a.timeout)
+        r = run_one(game, rules, trace_for(a.shared, game), a.budget, a.timeout, a.engine)
         results.append(r)
         if a.out:  # after every game, so that an interrupted run resumes where it stopped
-            write_atomic(a.out, json.dumps({"budget": a.budget, "timeout": a.timeout,
+            write_atomic(a.out, json.dumps({"engine": a.engine, "budget": a.budget, "timeout": a.timeout,
                                             "seconds": time.monotonic() - t0, "results": results},
                                            indent=1))
         info = r.get("info", {})
         extra = (f"ground {info.get('ground_seconds')} compile {info.get('compile_seconds')}"
-                 if r["cls"] == "compiled" else _short(r.get("why", ""), 160))
+                 if r["cls"] == "compiled" and a.engine == "compiled" else
+                 f"build {info.get('build_seconds')}" if r["cls"] == "compiled" else _short(r.get("why", ""), 160))
         ts = f" trace={r['trace_status']}" if r.get("trace_status") else ""
         print(f"[{i}/{len(games)}] {r['cls']:8s} {r['wall_seconds']:6.1f}s {game} {extra}{ts}", flush=True)
         if r.get("first_divergence"):
@@ -404,12 +504,14 @@ def main(argv=None):
             print(f"    {r['trace_error'][:200]}", flush=True)
         if a.report and i < len(games):  # a partial report after every game, in case the run is cut
             write_atomic(a.report, render_report(results, a.budget, a.timeout, command,
-                                                 time.monotonic() - t0, planned=len(games)))
+                                                 time.monotonic() - t0, planned=len(games),
+                                                 engine=a.engine))
     if a.out:
-        write_atomic(a.out, json.dumps({"budget": a.budget, "timeout": a.timeout,
+        write_atomic(a.out, json.dumps({"engine": a.engine, "budget": a.budget, "timeout": a.timeout,
                                         "seconds": time.monotonic() - t0, "results": results}, indent=1))
     if a.report:
-        write_atomic(a.report, render_report(results, a.budget, a.timeout, command, time.monotonic() - t0))
+        write_atomic(a.report, render_report(results, a.budget, a.timeout, command, time.monotonic() - t0,
+                                             engine=a.engine))
     counts = {c: sum(1 for r in results if r["cls"] == c) for c in CLASSES}
     print("SUMMARY", json.dumps(counts), flush=True)
     return 0
