@@ -90,6 +90,11 @@ def _warm(full: bool) -> None:
         p.decide(time.monotonic() + 0.05)
         p.observe(["( go 0 )", "wait"])
         p.decide(time.monotonic() + 0.05)
+        from agent.engine.nonground import NonGroundEngine   # for games that do not ground
+        ng = NonGroundEngine(p.description)
+        s = ng.initial_state()
+        ng.next_state(s, [ng.legal_moves(s, 0)[0], ng.legal_moves(s, 1)[0]])
+        ng.random_playout(s, seed=1)
     except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
         logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
     finally:
