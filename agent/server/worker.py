@@ -200,6 +200,9 @@ def send_initial_legal(conn, desc, role_index: int) -> None:
 
 # ------------------------------------------------------------------------- grounder
 
+GROUNDING_SHARE = 0.85
+
+
 def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
     """Build the compiled engine (it lands in the engine cache, where the player picks it
     up); say whether it worked.  The server kills this process when its time is up."""
@@ -213,7 +216,9 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
     try:
         desc = parse_rules_text(rules_text)
         from agent.engine import load_engine
-        engine = load_engine(desc, budget_seconds=budget)
+        # grounding gets most of the start clock; the rest is for the non-ground engine, which
+        # a game that does not ground needs (chess: about a second to build)
+        engine = load_engine(desc, budget_seconds=budget * GROUNDING_SHARE)
     except (RulesRefused, ImportError) as e:
         conn.send(("engine", {"ok": False, "reason": str(e)}))
         return
