@@ -180,8 +180,11 @@ class Compiled:
                 what = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}.get(status)
                 if what is None or sizes[what] >= (1 << 24):
                     name = self.rel_keys[rel][0]
-                    raise GroundingError(f"no non-ground engine: the static relation {name} "
-                                         f"cannot be listed (evaluator status {status})")
+                    why = (f"needs more than {sizes[what]:,} {what}" if what else
+                           "ran out of its inferences" if status == NK.E_INFERENCES else
+                           "evaluates a negation or distinct before binding its variables")
+                    raise GroundingError(f"no non-ground engine: listing the static relation "
+                                         f"{name} {why}")
                 sizes[what] *= 4
                 W = new_work(self, **sizes)
                 W.reg[NK.R_INF_LIMIT] = STATIC_INFERENCES
