@@ -234,6 +234,9 @@ def report(rows: list, args_text: str, baseline: str) -> str:
         "the load; the ratios were measured side by side. *vs ggplib*: the ratio of the previous",
         "version to ggplib measured side by side (`../shared/docs/peer-figures.md`) times",
         "*this / previous*.",
+        *(["A game that does not ground within the budget is measured on the non-ground engine",
+           "(`agent/engine/nonground.py`), as `load_engine` would play it; its build column says so."]
+          if any((r.get("new") or {}).get("engine") == "nonground" for r in rows) else []),
         "",
         "| game | this version playouts/s (runs) | previous | this / previous | vs ggplib: previous, this | "
         "avg depth | build s (ground + compile) | cached reload s | peak RSS MB | Prolog playouts/s |",
