@@ -120,6 +120,24 @@ def _find_index(imap_key, imap_val, rel, mask):
 
 
 @njit(cache=True, inline="always")
+def _same(a, sa, b, sb, n):
+    """a[sa:sa + n] == b[sb:sb + n]"""
+    for j in range(n):
+        if a[sa + j] != b[sb + j]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _unbind(vars_, vbase, mask):
+    """Free the variables whose bits are set in ``mask``."""
+    if mask != 0:
+        for k in range(64):
+            if (mask >> k) & 1:
+                vars_[vbase + k] = FREE
+
+
+@njit(cache=True, inline="always")
 def _table_of(P, W, rel, call, cstart):
     """The table of (rel, call values), created (STALE: to evaluate) when new; -1: full."""
     width = P.rel_width[rel]
@@ -129,15 +147,8 @@ def _table_of(P, W, rel, call, cstart):
     slot = h & (nslots - 1)
     t = W.th_head[slot]
     while t >= 0:
-        if W.tab_rel[t] == rel:
-            ks = W.tab_key[t]
-            same = True
-            for j in range(width):
-                if W.tkeys[ks + j] != call[cstart + j]:
-                    same = False
-                    break
-            if same:
-                return t
+        if W.tab_rel[t] == rel and _same(W.tkeys, W.tab_key[t], call, cstart, width):
+            return t
         t = W.tab_hnext[t]
     t = reg[R_NTAB]
     if t >= W.tab_rel.shape[0] or reg[R_NKEY] + width > W.tkeys.shape[0]:
@@ -167,15 +178,8 @@ def _add_answer(W, t, vals, width):
     slot = _hash_vals(t, vals, 0, width) & (nslots - 1)
     a = W.ah_head[slot]
     while a >= 0:
-        if W.ans_tab[a] == t:
-            s = W.ans_start[a]
-            same = True
-            for j in range(width):
-                if W.ans_vals[s + j] != vals[j]:
-                    same = False
-                    break
-            if same:
-                return 0
+        if W.ans_tab[a] == t and _same(W.ans_vals, W.ans_start[a], vals, 0, width):
+            return 0
         a = W.ans_hnext[a]
     a = reg[R_NANS]
     if a >= W.ans_tab.shape[0] or reg[R_NVAL] + width > W.ans_vals.shape[0]:
@@ -248,17 +252,15 @@ def _row_values(P, W, kind, rel, row):
 
 @njit(cache=True, inline="always")
 def _match(P, codes, cstart, width, vals, vstart, vars_, vbase):
-    """Bind the literal's unbound variables to the row; False on a clash. Returns the mask
-    of variables bound here (bit v), or -1 on a clash."""
+    """Bind the literal's unbound variables to the row: the mask of the variables bound here
+    (bit v), or -1 on a clash (then nothing stays bound)."""
     bound = 0
     for j in range(width):
         c = codes[cstart + j]
         v = vals[vstart + j]
         if c >= 0:
             if c != v:
-                for k in range(64):
-                    if (bound >> k) & 1:
-                        vars_[vbase + k] = FREE
+                _unbind(vars_, vbase, bound)
                 return -1
         else:
             x = -c - 1
@@ -267,9 +269,7 @@ def _match(P, codes, cstart, width, vals, vstart, vars_, vbase):
                 vars_[vbase + x] = v
                 bound |= 1 << x
             elif cur != v:
-                for k in range(64):
-                    if (bound >> k) & 1:
-                        vars_[vbase + k] = FREE
+                _unbind(vars_, vbase, bound)
                 return -1
     return bound
 
@@ -573,12 +573,8 @@ def solve(P, W, rel, call):
             W.ctx_phase[d] = PH_SCAN
             continue
         if ph == PH_RETRY:
-            b = W.ctx_bound[li]
-            if b != 0:
-                for k in range(64):
-                    if (b >> k) & 1:
-                        W.ctx_vars[vb + k] = FREE
-                W.ctx_bound[li] = 0
+            _unbind(W.ctx_vars, vb, W.ctx_bound[li])
+            W.ctx_bound[li] = 0
             if W.ctx_src[li] == S_NONE:
                 _backtrack(W, d, i)
                 continue
@@ -673,9 +669,7 @@ def _next_row(P, W, d, r, i, li, vb, bind):
         if bind:
             W.ctx_bound[li] = b
         else:
-            for k in range(64):
-                if (b >> k) & 1:
-                    W.ctx_vars[vb + k] = FREE
+            _unbind(W.ctx_vars, vb, b)
         return 0
 
 
