@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import numpy as np
 
+from gdl.analysis import literal_atom
 from gdl.flatten import FlatRules, FlattenError, flat_term, shape_text, unflat_term
 from gdl.kif import Description
 from gdl.terms import canonical_sorted
@@ -32,6 +33,8 @@ from . import nonground_kernels as NK
 
 MAX_STATIC_ROWS = 4_000_000
 MEMO = 200_000          # remembered term conversions, each way
+MAX_ENTRIES = 1 << 22   # tables, answers, contexts or state rows: the work space grows x4 up to
+                        # this (a few hundred MB at most), then the query is a ResourceLimit
 STATIC_INFERENCES = 500_000_000
 
 Program, Work = NK.Program, NK.Work
@@ -61,6 +64,11 @@ def _join(key, args):
     return (name,) + tuple(args) if args or tag != 0 else name
 
 
+def _body_atoms(rule) -> list:
+    """The sentences of a rule's body, positive or negated (not the distincts)."""
+    return [la[0] for la in map(literal_atom, rule.body) if la is not None]
+
+
 def _nslots(s) -> int:
     return 1 if s == "_" else sum(_nslots(a) for a in s[1:])
 
@@ -75,7 +83,7 @@ def _pow2(n: int) -> int:
 class Compiled:
     """The program arrays and the names behind them."""
 
-    def __init__(self, desc: Description, seconds: float | None = None):
+    def __init__(self, desc: Description):
         try:
             self.flat = FlatRules(desc)
         except FlattenError as e:
@@ -86,12 +94,11 @@ class Compiled:
         self.names: list = []
         self.rel: dict = {}
         self.rel_keys: list = []
+        self._widths: list = []
         for r in rules:
-            for atom in [r.head] + [l[1] if l[0] == "not" else l for l in r.body
-                                    if not (isinstance(l, tuple) and l[0] == "distinct")]:
-                if isinstance(atom, tuple) and atom[0] == "distinct":
-                    continue   # (not (distinct ..))
-                self._rel_id(_split(atom)[0], len(_split(atom)[1]))
+            for atom in [r.head] + _body_atoms(r):
+                key, args = _split(atom)
+                self._rel_id(key, len(args))
         for s in self.flat.table.get(("true", 1), ()):     # fluents only init or next name
             t = shape_text(s[0])
             self._rel_id(("true", t), _nslots(s[0]))
@@ -126,7 +133,7 @@ class Compiled:
         if i is None:
             i = self.rel[key] = len(self.rel_keys)
             self.rel_keys.append(key)
-            self._widths = getattr(self, "_widths", []) + [width]
+            self._widths.append(width)
         return i
 
     # -- kinds: derived, static, true, does
@@ -137,10 +144,7 @@ class Compiled:
         for r in rules:
             h = self.rel[_split(r.head)[0]]
             self.rules_of[h].append(r)
-            for l in r.body:
-                atom = l[1] if l[0] == "not" else l
-                if isinstance(atom, tuple) and atom[0] == "distinct":
-                    continue
+            for atom in _body_atoms(r):
                 deps[h].add(self.rel[_split(atom)[0]])
         dynamic = {i for i, k in enumerate(self.rel_keys) if k[0] in ("true", "does") and isinstance(k[1], str)}
         changed = True
@@ -178,7 +182,7 @@ class Compiled:
                 if status == NK.OK:
                     break
                 what = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}.get(status)
-                if what is None or sizes[what] >= (1 << 24):
+                if what is None or sizes[what] >= MAX_ENTRIES:
                     name = self.rel_keys[rel][0]
                     why = (f"needs more than {sizes[what]:,} {what}" if what else
                            "ran out of its inferences" if status == NK.E_INFERENCES else
@@ -237,14 +241,14 @@ class Compiled:
                 head = [code(a) for a in args]
                 lits = []
                 for l in ordered_body(r.body):
-                    if l[0] == "distinct":
+                    la = literal_atom(l)
+                    if la is not None:
+                        k, a = _split(la[0])
+                        lits.append((NK.L_POS if la[1] else NK.L_NEG, self.rel[k], [code(x) for x in a]))
+                    elif l[0] == "distinct":
                         lits.append((NK.L_DIST, -1, [code(l[1]), code(l[2])]))
-                    elif l[0] == "not" and isinstance(l[1], tuple) and l[1][0] == "distinct":
+                    else:   # (not (distinct a b)): a and b equal
                         lits.append((NK.L_EQ, -1, [code(l[1][1]), code(l[1][2])]))
-                    else:
-                        neg = l[0] == "not"
-                        k, a = _split(l[1] if neg else l)
-                        lits.append((NK.L_NEG if neg else NK.L_POS, self.rel[k], [code(x) for x in a]))
                 if len(var) > 63:
                     raise GroundingError("no non-ground engine: a rule with more than 63 variables")
                 nvars.append(len(var))
@@ -509,9 +513,9 @@ class NonGroundEngine:
                                   "variables are bound, or through a cycle")
             key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}[status]
             self._sizes[key] *= 4
-            if self._sizes[key] > (1 << 26):
+            if self._sizes[key] > MAX_ENTRIES:
                 self._fresh()
-                raise ResourceLimit(f"the query needs more than {1 << 26:,} {key}", "table")
+                raise ResourceLimit(f"the query needs more than {MAX_ENTRIES:,} {key}", "table")
             state, does = self._state, self._does
             self.W = new_work(c, **self._sizes)
             self._state = None
@@ -638,8 +642,8 @@ class NonGroundEngine:
             key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth",
                    NK.E_STATE: "state_rows"}[status]
             self._sizes[key] *= 4       # too small: grow, and play the same playout again
-            if self._sizes[key] > (1 << 26):
-                raise ResourceLimit(f"a playout needs more than {1 << 26:,} {key}", "table")
+            if self._sizes[key] > MAX_ENTRIES:
+                raise ResourceLimit(f"a playout needs more than {MAX_ENTRIES:,} {key}", "table")
             self.W = new_work(self.c, **self._sizes)
 
     def close(self) -> None:
