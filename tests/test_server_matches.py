@@ -6,6 +6,7 @@ Slow-ish (a minute or two on two cores): every test plays real matches with real
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
 from pathlib import Path
@@ -75,7 +76,8 @@ def test_corpus_games_scrambled(server, game, role, scramble):
 @needs_shared
 def test_chess_short_play_clock_never_late(server):
     """Chess with a 2 s play clock: whatever the engine is doing (grounding may still run),
-    every reply is legal and comes before the clock."""
+    every reply is legal and comes before the clock; grounding gives up, and the player ends
+    on the non-ground engine."""
     gm = server.manager("raw", seed=4)
     res = asyncio.run(gm.play_match("Base.chess.3", kif(BASE / "chess" / "v0" / "chess.kif"), our_role=0,
                                     start_clock=5, play_clock=2, abort_after=16))
@@ -84,6 +86,12 @@ def test_chess_short_play_clock_never_late(server):
     assert res.errors == [], (res.errors, server.log_text())
     assert len(res.latencies) == 16
     assert max(res.latencies) < 2.0 + PLAY_GRACE, res.latencies
+    path = server.log_dir / "Base.chess.3.json"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (path.exists() and json.loads(path.read_text()).get("isAborted")):
+        time.sleep(0.2)
+    rec = json.loads(path.read_text())
+    assert rec.get("x-engine") == "NonGroundEngine", (rec.get("x-engine"), rec.get("x-notes"))
     MEASURED["chess_2s_latency_max"] = round(max(res.latencies), 3)
     MEASURED["chess_2s_margin_min"] = round(2.0 - max(res.latencies), 3)
 
