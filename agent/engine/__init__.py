@@ -1,4 +1,6 @@
 """The compiled engine: rules grounded with Prolog, compiled to arrays, run in numba.
+(Games that do not ground get the non-ground engine instead: ``nonground.py``, the flat rules
+evaluated per query in numba; ``load_engine`` picks.)
 
 Contract for numba callers (the search runs its whole loop in nopython mode on top of it):
 
