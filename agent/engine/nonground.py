@@ -35,7 +35,7 @@ MAX_STATIC_ROWS = 4_000_000
 MEMO = 200_000          # remembered term conversions, each way
 MAX_ENTRIES = 1 << 22   # tables, answers, contexts or state rows: the work space grows x4 up to
                         # this (a few hundred MB at most), then the query is a ResourceLimit
-STATIC_INFERENCES = 500_000_000
+STATIC_INFERENCES = 100_000_000   # listing the static relations: a few seconds at most
 
 Program, Work = NK.Program, NK.Work
 
