@@ -92,7 +92,7 @@ def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHEC
     except GroundingError as e:
         try:   # a game that does not ground: the non-ground engine, checked the same way
             compiled = load_engine(desc, engine="nonground")
-        except GroundingError as e2:
+        except Exception as e2:  # noqa: BLE001 - any failure of it leaves the referee on Prolog
             return None, f"no compiled engine: {e}; no non-ground engine: {e2}", 0
     try:
         verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), until)
