@@ -33,6 +33,8 @@ from .terms import signature
 SLOT = "_"
 MAX_DEPTH = 12          # a shape nested deeper is a term that grows without bound
 MAX_SHAPES = 20_000     # shapes of all relations together
+MAX_WORK = 5_000_000    # shapes tried while enumerating rule bodies (chess: about 8,000)
+MAX_RULES = 500_000     # flat rules
 _KEYWORD_TERM = {("true", 1): 1, ("init", 1): 1, ("next", 1): 1, ("legal", 2): 2, ("does", 2): 2}
 
 
@@ -95,25 +97,32 @@ def _positives(body) -> list:
     return [l for l in body if not (l.__class__ is tuple and l[0] in ("not", "distinct"))]
 
 
-def _bindings(lits: list, table: dict, vs: dict):
-    """Every assignment of shapes to the variables of ``lits`` that the table allows."""
+def _bindings(lits: list, table: dict, vs: dict, work: list):
+    """Every assignment of shapes to the variables of ``lits`` that the table allows.
+    ``work``: a one-item countdown of the shapes tried, shared by a whole flattening (rules
+    from the network are hostile: a body of many literals over relations of many shapes
+    has a product of combinations)."""
     if not lits:
         yield vs
         return
     lit = lits[0]
     for shp in table.get(signature(lit), ()):
+        work[0] -= 1
+        if work[0] < 0:
+            raise FlattenError(f"more than {MAX_WORK:,} combinations of argument shapes")
         v = vs
         for a, s in zip(_args(lit), shp):
             v = _unify(a, s, v)
             if v is None:
                 break
         else:
-            yield from _bindings(lits[1:], table, v)
+            yield from _bindings(lits[1:], table, v, work)
 
 
-def shapes(rules: list) -> dict:
+def shapes(rules: list, work: list | None = None) -> dict:
     """Relation signature -> set of tuples of argument shapes (propositions: ``{()}``)."""
     rules = [rr for r in rules for rr in expand_or(r)]
+    work = [MAX_WORK] if work is None else work
     table: dict = {}
     count = 0
     changed = True
@@ -125,7 +134,7 @@ def shapes(rules: list) -> dict:
             hsig = signature(r.head)
             if hsig in (TRUE_SIG, DOES_SIG):
                 continue
-            for vs in _bindings(_positives(r.body), table, {}):
+            for vs in _bindings(_positives(r.body), table, {}, work):
                 try:
                     hs = tuple(_shape_of(a, vs) for a in _args(r.head))
                 except KeyError:
@@ -220,13 +229,16 @@ class FlatRules:
 
     def __init__(self, description: Description):
         rules = [rr for r in description.rules for rr in expand_or(r)]
-        self.table = shapes(rules)
+        work = [MAX_WORK]
+        self.table = shapes(rules, work)
         out: list = []
         for r in rules:
             if signature(r.head) in (TRUE_SIG, DOES_SIG):
                 continue
-            for vs in _bindings(_positives(r.body), self.table, {}):
+            for vs in _bindings(_positives(r.body), self.table, {}, work):
                 out.extend(self._specialise(r, vs))
+                if len(out) > MAX_RULES:
+                    raise FlattenError(f"more than {MAX_RULES:,} flat rules")
         self.rules = out
         self.roles = description.roles
         self.shape_of: dict = {}

@@ -233,3 +233,19 @@ def test_load_engine_gives_the_nonground_engine_when_asked():
     assert isinstance(sm, NonGroundEngine) and sm.info["engine"] == "nonground"
     depth, goals = sm.random_playout(sm.initial_state(), seed=3)
     assert depth == 4 and goals in ([[0]], [[100]])
+
+
+def test_a_product_of_shapes_is_refused_not_enumerated(monkeypatch):
+    # 30 shapes for p, six p literals in one body: 30^6 combinations of shapes
+    facts = " ".join(f"(p (f{i}))" for i in range(30))
+    desc = parse_rules(f"""
+    (role r) (init s) (legal r go) (<= (next s) (true s)) {facts}
+    (<= (q ?a ?b ?c ?d ?e ?f) (p ?a) (p ?b) (p ?c) (p ?d) (p ?e) (p ?f))
+    (<= terminal (q ?a ?b ?c ?d ?e ?f)) (goal r 100)
+    """)
+    import gdl.flatten as flatten
+    monkeypatch.setattr(flatten, "MAX_WORK", 20_000)
+    with pytest.raises(FlattenError, match="combinations"):
+        FlatRules(desc)
+    with pytest.raises(GroundingError, match="combinations"):
+        NonGroundEngine(desc)
