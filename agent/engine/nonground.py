@@ -24,7 +24,7 @@ import numpy as np
 from gdl.analysis import literal_atom
 from gdl.flatten import FlatRules, FlattenError, flat_term, shape_text, unflat_term
 from gdl.kif import Description
-from gdl.terms import canonical_sorted
+from gdl.terms import render
 
 from ..reasoner.prolog import ordered_body
 from ..reasoner.statemachine import (BrokenRules, GroundingError, InvalidQuery, PlayoutCap,
@@ -400,6 +400,7 @@ class NonGroundEngine:
         self._terminal = self.c.rel.get(("terminal", 0))
         self._encoded: dict = {}   # fluent -> (true relation or -1, symbol ids)
         self._terms: dict = {}     # (relation, row) -> plain term
+        self._texts: dict = {}     # move -> its canonical text (the legal moves' order)
         self._game()
 
     def _game(self) -> None:
@@ -495,14 +496,10 @@ class NonGroundEngine:
             buf = np.array(call + [0], np.int32)
             status, t = NK.solve(self.P, W, rel, buf)
             if status == NK.OK:
-                out = []
-                a = int(W.tab_head[t])
                 w = int(c.width[rel])
-                while a >= 0:
-                    s = int(W.ans_start[a])
-                    out.append(tuple(W.ans_vals[s:s + w].tolist()))
-                    a = int(W.ans_next[a])
-                return out
+                rows = np.empty((int(W.tab_count[t]), w), np.int32)
+                NK.answer_rows(W, t, rows)
+                return list(map(tuple, rows.tolist()))
             if status == NK.E_INFERENCES:
                 self._fresh()
                 raise ResourceLimit(f"the query ran out of its {self.inference_limit:,} inferences",
@@ -526,6 +523,14 @@ class NonGroundEngine:
     def _fresh(self) -> None:
         NK.reset(self.W)
         self._state = None
+
+    def _text(self, term) -> str:
+        t = self._texts.get(term)
+        if t is None:
+            if len(self._texts) > MEMO:
+                self._texts.clear()
+            t = self._texts[term] = render(term)
+        return t
 
     def _decoded(self, rel: int, row: tuple):
         """The plain term (fluent or move) of a ``true``/``init``/``next`` row or of a
@@ -554,7 +559,8 @@ class NonGroundEngine:
             w = int(self.c.width[rel])
             for row in self._ask(rel, [role] + [NK.FREE] * (w - 1)):
                 out.append(self._decoded(rel, row[1:]))
-        return canonical_sorted(set(out))
+        # canonical order (gdl.terms.canonical_sorted), each move's text rendered once
+        return sorted(set(out), key=self._text)
 
     def next_state(self, state, joint_move) -> frozenset:
         joint_move = tuple(joint_move)

@@ -673,6 +673,20 @@ def _next_row(P, W, d, r, i, li, vb, bind):
         return 0
 
 
+@njit(cache=True)
+def answer_rows(W, t, out):
+    """The answers of table t into the rows of ``out`` (``W.tab_count[t]`` of them)."""
+    a = W.tab_head[t]
+    i = 0
+    w = out.shape[1]
+    while a >= 0:
+        s = W.ans_start[a]
+        for j in range(w):
+            out[i, j] = W.ans_vals[s + j]
+        i += 1
+        a = W.ans_next[a]
+
+
 # ---------------------------------------------------------------- states and playouts
 Game = namedtuple("Game", (
     "legal_rels legal_does next_rels next_true term_rel goal_rel role_syms sym_int "
