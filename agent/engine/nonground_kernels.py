@@ -1,20 +1,20 @@
-"""The non-ground evaluator on arrays, in numba: ``agent.engine.topdown``'s algorithm on the
-flat rules (``gdl.flatten``), every value a symbol id, every relation a set of int32 rows.
+"""The non-ground evaluator on arrays, in numba: the flat rules (``gdl.flatten``), every
+value a symbol id, every relation a set of int32 rows.
 
 A query is ``solve(P, W, rel, call)``: the answers of relation ``rel`` for the call values
-``call`` (FREE where the argument is a variable). It is the tabled top-down evaluation of the
-reference, with its recursion turned into an explicit stack of contexts (one per table being
-evaluated, with the rule and body position it stands at), so that a deep recursion is a
-bigger array, not a crashed process:
+``call`` (FREE where the argument is a variable), by tabled top-down evaluation (every call
+tabled, as ggp-base's prover does), its recursion turned into an explicit stack of contexts
+(one per table being evaluated, with the rule and body position it stands at), so that a
+deep recursion is a bigger array, not a crashed process:
 
 - a table is the answers of one call (relation, call values); a context evaluates the rules
   of its table one at a time, each body literal by literal with backtracking: a positive
   literal of a derived relation reads the table of its call (evaluating it first, in a new
   context, when it is new), one of a static relation or of ``true`` reads an index of its rows
   by the positions the call binds, one of ``does`` the joint move's rows;
-- cycles through tables complete by iteration, as in the reference: a context that reads a
+- cycles through tables complete by iteration (linear tabling): a context that reads a
   table still being evaluated lowers its ``low`` mark, and the group's leader evaluates again
-  until the group gains no answer;
+  until the group gains no answer (negation only meets complete tables: GDL is stratified);
 - every table, answer and index row lives in bump-allocated pools with chained hash tables;
   a state change empties them, a ``next`` query's own tables are rolled back after it (they
   read ``does``). A full pool is an error code: the caller grows the arrays and asks again.
