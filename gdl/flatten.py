@@ -35,7 +35,8 @@ MAX_DEPTH = 12          # a shape nested deeper is a term that grows without bou
 MAX_SHAPES = 20_000     # shapes of all relations together
 MAX_WORK = 5_000_000    # shapes tried while enumerating rule bodies (chess: about 8,000)
 MAX_RULES = 500_000     # flat rules
-_KEYWORD_TERM = {("true", 1): 1, ("init", 1): 1, ("next", 1): 1, ("legal", 2): 2, ("does", 2): 2}
+# keyword relations whose argument at this position (1-based) is one flat function term
+KEYWORD_TERM = {("true", 1): 1, ("init", 1): 1, ("next", 1): 1, ("legal", 2): 2, ("does", 2): 2}
 
 
 class FlattenError(ValueError):
@@ -51,8 +52,9 @@ def shape_text(s) -> str:
     return SLOT if s == SLOT else "(" + " ".join([s[0]] + [shape_text(a) for a in s[1:]]) + ")"
 
 
-def _slots(s) -> int:
-    return 1 if s == SLOT else sum(_slots(a) for a in s[1:])
+def slots(s) -> int:
+    """How many constants a term of shape ``s`` holds."""
+    return 1 if s == SLOT else sum(slots(a) for a in s[1:])
 
 
 def _depth(s) -> int:
@@ -163,7 +165,7 @@ def _flat_slots(t, s) -> list:
     if s == SLOT:
         return [t]
     if _is_var(t):
-        return [f"{t}~{i}" for i in range(_slots(s))]
+        return [f"{t}~{i}" for i in range(slots(s))]
     out: list = []
     for a, sa in zip(t[1:], s[1:]):
         out.extend(_flat_slots(a, sa))
@@ -196,8 +198,8 @@ def _flat_atom(sentence, vs):
     sig = signature(sentence)
     args = _args(sentence)
     shp = tuple(_shape_of(a, vs) for a in args)
-    if sig in _KEYWORD_TERM:
-        k = _KEYWORD_TERM[sig]
+    if sig in KEYWORD_TERM:
+        k = KEYWORD_TERM[sig]
         out = [sentence[0]] + list(args[:k - 1]) + [_flat_keyword_term(args[k - 1], shp[k - 1])]
         return tuple(out), shp
     if not args:

@@ -98,8 +98,6 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
                     out["build_seconds"] = round(time.perf_counter() - t0, 3)
                 except GroundingError as e2:
                     out["nonground_error"] = str(e2)
-            if eng is not None and warmup > 0:
-                bench_engine(eng, seconds=warmup, warmup=0)
         if eng is not None and out.get("engine") == "compiled":
             out["build_seconds"] = round(time.perf_counter() - t0, 3)
             out.update({k: eng.info[k] for k in ("ground_seconds", "compile_seconds", "atoms", "fluents",
@@ -108,8 +106,8 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
             again = load_engine(desc, engine="compiled", cache_dir=cache_dir)
             out["cached_load_seconds"] = round(time.perf_counter() - t0, 3)
             assert again.info["source"] == "cache", again.info
-            if warmup > 0:
-                bench_engine(eng, seconds=warmup, warmup=0)
+        if eng is not None and warmup > 0:
+            bench_engine(eng, seconds=warmup, warmup=0)
     say(out)
     for line in sys.stdin:
         if line.strip() == "run" and eng is not None:

@@ -251,6 +251,35 @@ def _rel(p) -> str:
     return "../shared" + s[i:] if i >= 0 else s
 
 
+def _disagreements(bad: list, engine: str, options: str) -> list:
+    """The report's section on traces that did not replay exactly, each with its command."""
+    o = [f"## Trace disagreements ({len(bad)})", ""]
+    if not bad:
+        o += [f"None: every {'built' if engine == 'nonground' else engine} game with a reference "
+              f"trace agrees exactly.", ""]
+    for r in bad:
+        line = f"* `{r['game']}`: {r.get('trace_status')}"
+        if r.get("steps") is not None and r.get("agree"):
+            line += f" ({r['steps']} steps; " + ", ".join(
+                f"{f} {r['agree'][f]}/{r['checked'][f]}" for f in r["agree"]) + ")"
+        d = r.get("first_divergence")
+        if d:
+            line += (f"; first divergence walk {d['walk']} step {d['step']} field `{d['field']}`: "
+                     f"expected `{_short(d['expected'])}`, ours `{_short(d['ours'])}`")
+        if r.get("trace_error"):
+            line += f"; {_short(r['trace_error'], 400)}"
+        o += [line, f"  reproduce: `.venv/bin/ggp-persona trace {_rel(r['rules'])} {_rel(r['trace'])} "
+                    f"--engine {engine}{options}`"]
+    return o + [""]
+
+
+def _trace_cell(r: dict) -> str:
+    tr = r.get("trace_status", "") if r.get("trace") else "no trace"
+    if r.get("steps") is not None and tr in ("exact", "diverges"):
+        tr += f" ({r['steps']})"
+    return tr
+
+
 def render_report(results: list, budget: float, timeout: float, command: str, seconds: float,
                   planned: int | None = None, engine: str = "compiled") -> str:
     if engine == "nonground":
@@ -317,23 +346,7 @@ def render_report(results: list, budget: float, timeout: float, command: str, se
         o += [f"Games without a reference trace: {len(nontraced)} "
               f"({', '.join('`' + r['game'] + '`' for r in nontraced)}).", ""]
     bad = [r for r in traced if r.get("trace_status") != "exact"]
-    o += [f"## Trace disagreements ({len(bad)})", ""]
-    if not bad:
-        o += ["None: every compiled game with a reference trace agrees exactly.", ""]
-    for r in bad:
-        line = f"* `{r['game']}`: {r.get('trace_status')}"
-        if r.get("steps") is not None and r.get("agree"):
-            line += f" ({r['steps']} steps; " + ", ".join(
-                f"{f} {r['agree'][f]}/{r['checked'][f]}" for f in r["agree"]) + ")"
-        d = r.get("first_divergence")
-        if d:
-            line += (f"; first divergence walk {d['walk']} step {d['step']} field `{d['field']}`: "
-                     f"expected `{_short(d['expected'])}`, ours `{_short(d['ours'])}`")
-        if r.get("trace_error"):
-            line += f"; {_short(r['trace_error'], 400)}"
-        o += [line, f"  reproduce: `.venv/bin/ggp-persona trace {_rel(r['rules'])} {_rel(r['trace'])} "
-                    f"--engine compiled --budget {budget:g}`"]
-    o.append("")
+    o += _disagreements(bad, "compiled", f" --budget {budget:g}")
     for c, title in (("fallback", "Fallback to the Prolog reasoner"), ("timeout", "Killed at the hard timeout"),
                      ("crash", "Crashed"), ("refused", "Refused by the validator")):
         if not by[c]:
@@ -356,12 +369,9 @@ def render_report(results: list, budget: float, timeout: float, command: str, se
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in comp:
         i = r["info"]
-        tr = r.get("trace_status", "") if r.get("trace") else "no trace"
-        if r.get("steps") is not None and tr in ("exact", "diverges"):
-            tr += f" ({r['steps']})"
         o.append(f"| `{r['game']}` | {r.get('roles', '')} | {i.get('ground_seconds', '')} | "
                  f"{i.get('compile_seconds', '')} | {i.get('atoms', '')} | {i.get('fluents', '')} | "
-                 f"{i.get('ground_rules', '')} | {tr} |")
+                 f"{i.get('ground_rules', '')} | {_trace_cell(r)} |")
     o.append("")
     return "\n".join(o)
 
@@ -399,15 +409,7 @@ def render_nonground(results: list, timeout: float, command: str, seconds: float
     if times:
         o += ["", f"Build time: median {times[len(times) // 2]:.2f} s, slowest {times[-1]:.2f} s."]
     bad = [r for r in traced if r.get("trace_status") != "exact"]
-    o += ["", f"## Trace disagreements ({len(bad)})", ""]
-    if not bad:
-        o += ["None: every built game with a reference trace agrees exactly.", ""]
-    for r in bad:
-        d = r.get("first_divergence")
-        o.append(f"* `{r['game']}`: {r.get('trace_status')}" +
-                 (f"; walk {d['walk']} step {d['step']} field `{d['field']}`" if d else "") +
-                 (f"; {_short(r['trace_error'], 300)}" if r.get("trace_error") else ""))
-    o.append("")
+    o += [""] + _disagreements(bad, "nonground", "")
     if others:
         o += [f"## Not built ({len(others)})", ""]
         for r in others:
@@ -417,11 +419,8 @@ def render_nonground(results: list, timeout: float, command: str, seconds: float
           "| --- | ---: | ---: | ---: | ---: | --- |"]
     for r in built:
         i = r["info"]
-        tr = r.get("trace_status", "") if r.get("trace") else "no trace"
-        if r.get("steps") is not None and tr in ("exact", "diverges"):
-            tr += f" ({r['steps']})"
         o.append(f"| `{r['game']}` | {r.get('roles', '')} | {i['build_seconds']} | {i['relations']} | "
-                 f"{i['flat_rules']} | {tr} |")
+                 f"{i['flat_rules']} | {_trace_cell(r)} |")
     o.append("")
     return "\n".join(o)
 

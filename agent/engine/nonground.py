@@ -1,12 +1,12 @@
 """The non-ground engine: flat rules compiled to arrays, evaluated by ``nonground_kernels``.
 
 For games that do not ground (chess, amazons): the rules are never instantiated over their
-relaxed model. ``compile_nonground`` turns the flat rules (``gdl.flatten``) into int32 arrays:
+relaxed model. ``Compiled`` turns the flat rules (``gdl.flatten``) into int32 arrays:
 
 - every constant becomes a symbol id, every flat relation an id with a width and a kind:
   *derived* (rules evaluated per query, tabled), *static* (reads neither ``true`` nor
-  ``does``: its rows computed once here, by the reference evaluator), ``true`` (the state's
-  rows) or ``does`` (the joint move's rows);
+  ``does``: its rows listed once, by the evaluator itself in an empty state), ``true`` (the
+  state's rows) or ``does`` (the joint move's rows);
 - each rule's body in ggp-base's order (``ordered_body``), variables numbered;
 - the call patterns each literal can meet (which argument positions are bound), found by
   propagating them from the queries the state machine asks (``legal`` with its role,
@@ -22,13 +22,14 @@ import random
 import numpy as np
 
 from gdl.analysis import literal_atom
-from gdl.flatten import FlatRules, FlattenError, flat_term, shape_text, unflat_term
+from gdl.flatten import (KEYWORD_TERM, FlatRules, FlattenError, flat_term, shape_text, slots,
+                          unflat_term)
 from gdl.kif import Description
 from gdl.terms import render
 
 from ..reasoner.prolog import ordered_body
 from ..reasoner.statemachine import (BrokenRules, GroundingError, InvalidQuery, PlayoutCap,
-                                     ResourceLimit)
+                                     ReasonerError, ResourceLimit, goal_int)
 from . import nonground_kernels as NK
 
 MAX_STATIC_ROWS = 4_000_000
@@ -39,38 +40,36 @@ STATIC_INFERENCES = 100_000_000   # listing the static relations: a few seconds 
 
 Program, Work = NK.Program, NK.Work
 
-_KEYWORDS_1 = ("true", "init", "next")
-_KEYWORDS_2 = ("legal", "does")
+# the pool a status says is full (the work space grows it and asks again)
+_POOL_OF = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth",
+            NK.E_STATE: "state_rows"}
 
+
+def _failure(status: int, limit: int, what: str):
+    """The exception of an evaluator status that growing the work space cannot cure."""
+    if status == NK.E_INFERENCES:
+        return ResourceLimit(f"{what} ran out of its {limit:,} inferences", "inferences")
+    if status == NK.E_NO_MOVE:
+        return BrokenRules("a role has no legal move in a non-terminal state")
+    if status == NK.E_GOAL:
+        return BrokenRules("a goal value is not an integer")
+    return BrokenRules("the rules evaluate a negation or a distinct before its variables are "
+                       "bound, or through a cycle")
 
 def _split(atom):
-    """A flat atom as (relation key, argument list)."""
+    """A flat atom as (relation key, argument list): a keyword relation's flat function term
+    names its key by its shape and gives its constants as arguments."""
     if atom.__class__ is str:
         return (atom, 0), []
-    name = atom[0]
-    if name in _KEYWORDS_1 and len(atom) == 2:
-        return (name, atom[1][0]), list(atom[1][1:])
-    if name in _KEYWORDS_2 and len(atom) == 3:
-        return (name, atom[2][0]), [atom[1]] + list(atom[2][1:])
-    return (name, len(atom) - 1), list(atom[1:])
-
-
-def _join(key, args):
-    name, tag = key
-    if name in _KEYWORDS_1 and isinstance(tag, str):
-        return (name, (tag,) + tuple(args))
-    if name in _KEYWORDS_2 and isinstance(tag, str):
-        return (name, args[0], (tag,) + tuple(args[1:]))
-    return (name,) + tuple(args) if args or tag != 0 else name
+    k = KEYWORD_TERM.get((atom[0], len(atom) - 1))
+    if k is not None:
+        return (atom[0], atom[k][0]), list(atom[1:k]) + list(atom[k][1:])
+    return (atom[0], len(atom) - 1), list(atom[1:])
 
 
 def _body_atoms(rule) -> list:
     """The sentences of a rule's body, positive or negated (not the distincts)."""
     return [la[0] for la in map(literal_atom, rule.body) if la is not None]
-
-
-def _nslots(s) -> int:
-    return 1 if s == "_" else sum(_nslots(a) for a in s[1:])
 
 
 def _pow2(n: int) -> int:
@@ -101,10 +100,10 @@ class Compiled:
                 self._rel_id(key, len(args))
         for s in self.flat.table.get(("true", 1), ()):     # fluents only init or next name
             t = shape_text(s[0])
-            self._rel_id(("true", t), _nslots(s[0]))
+            self._rel_id(("true", t), slots(s[0]))
         for s in self.flat.table.get(("does", 2), ()):
             t = shape_text(s[1])
-            self._rel_id(("does", t), 1 + _nslots(s[1]))
+            self._rel_id(("does", t), 1 + slots(s[1]))
         self._kinds(rules)
         # static relations: every row, found by the evaluator itself (their rules run as
         # derived ones, in an empty state), then read as facts
@@ -181,25 +180,19 @@ class Compiled:
                 status, t = NK.solve(P, W, rel, call)
                 if status == NK.OK:
                     break
-                what = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}.get(status)
+                what = _POOL_OF.get(status)
                 if what is None or sizes[what] >= MAX_ENTRIES:
-                    name = self.rel_keys[rel][0]
                     why = (f"needs more than {sizes[what]:,} {what}" if what else
-                           "ran out of its inferences" if status == NK.E_INFERENCES else
-                           "evaluates a negation or distinct before binding its variables")
+                           _failure(status, STATIC_INFERENCES, "it"))
                     raise GroundingError(f"no non-ground engine: listing the static relation "
-                                         f"{name} {why}")
+                                         f"{self.rel_keys[rel][0]}: {why}")
                 sizes[what] *= 4
                 W = new_work(self, **sizes)
                 W.reg[NK.R_INF_LIMIT] = STATIC_INFERENCES
-            w = int(self.width[rel])
-            rows = []
-            a = int(W.tab_head[t])
-            while a >= 0:
-                st = int(W.ans_start[a])
-                rows.append(tuple(W.ans_vals[st:st + w].tolist()))
-                a = int(W.ans_next[a])
-            total += len(rows) * max(1, w)
+            rows = np.empty((int(W.tab_count[t]), int(self.width[rel])), np.int32)
+            NK.answer_rows(W, t, rows)
+            rows = list(map(tuple, rows.tolist()))
+            total += len(rows) * max(1, int(self.width[rel]))
             if total > MAX_STATIC_ROWS:
                 raise GroundingError(f"no non-ground engine: static relations over "
                                      f"{MAX_STATIC_ROWS:,} values")
@@ -407,10 +400,12 @@ class NonGroundEngine:
         """The arrays a playout reads (``NK.Game``); again when new symbols came in."""
         c, rk = self.c, self.c.rel_keys
         state_ix = [(ix, rel, mask) for ix, (rel, mask) in enumerate(c.index_keys) if c.kind[rel] == NK.K_TRUE]
-        sym_int = np.full(len(c.names), -2, np.int32)
+        sym_int = np.full(len(c.names), NK.NOT_INT, np.int64)   # goal values: as goal_int reads them
         for i, name in enumerate(c.names):
-            if name.isdigit():
-                sym_int[i] = int(name)
+            try:
+                sym_int[i] = goal_int(name)
+            except BrokenRules:
+                pass
         def i32(xs):
             return np.array(list(xs), np.int32).reshape(-1)
         self.G = NK.Game(
@@ -426,9 +421,8 @@ class NonGroundEngine:
             raise InvalidQuery("the engine was closed")
         if state == self._state:
             return
-        c, W = self.c, self.W
-        NK.reset(W)
-        rows: dict = {}
+        c = self.c
+        rows = []
         for f in state:
             enc = self._encoded.get(f)
             if enc is None:
@@ -436,28 +430,17 @@ class NonGroundEngine:
                     self._encoded.clear()
                 ft = flat_term(f)
                 rel = self._true.get(ft[0], -1)   # -1: a shape no rule reads or makes
-                enc = self._encoded[f] = (rel, [c.sym_id(a) for a in ft[1:]])
+                enc = self._encoded[f] = (rel, tuple(c.sym_id(a) for a in ft[1:]))
             if enc[0] >= 0:
-                rows.setdefault(enc[0], []).append(enc[1])
-        total = sum(len(r) * max(1, int(c.width[rel])) for rel, r in rows.items())
-        if total > W.st_vals.shape[0] or sum(map(len, rows.values())) > W.six_row.shape[0] // max(1, len(c.index_keys)):
-            self._sizes["state_rows"] = _pow2(2 * max(total, 1))
-            self.W = W = new_work(c, **self._sizes)
-        pos = 0
-        W.st_rel_count[:] = 0
-        for rel, rs in rows.items():
-            W.st_rel_start[rel] = pos
-            W.st_rel_count[rel] = len(rs)
-            for r in sorted(rs):
-                W.st_vals[pos:pos + len(r)] = r
-                pos += len(r)
+                rows.append(enc)
+        rows.sort()   # the same rows in the same order whatever the set's order: seeds repeat
+        rels = np.array([r for r, _ in rows], np.int32)
+        vals = np.array([v for _, vs in rows for v in vs], np.int32)
         if len(c.names) != len(self.G.sym_int):
             self._game()
-        if not NK.index_state(self.P, W, self.G):
+        while not NK.load_rows(self.P, self.W, self.G, vals, rels, len(rows)):   # too small: grow
             self._sizes["state_rows"] *= 4
             self.W = new_work(c, **self._sizes)
-            self._state = None
-            return self._load(state)
         self._state = state
         self.W.reg[NK.R_INF_LIMIT] = self.inference_limit
 
@@ -500,25 +483,27 @@ class NonGroundEngine:
                 rows = np.empty((int(W.tab_count[t]), w), np.int32)
                 NK.answer_rows(W, t, rows)
                 return list(map(tuple, rows.tolist()))
-            if status == NK.E_INFERENCES:
+            try:
+                self._grow(status, "the query")
+            except ReasonerError:
                 self._fresh()
-                raise ResourceLimit(f"the query ran out of its {self.inference_limit:,} inferences",
-                                    "inferences")
-            if status in (NK.E_UNSAFE, NK.E_NEGATION):
-                self._fresh()
-                raise BrokenRules("the rules evaluate a negation or a distinct before its "
-                                  "variables are bound, or through a cycle")
-            key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth"}[status]
-            self._sizes[key] *= 4
-            if self._sizes[key] > MAX_ENTRIES:
-                self._fresh()
-                raise ResourceLimit(f"the query needs more than {MAX_ENTRIES:,} {key}", "table")
+                raise
             state, does = self._state, self._does
-            self.W = new_work(c, **self._sizes)
             self._state = None
             self._load(state)
             if does is not None:
                 self._set_does(does)
+
+    def _grow(self, status: int, what: str) -> None:
+        """A new work space with the full pool four times larger; the status's exception
+        when growing cannot help (or the pool is at its cap)."""
+        key = _POOL_OF.get(status)
+        if key is None:
+            raise _failure(status, self.inference_limit, what)
+        self._sizes[key] *= 4
+        if self._sizes[key] > MAX_ENTRIES:
+            raise ResourceLimit(f"{what} needs more than {MAX_ENTRIES:,} {key}", "table")
+        self.W = new_work(self.c, **self._sizes)
 
     def _fresh(self) -> None:
         NK.reset(self.W)
@@ -598,7 +583,7 @@ class NonGroundEngine:
         out = []
         for r in self._role_sym:
             values = {self.c.names[row[1]] for row in self._ask(self._goal, [r, NK.FREE])}
-            out.append(sorted(_goal_int(v) for v in values))
+            out.append(sorted(goal_int(v) for v in values))
         return out
 
     def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
@@ -615,7 +600,7 @@ class NonGroundEngine:
             W = self.W
             W.reg[NK.R_INF_LIMIT] = self.inference_limit
             n = W.st_vals.shape[0]
-            goals = np.zeros(len(self.roles), np.int32)
+            goals = np.zeros(len(self.roles), np.int64)
             stride = W.callbuf.shape[0] + 1
             trail = np.zeros(stride * len(self.roles) * (cap + 1) if keep_moves else 0, np.int32)
             status, depth = NK.playout(self.P, W, self.G, int(seed), int(cap), np.zeros(n, np.int32),
@@ -628,36 +613,14 @@ class NonGroundEngine:
                     for r in range(len(self.roles)):
                         row = trail[(d * len(self.roles) + r) * stride:][:stride]
                         rel = self._legal[int(row[0])]
-                        w = int(self.c.width[rel])
-                        joint.append(unflat_term((self.c.rel_keys[rel][1],) + tuple(
-                            self.c.names[v] for v in row[2:1 + w]), self.c.flat.shape_of))
+                        # the legal row without its role, as legal_moves decodes it
+                        joint.append(self._decoded(rel, tuple(row[2:1 + int(self.c.width[rel])].tolist())))
                     moves.append(tuple(joint))
                 return int(depth), [[int(v)] for v in goals], moves
             if status == NK.E_CAP:
                 raise PlayoutCap(cap)
-            if status == NK.E_NO_MOVE:
-                raise BrokenRules("a role has no legal move in a non-terminal state")
-            if status == NK.E_GOAL:
-                raise BrokenRules("a goal value is not an integer")
-            if status == NK.E_INFERENCES:
-                raise ResourceLimit(f"a query ran out of its {self.inference_limit:,} inferences",
-                                    "inferences")
-            if status in (NK.E_UNSAFE, NK.E_NEGATION):
-                raise BrokenRules("the rules evaluate a negation or a distinct before its "
-                                  "variables are bound, or through a cycle")
-            key = {NK.E_TABLES: "tables", NK.E_ANSWERS: "answers", NK.E_DEPTH: "depth",
-                   NK.E_STATE: "state_rows"}[status]
-            self._sizes[key] *= 4       # too small: grow, and play the same playout again
-            if self._sizes[key] > MAX_ENTRIES:
-                raise ResourceLimit(f"a playout needs more than {MAX_ENTRIES:,} {key}", "table")
-            self.W = new_work(self.c, **self._sizes)
+            self._grow(status, "a playout")   # too small: grow, and play the same playout again
 
     def close(self) -> None:
         self.closed = True
 
-
-def _goal_int(v):
-    try:
-        return int(v)
-    except ValueError:
-        raise BrokenRules(f"goal value {v!r} is not an integer") from None

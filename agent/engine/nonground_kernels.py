@@ -251,7 +251,7 @@ def _row_values(P, W, kind, rel, row):
 
 
 @njit(cache=True, inline="always")
-def _match(P, codes, cstart, width, vals, vstart, vars_, vbase):
+def _match(codes, cstart, width, vals, vstart, vars_, vbase):
     """Bind the literal's unbound variables to the row: the mask of the variables bound here
     (bit v), or -1 on a clash (then nothing stays bound)."""
     bound = 0
@@ -663,7 +663,7 @@ def _next_row(P, W, d, r, i, li, vb, bind):
             arr = W.does_vals
             start = W.does_start[k]
         W.reg[R_ROWS] += 1
-        b = _match(P, P.codes, cs, width, arr, start, W.ctx_vars, vb)
+        b = _match(P.codes, cs, width, arr, start, W.ctx_vars, vb)
         if b < 0:
             continue
         if bind:
@@ -692,6 +692,7 @@ Game = namedtuple("Game", (
     "legal_rels legal_does next_rels next_true term_rel goal_rel role_syms sym_int "
     "six_ix six_rel six_mask"))
 E_STATE, E_NO_MOVE, E_CAP, E_GOAL = 7, 8, 9, 10
+NOT_INT = -(1 << 62)     # G.sym_int of a symbol that is not an integer
 
 
 @njit(cache=True)
@@ -759,16 +760,53 @@ def _nth(P, W, rel, call, t, n):
 
 
 @njit(cache=True)
+def load_rows(P, W, G, vals, rels, nrow):
+    """Empty every table and load a state: ``nrow`` rows, row q of the ``true`` relation
+    ``rels[q]``, their values one after the other in ``vals`` (each relation's rows keep
+    their order). False when the work space is too small for it."""
+    reset(W)
+    nval = 0
+    for q in range(nrow):
+        nval += P.rel_width[rels[q]]
+    if nval > W.st_vals.shape[0]:
+        return False
+    for rel in range(W.st_rel_count.shape[0]):
+        W.st_rel_count[rel] = 0
+    for q in range(nrow):
+        W.st_rel_count[rels[q]] += 1
+    pos = 0
+    for rel in range(W.st_rel_count.shape[0]):
+        W.st_rel_start[rel] = pos
+        pos += W.st_rel_count[rel] * P.rel_width[rel]
+        W.st_rel_count[rel] = 0
+    src = 0
+    for q in range(nrow):
+        rel = rels[q]
+        w = P.rel_width[rel]
+        dst = W.st_rel_start[rel] + W.st_rel_count[rel] * w
+        for j in range(w):
+            W.st_vals[dst + j] = vals[src + j]
+        src += w
+        W.st_rel_count[rel] += 1
+    return index_state(P, W, G)
+
+
+@njit(cache=True)
 def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
     """A uniformly random playout from the loaded state: (status, depth). The state moves on
     in W (its rows and indexes); ``newvals``/``newrel``: scratch for the next state's rows;
-    ``out_goals[r]``: the goal of role r at the end (the largest provable, 0 if none).
-    ``trail`` (empty: not kept): the moves made, a row of ``W.callbuf.shape[0] + 1`` values
-    per role and step: the legal relation's place in ``G.legal_rels``, then its row."""
+    ``out_goals[r]``: the goal of role r at the end (``statemachine.goal_vector``'s rule: the
+    largest provable, 0 if none). ``trail`` (empty: not kept): the moves made, a row of
+    ``W.callbuf.shape[0] + 1`` values per role and step: the legal relation's place in
+    ``G.legal_rels``, then its row."""
     stride = W.callbuf.shape[0] + 1
     np.random.seed(seed)
     nroles = G.role_syms.shape[0]
+    nlegal = G.legal_rels.shape[0]
     call = np.empty(W.callbuf.shape[0], np.int32)
+    calls = np.empty((nlegal, W.callbuf.shape[0]), np.int32)
+    tabs = np.empty(nlegal, np.int64)
+    counts = np.empty(nlegal, np.int64)
     depth = 0
     while True:
         W.reg[R_INF] = 0
@@ -785,45 +823,41 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
         pos = 0
         for r in range(nroles):
             total = 0
-            for k in range(G.legal_rels.shape[0]):
+            for k in range(nlegal):
                 lrel = G.legal_rels[k]
-                call[0] = G.role_syms[r]
+                calls[k, 0] = G.role_syms[r]
                 for j in range(1, P.rel_width[lrel]):
-                    call[j] = FREE
-                st, t, n = _ask(P, W, lrel, call)
+                    calls[k, j] = FREE
+                st, t, n = _ask(P, W, lrel, calls[k])
                 if st != OK:
                     return st, depth
+                tabs[k] = t
+                counts[k] = n
                 total += n
             if total == 0:
                 return E_NO_MOVE, depth
             pick = np.random.randint(total)
-            for k in range(G.legal_rels.shape[0]):
-                lrel = G.legal_rels[k]
-                call[0] = G.role_syms[r]
-                for j in range(1, P.rel_width[lrel]):
-                    call[j] = FREE
-                st, t, n = _ask(P, W, lrel, call)
-                if pick >= n:
-                    pick -= n
-                    continue
-                drel = G.legal_does[k]
-                if trail.shape[0] > 0:
-                    base = (depth * nroles + r) * stride
-                    if base + stride <= trail.shape[0]:
-                        arr, s = _nth(P, W, lrel, call, t, pick)
-                        trail[base] = k
-                        for j in range(P.rel_width[lrel]):
-                            trail[base + 1 + j] = arr[s + j]
-                if drel >= 0:
-                    arr, s = _nth(P, W, lrel, call, t, pick)
-                    w = P.rel_width[drel]
-                    W.does_rel[nd] = drel
-                    W.does_start[nd] = pos
-                    for j in range(w):
-                        W.does_vals[pos + j] = arr[s + j]
-                    pos += w
-                    nd += 1
-                break
+            k = 0
+            while pick >= counts[k]:
+                pick -= counts[k]
+                k += 1
+            lrel = G.legal_rels[k]
+            arr, s = _nth(P, W, lrel, calls[k], tabs[k], pick)
+            if trail.shape[0] > 0:
+                base = (depth * nroles + r) * stride
+                if base + stride <= trail.shape[0]:
+                    trail[base] = k
+                    for j in range(P.rel_width[lrel]):
+                        trail[base + 1 + j] = arr[s + j]
+            drel = G.legal_does[k]
+            if drel >= 0:
+                w = P.rel_width[drel]
+                W.does_rel[nd] = drel
+                W.does_start[nd] = pos
+                for j in range(w):
+                    W.does_vals[pos + j] = arr[s + j]
+                pos += w
+                nd += 1
         W.reg_does[0] = nd
         # the next state's rows, grouped by true relation
         nrow = 0
@@ -847,36 +881,16 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
                     arr = W.ans_vals
                     s = W.ans_start[a]
                     a = W.ans_next[a]
-                else:
-                    arr, s = _nth(P, W, nrel, call, t, q)
+                else:   # a static relation asked with every argument free: row q
+                    arr = P.fact_vals
+                    s = P.rel_fact_start[nrel] + q * w
                 newrel[nrow] = trel
                 for j in range(w):
                     newvals[nval + j] = arr[s + j]
                 nval += w
                 nrow += 1
         W.reg_does[0] = 0
-        reset(W)
-        if nval > W.st_vals.shape[0]:
-            return E_STATE, depth
-        for rel in range(W.st_rel_count.shape[0]):
-            W.st_rel_count[rel] = 0
-        for q in range(nrow):
-            W.st_rel_count[newrel[q]] += 1
-        pos = 0
-        for rel in range(W.st_rel_count.shape[0]):
-            W.st_rel_start[rel] = pos
-            pos += W.st_rel_count[rel] * P.rel_width[rel]
-            W.st_rel_count[rel] = 0
-        src = 0
-        for q in range(nrow):
-            rel = newrel[q]
-            w = P.rel_width[rel]
-            dst = W.st_rel_start[rel] + W.st_rel_count[rel] * w
-            for j in range(w):
-                W.st_vals[dst + j] = newvals[src + j]
-            src += w
-            W.st_rel_count[rel] += 1
-        if not index_state(P, W, G):
+        if not load_rows(P, W, G, newvals, newrel, nrow):
             return E_STATE, depth
         depth += 1
     # goals
@@ -889,13 +903,11 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
         st, t, n = _ask(P, W, G.goal_rel, call)
         if st != OK:
             return st, depth
-        best = -1
         for q in range(n):
             arr, s = _nth(P, W, G.goal_rel, call, t, q)
             v = G.sym_int[arr[s + 1]]
-            if v == -2:
+            if v == NOT_INT:
                 return E_GOAL, depth
-            if v > best:
-                best = v
-        out_goals[r] = max(best, 0)
+            if q == 0 or v > out_goals[r]:
+                out_goals[r] = v
     return OK, depth

@@ -31,7 +31,7 @@ from gdl.kif import Description, Rule
 from gdl.terms import Term, canonical_sorted, signature, variables
 
 from .statemachine import (BrokenRules, InvalidQuery, PlayoutCap, ReasonerError, ResourceLimit,
-                           RulesRefused, UnsupportedRules)
+                           RulesRefused, UnsupportedRules, goal_int)
 
 DEFAULT_INFERENCE_LIMIT = 200_000_000
 PROBE_INFERENCES = 20_000_000
@@ -530,7 +530,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
     def goal_values(self, state) -> list:
         roles = "[" + ",".join(self._roles_enc) + "]"
         raw = self.codec.decode(self._run(f"q_goals({self._state_text(state)},{roles},T)", "goal values"))
-        return [sorted(_goal_int(v) for v in vs) for vs in raw]
+        return [sorted(goal_int(v) for v in vs) for vs in raw]
 
     def random_playout(self, state, cap: int = 10_000, seed: int | None = None):
         """One uniformly random playout run inside Prolog: (joint moves made, goal values)."""
@@ -540,7 +540,7 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
         text = self._run(f"q_playout({self._state_text(state)},{roles},{cap},T)", "a random playout")
         depth_text, _, goals_text = text.partition("-")
         goals = self.codec.decode(goals_text)
-        return int(depth_text), [sorted(_goal_int(v) for v in vs) for vs in goals]
+        return int(depth_text), [sorted(goal_int(v) for v in vs) for vs in goals]
 
     def _probe(self) -> None:
         s = self.initial_state()
@@ -563,11 +563,3 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
         except Exception:
             pass
 
-
-def _goal_int(v):
-    if isinstance(v, str):
-        try:
-            return int(v)
-        except ValueError:
-            raise BrokenRules(f"goal value {v!r} is not an integer") from None
-    raise BrokenRules(f"goal value {v!r} is not a constant")

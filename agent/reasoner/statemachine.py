@@ -88,6 +88,16 @@ class InvalidQuery(ReasonerError, ValueError):
     never has, a closed engine."""
 
 
+def goal_int(v) -> int:
+    """A goal value as the rules give it (a constant) as an integer, or BrokenRules."""
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            raise BrokenRules(f"goal value {v!r} is not an integer") from None
+    raise BrokenRules(f"goal value {v!r} is not a constant")
+
+
 def goal_vector(goal_values: list) -> list[int]:
     """One value per role for search and scoring: the value when exactly one is provable,
     the largest when several are (a rule-sheet bug), 0 when none is."""

@@ -279,7 +279,7 @@ def run_player(conn, cfg: dict) -> None:
             batch.append(conn.recv())
         engines = [m for m in batch if m[0] == "engine"]
         if engines:
-            notes = player.upgrade(5.0, engine=engines[-1][1] if len(engines[-1]) > 1 else "auto")
+            notes = player.upgrade(5.0, engine=engines[-1][1])
             conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes}))
         plays = [m for m in batch if m[0] == "play"]
         for i, (_, req, move_texts, deadline) in enumerate(plays):
