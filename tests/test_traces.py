@@ -163,11 +163,12 @@ def test_refused_games_with_a_trace_are_the_unsafe_dropped_ones(shared_dir):
     assert {g for g, tags in traced.items() if "unsafe-dropped" in tags} <= set(REFUSED)
 
 
-def _compiled_sample() -> list:
+def _sample(games) -> list:
+    """One param per game of a sample, its INDEX.tsv row (skipped without ../shared)."""
     if not PROVER.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(reason=SHARED_MISSING), id="no-shared")]
     rows = {r["game"]: r for r in _index()}
-    return [pytest.param(rows[g], id=g) for g in COMPILED_SAMPLE]
+    return [pytest.param(rows[g], id=g) for g in games]
 
 
 def test_the_compiled_sample_covers_every_kind(shared_dir):
@@ -182,7 +183,7 @@ def fresh_engine_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("engine-cache")
 
 
-@pytest.mark.parametrize("row", _compiled_sample())
+@pytest.mark.parametrize("row", _sample(COMPILED_SAMPLE))
 def test_compiled_engine_agrees_exactly_with_the_reference_trace(row, fresh_engine_cache):
     from agent.engine import load_engine
     from agent.engine.compiled import CompiledEngine
@@ -210,13 +211,6 @@ NONGROUND_SAMPLE = (
 )
 
 
-def _nonground_sample() -> list:
-    if not PROVER.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=SHARED_MISSING), id="no-shared")]
-    rows = {r["game"]: r for r in _index()}
-    return [pytest.param(rows[g], id=g) for g in NONGROUND_SAMPLE]
-
-
 def test_the_nonground_sample_covers_every_kind(shared_dir):
     rows = {r["game"]: set(r["tags"].split(",")) for r in _index()}
     assert set(NONGROUND_SAMPLE) <= set(rows)
@@ -225,7 +219,7 @@ def test_the_nonground_sample_covers_every_kind(shared_dir):
         assert sum(tag in rows[g] for g in NONGROUND_SAMPLE) >= at_least, tag
 
 
-@pytest.mark.parametrize("row", _nonground_sample())
+@pytest.mark.parametrize("row", _sample(NONGROUND_SAMPLE))
 def test_nonground_engine_agrees_exactly_with_the_reference_trace(row):
     from agent.engine.nonground import NonGroundEngine
 
