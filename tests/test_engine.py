@@ -667,7 +667,9 @@ def _constant_false_nodes(g) -> np.ndarray:
     outputs = np.zeros(g.n_nodes, dtype=bool)
     for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom] if g.terminal_atom >= 0 else []):
         outputs[np.asarray(a, dtype=np.int64)] = True
-    return np.nonzero((g.node_input == 0) & ~outputs & (g.node_thr >= 1) & (indeg == 0))[0]
+    outdeg = np.diff(g.out_start) + np.diff(K.lazy_parts(g)[0])
+    # (without edges out either: a copy whose edges went to its input, compile._bypass_copies)
+    return np.nonzero((g.node_input == 0) & ~outputs & (g.node_thr >= 1) & (indeg == 0) & (outdeg > 0))[0]
 
 
 def test_atoms_no_rule_can_make_true_are_folded_away(tmp_path, engine_cache_dir):
@@ -692,6 +694,68 @@ def test_checkers_capture_tests_no_jump_can_pass_are_folded_away(shared_dir, eng
     c, _ = engines(corpus_rules(shared_dir, "base/games/checkers/v1"), engine_cache_dir)
     assert len(_constant_false_nodes(c.game)) <= 1
     assert c.game.n_nodes < 10_000
+
+
+COPY_GAME = """
+(role a) (role b)
+(init (control a)) (init (at 0)) (init (time 0))
+(num 0) (num 1) (num 2) (num 3)
+(succ 0 1) (succ 1 2) (succ 2 3)
+(<= (adj ?x ?y) (succ ?x ?y))
+(<= (adj ?x ?y) (succ ?y ?x))
+(<= (mover ?r) (true (control ?r)))
+(<= (acting ?r) (mover ?r))
+(<= (idle ?r) (role ?r) (not (acting ?r)))
+(<= (here ?x) (true (at ?x)))
+(<= (seen ?x) (here ?x))
+(<= (seen ?y) (seen ?x) (adj ?x ?y) (true (open ?y)))
+(<= (legal ?r (go ?y)) (acting ?r) (true (at ?x)) (adj ?x ?y))
+(<= (legal ?r (open ?y)) (acting ?r) (num ?y) (not (true (open ?y))))
+(<= (legal ?r noop) (idle ?r))
+(<= (next (at ?y)) (does ?r (go ?y)))
+(<= (next (at ?x)) (true (at ?x)) (does ?r (open ?y)))
+(<= (next (open ?y)) (does ?r (open ?y)))
+(<= (next (open ?y)) (true (open ?y)))
+(<= (next (control b)) (true (control a)))
+(<= (next (control a)) (true (control b)))
+(<= (next (time ?n)) (true (time ?m)) (succ ?m ?n))
+(<= terminal (true (time 3)))
+(<= (goal ?r 100) (idle ?r) (seen 3))
+(<= (goal ?r 50) (acting ?r))
+(<= (goal ?r 0) (idle ?r) (not (seen 3)))
+"""
+
+
+def test_nodes_that_only_copy_an_input_are_bypassed(tmp_path, engine_cache_dir):
+    """An atom with one one-literal rule only copies its input (``acting`` of ``mover`` of
+    a fluent; ``idle``, a negated copy): its edges out go to the input, polarity flipped for
+    ``not``, so a change is one event instead of one per link (checkers: 18 of a step's 93
+    events).  Kept: a copy read inside a recursive component (``here``, read by ``seen``'s
+    cycle), whose value the component's evaluation reads.  Every reachable state agrees with
+    Prolog through the incremental path."""
+    rules = tmp_path / "copies.kif"
+    rules.write_text(COPY_GAME)
+    c, p = engines(rules, engine_cache_dir)
+    g = c.game
+    lazy_start, lazy_edge, _, _ = K.lazy_parts(g)   # all edges: the steps' and the goal-only ones
+    src = np.concatenate([np.repeat(np.arange(g.n_nodes), np.diff(g.out_start)),
+                          np.repeat(np.arange(g.n_nodes), np.diff(lazy_start))])
+    edges = np.concatenate([g.out_edge, lazy_edge]).astype(np.int64)
+    indeg = np.bincount(edges >> 2, minlength=g.n_nodes)[:g.n_nodes]
+    read = g.node_input.astype(bool)
+    for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom]):
+        read[np.asarray(a, dtype=np.int64)] = True
+    loop = (edges & 2) != 0
+    read_by_loop = np.zeros(g.n_nodes, dtype=bool)
+    read_by_loop[src[loop]] = True
+    read[edges[loop] >> 2] = True   # the atoms of a recursive component are computed whole
+    copies = (indeg == 1) & (g.node_thr == 1) & ~read
+    assert copies.any() and not (copies & ~read_by_loop).any()
+    outdeg = np.bincount(src, minlength=g.n_nodes)
+    bypassed = (indeg == 0) & (outdeg == 0) & ~read   # mover, acting, idle: one per role each
+    assert bypassed.sum() >= 6
+    seen, ends = _walk_every_state(c, p)
+    assert len(seen) > 20 and {50, 100, 0} <= {v for e in ends for v in e}
 
 
 # ----------------------------------------------------------------------------- legal lists

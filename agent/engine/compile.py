@@ -270,7 +270,7 @@ def compile_program(gp: GroundProgram):
     def build_net(union):
         net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
                          np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
-                         union)
+                         np.asarray(goal_atom, dtype=np.int64), union)
         return net.pop("n_union"), net
 
     n_union, net = build_net(True)
@@ -314,7 +314,7 @@ def compile_program(gp: GroundProgram):
 
 
 def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
-               legal_atom, n_base, legal_start, union=True):
+               legal_atom, n_base, legal_start, goal_atom, union=True):
     """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
@@ -558,7 +558,11 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     node_input = np.zeros(n_nodes, dtype=np.uint8)
     node_input[:n_inputs] = 1
     node_input[list(role_of)] = 1
-    lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0)
+    read = node_input == 1
+    read[eager_outputs] = True
+    read[goal_atom] = True
+    src, dst, copies = _bypass_copies(src, dst, node_thr, read)
+    lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0) & ~copies
     to_lazy = lazy[dst >> 2]
     if to_lazy.sum() * 8 < len(dst):
         # A small goal-only part (a line or two, as in connectFour) costs less to keep
@@ -611,6 +615,50 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
             "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
             "legal_lists": int(lists)}
+
+
+def _bypass_copies(src, dst, node_thr, read):
+    """Nodes that only copy one input (threshold 1, one edge in: ``x``, or ``not x`` through a
+    negated edge) and that nothing reads by value: their edges out move to the input (with
+    the polarity flipped for ``not x``), and they are left without edges, never to change.
+    Such copies are derived atoms with one one-literal rule, and atoms whose rules were merged
+    into one helper (``move_in``, ``factor``): in checkers 474 of them made 18 of a step's 93
+    events, each an event of its own after its input's.  Kept: ``read`` (inputs, legal, next,
+    terminal and goal atoms, whose values are read from the work buffer), the atoms of
+    recursive components and their literals (edges flagged 2: ``eval_blocks`` computes and
+    reads those values).
+    Returns (src, dst, copies): the rewritten edges and a mask of the bypassed nodes."""
+    n = len(node_thr)
+    tgt = dst >> 2
+    indeg = np.bincount(tgt, minlength=n)
+    loop = (dst & 2) != 0
+    in_loop = np.zeros(n, dtype=bool)     # read by a recursive component, or in one
+    in_loop[src[loop]] = True
+    in_loop[tgt[loop]] = True
+    copies = (indeg == 1) & (node_thr == 1) & ~read & ~in_loop
+    if not copies.any():
+        return src, dst, copies
+    into = copies[tgt]                       # the one edge into each copy
+    c = tgt[into]
+    root = np.arange(n, dtype=np.int64)
+    flip = np.zeros(n, dtype=np.int64)
+    root[c] = src[into]
+    flip[c] = dst[into] & 1
+    # A chain of copies resolves to its first non-copy (the network is acyclic): pointer
+    # jumping, the flips adding up along the way.
+    while True:
+        r = root[c]
+        more = copies[r]
+        if not more.any():
+            break
+        flip[c[more]] ^= flip[r[more]]
+        root[c[more]] = root[r[more]]
+    keep = ~into
+    src, dst = src[keep], dst[keep]
+    moved = copies[src]
+    dst = np.where(moved, dst ^ flip[src], dst)
+    src = np.where(moved, root[src], src)
+    return src, dst, copies
 
 
 LEGAL_LIST_MIN_RUN = 128
