@@ -21,11 +21,13 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/12"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
+FORMAT = "compiled-game/14"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
 # 6: gates pushed through the ORs that read legal atoms; 7: legal lists (``legal_lists``, their edges in ``lazy``);
 # 8: the order of a step's first events (``ons_first``); 9: moves kept on between steps (``keep_moves``);
 # 10: derived atoms without rules folded as false (fewer nodes); 11: move_in nodes counted
-# against the union of their sets (compile.encode_move_in); 12: copy nodes bypassed (compile._bypass_copies)
+# against the union of their sets (compile.encode_move_in); 12: copy nodes bypassed (compile._bypass_copies);
+# 13: ORs read only by ORs, ANDs only by ANDs, merged into their readers (compile._merge_into_reader);
+# 14: the merges kept only where the probe finds them cheaper
 log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 

@@ -267,13 +267,13 @@ def compile_program(gp: GroundProgram):
     # logic is left to kernels.settle_goals, run when goals are read.
     eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
                                dtype=np.int64)
-    def build_net(union):
+    def build_net(union, merge):
         net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
                          np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
-                         np.asarray(goal_atom, dtype=np.int64), union)
-        return net.pop("n_union"), net
+                         np.asarray(goal_atom, dtype=np.int64), union, merge)
+        return net.pop("n_union"), net.pop("n_merged"), net
 
-    n_union, net = build_net(True)
+    n_union, n_merged, net = build_net(True, True)
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -298,14 +298,27 @@ def compile_program(gp: GroundProgram):
     # (kernels._push_next) and whether moves stay on between steps (kernels._switch_moves).
     work = probe_step_work(g, PROBE_STEPS)
     mode = int(pick_step_mode(work))
+    merge = True
+
+    def probed(net):
+        other = g._replace(**net)
+        w = probe_step_work(other, PROBE_STEPS)
+        return other, w, int(pick_step_mode(w))
+
+    if n_merged and work[0] >= 0:
+        # Merged nodes no longer hold back their inputs' changes inside one propagation: a
+        # reader can flip and flip back where the merged node stayed put (pentago's next
+        # atoms: 15 to 31 events a step, against checkers' 75 to 51 in all). So the network
+        # without merges is probed too, and the cheaper kept (a recursive game, which the
+        # probe does not count, keeps them: hex ran 1.12x).
+        g_whole, work_whole, mode_whole = probed(build_net(True, False)[2])
+        if step_mode_cost(work_whole, mode_whole) < step_mode_cost(work, mode):
+            g, work, mode, merge = g_whole, work_whole, mode_whole, False
     if n_union:
         # Counting moves against their union (encode_move_in) pays where the moves stay on
         # between steps; with them turned off and on each step it costs more (pentago). So
         # the network without it is probed too, and the one that walks less is kept.
-        _, plain = build_net(False)
-        g_plain = g._replace(**plain)
-        work_plain = probe_step_work(g_plain, PROBE_STEPS)
-        mode_plain = int(pick_step_mode(work_plain))
+        g_plain, work_plain, mode_plain = probed(build_net(False, merge)[2])
         if work[0] < 0 or step_mode_cost(work_plain, mode_plain) < step_mode_cost(work, mode):
             g, mode = g_plain, mode_plain
     g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
@@ -314,7 +327,7 @@ def compile_program(gp: GroundProgram):
 
 
 def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
-               legal_atom, n_base, legal_start, goal_atom, union=True):
+               legal_atom, n_base, legal_start, goal_atom, union=True, merge=True):
     """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
@@ -562,7 +575,11 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     read[eager_outputs] = True
     read[goal_atom] = True
     src, dst, copies = _bypass_copies(src, dst, node_thr, read)
-    lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0) & ~copies
+    merged = np.zeros(n_nodes, dtype=bool)
+    if merge:
+        src, dst, node_thr, merged = _merge_into_reader(src, dst, node_thr, read, atom_block)
+    gone = copies | merged   # nodes left without edges, never to change
+    lazy = (reach_back(n_nodes, src, dst >> 2, eager_outputs) == 0) & (node_input == 0) & ~gone
     to_lazy = lazy[dst >> 2]
     if to_lazy.sum() * 8 < len(dst):
         # A small goal-only part (a line or two, as in connectFour) costs less to keep
@@ -606,7 +623,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     block_lazy = np.zeros(n_blocks + 1, dtype=bool)
     block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
-    return {"n_union": n_union, "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
+    return {"n_union": n_union, "n_merged": int(merged.sum()), "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
             "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
             # one array each (kernels.lazy_parts and list_parts split it): every function that
@@ -659,6 +676,72 @@ def _bypass_copies(src, dst, node_thr, read):
     dst = np.where(moved, dst ^ flip[src], dst)
     src = np.where(moved, root[src], src)
     return src, dst, copies
+
+
+def _merge_into_reader(src, dst, node_thr, read, atom_block):
+    """An OR read only by another OR is part of it, and so is an AND read only by an AND:
+    ``OR(OR(a, b), c) = OR(a, b, c)``, ``AND(AND(a, b), c) = AND(a, b, c)``, and through a
+    negated edge ``AND(not OR(a, b), c) = AND(not a, not b, c)``, ``OR(not AND(a, b), c) =
+    OR(not a, not b, c)``.  Such a node (one edge out, to a node of the matching kind, and
+    nothing reading its value: ``read``, recursive components and their literals) gives its
+    inputs to its reader and is left without edges.  A change of one of its inputs then
+    moves the reader's counter directly, one event instead of two.  In checkers the frame
+    axioms keep a cell through an OR of ORs of the move sets that leave it alone. (An OR
+    is a node of threshold 1; an AND one whose threshold is its number of inputs; both
+    kinds stay what they are after a merge.)  Returns (src, dst, node_thr, merged)."""
+    n = len(node_thr)
+    tgt = dst >> 2
+    loop = (dst & 2) != 0
+    in_loop = np.zeros(n, dtype=bool)
+    in_loop[src[loop]] = True
+    in_loop[tgt[loop]] = True
+    indeg = np.bincount(tgt, minlength=n).astype(np.int64)
+    outdeg = np.bincount(src, minlength=n)
+    thr = node_thr.astype(np.int64)
+    is_or = thr == 1
+    is_and = (thr == indeg) & (thr >= 1) & ~is_or
+    cand = (outdeg == 1) & (indeg >= 2) & ~read & ~in_loop & (is_or | is_and)
+    merged = np.zeros(n, dtype=bool)
+    if not cand.any():
+        return src, dst, node_thr, merged
+    out_of = np.full(n, -1, dtype=np.int64)
+    ce = np.nonzero(cand[src])[0]
+    out_of[src[ce]] = ce
+    # Inputs before readers (a node's own merges first), recursive blocks as single groups.
+    group = np.arange(n, dtype=np.int64)
+    blocks = np.nonzero(atom_block >= 0)[0]
+    n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
+    group[blocks] = n + atom_block[blocks]
+    order = topo_order(n, src, tgt, group, n + n_blocks)
+    into = np.full(n, -1, dtype=np.int64)
+    flip = np.zeros(n, dtype=np.int64)
+    for i in order[order < n][cand[order[order < n]]].tolist():
+        e = out_of[i]
+        p, neg = int(tgt[e]), int(dst[e] & 1)
+        if loop[e] or not (is_or[p] or is_and[p]):
+            continue
+        same_kind = is_or[p] == is_or[i]
+        if same_kind == (neg == 0):   # OR into OR, AND into AND; or through not, the other kind
+            if is_and[p]:
+                thr[p] += (thr[i] if neg == 0 else indeg[i]) - 1
+            indeg[p] += indeg[i] - 1
+            into[i], flip[i] = p, neg
+            merged[i] = True
+    if not merged.any():
+        return src, dst, node_thr, merged
+    keep = ~merged[src]          # the merged nodes' edges out go
+    src, dst = src[keep], dst[keep]
+    # Each edge into a merged node goes on to the node that took its inputs, flips adding up.
+    t = dst >> 2
+    f = np.zeros(len(dst), dtype=np.int64)
+    while True:
+        m = merged[t]
+        if not m.any():
+            break
+        f[m] ^= flip[t[m]]
+        t[m] = into[t[m]]
+    dst = t * 4 + (dst & 2) + ((dst & 1) ^ f)
+    return src, dst, thr.astype(node_thr.dtype), merged
 
 
 LEGAL_LIST_MIN_RUN = 128
