@@ -267,10 +267,12 @@ def compile_program(gp: GroundProgram):
     # logic is left to kernels.settle_goals, run when goals are read.
     eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
                                dtype=np.int64)
+    finish_net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
+                            np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
+                            np.asarray(goal_atom, dtype=np.int64))
+
     def build_net(union, merge):
-        net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
-                         np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
-                         np.asarray(goal_atom, dtype=np.int64), union, merge)
+        net = finish_net(union, merge)
         return net.pop("n_union"), net.pop("n_merged"), net
 
     n_union, n_merged, net = build_net(True, True)
@@ -310,7 +312,7 @@ def compile_program(gp: GroundProgram):
         # reader can flip and flip back where the merged node stayed put (pentago's next
         # atoms: 15 to 31 events a step, against checkers' 75 to 51 in all). So the network
         # without merges is probed too, and the cheaper kept (a recursive game, which the
-        # probe does not count, keeps them: hex ran 1.12x).
+        # probe does not count, keeps them: hex ran 1.03x and 1.12x in two A/Bs).
         g_whole, work_whole, mode_whole = probed(build_net(True, False)[2])
         if step_mode_cost(work_whole, mode_whole) < step_mode_cost(work, mode):
             g, work, mode, merge = g_whole, work_whole, mode_whole, False
@@ -327,8 +329,9 @@ def compile_program(gp: GroundProgram):
 
 
 def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
-               legal_atom, n_base, legal_start, goal_atom, union=True, merge=True):
-    """The forward-propagation network (see kernels.py).  Atoms are nodes [0, n_atoms); a
+               legal_atom, n_base, legal_start, goal_atom):
+    """The forward-propagation network (see kernels.py), as ``finish(union, merge)``, which
+    builds it with or without the union counts and the merges.  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
     over its rules' alternatives; helper nodes (ids from n_atoms on) are shared when equal.
     A node is true iff its counter (true inputs minus threshold) is >= 0; inputs arrive
@@ -411,7 +414,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
                 inputs.extend((d, 0) for d in sr)
         return inputs, max(t, 0)
 
-    def encode_move_in():
+    def encode_move_in(union):
         """Edges and thresholds of the move_in nodes.  Counted per role (``count_roles``),
         a move that many sets leave out is an input of all of them: breakthrough's noop
         (no cell's frame axiom names it) fed the 64 cells' nodes and was turned on and off
@@ -555,14 +558,28 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             else:
                 src.append(node(len(body), body))
                 dst.append(a * 4)
-    n_union = encode_move_in()
     thr[const_true] = 0
-    src.extend(bulk_src)
-    dst.extend(bulk_dst)
-    n_nodes = n_atoms + len(thr_extra)
-    node_thr = np.concatenate([thr, np.asarray(thr_extra, dtype=np.int64)]).astype(np.int32)
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+    before = (len(src), len(thr_extra), set(shared))
+
+    def finish(union, merge):
+        """This network with or without the union counts and the merges: the loop over the
+        rules above, most of the build's time, runs once for every variant probed."""
+        n_union = encode_move_in(union)
+        net_src = np.asarray(src + bulk_src, dtype=np.int64)
+        net_dst = np.asarray(dst + bulk_dst, dtype=np.int64)
+        node_thr = np.concatenate([thr, np.asarray(thr_extra, dtype=np.int64)]).astype(np.int32)
+        del src[before[0]:], dst[before[0]:], thr_extra[before[1]:]   # as before encoding
+        for key in set(shared) - before[2]:
+            del shared[key]
+        return _finish_net(net_src, net_dst, node_thr, n_union, merge, n_inputs, list(role_of), eager_outputs,
+                           goal_atom, legal_atom, legal_start, n_base, atom_block)
+    return finish
+
+
+def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_outputs, goal_atom, legal_atom,
+                legal_start, n_base, atom_block):
+    """``_build_net``'s network from its edges: gates, copies bypassed, merges (if ``merge``),
+    the goal-only part apart, the CSR arrays and the rebuild order."""
     src, dst, node_thr, legal_gate, legal_run_end = _gate_legal(src, dst, node_thr, legal_atom, legal_start,
                                                                 n_base, atom_block)
     n_nodes = len(node_thr)
@@ -570,7 +587,7 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
         raise CompileError("the game is too large for the propagation network")
     node_input = np.zeros(n_nodes, dtype=np.uint8)
     node_input[:n_inputs] = 1
-    node_input[list(role_of)] = 1
+    node_input[does_atoms] = 1
     read = node_input == 1
     read[eager_outputs] = True
     read[goal_atom] = True
@@ -623,8 +640,8 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     block_lazy = np.zeros(n_blocks + 1, dtype=bool)
     block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
-    return {"n_union": n_union, "n_merged": int(merged.sum()), "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
-            "out_edge": out_edge.astype(np.int32), "node_input": node_input,
+    return {"n_union": n_union, "n_merged": int(merged.sum()), "n_nodes": int(n_nodes), "node_thr": node_thr,
+            "out_start": out_start, "out_edge": out_edge.astype(np.int32), "node_input": node_input,
             "rb_order": rb_order.astype(np.int64),
             # one array each (kernels.lazy_parts and list_parts split it): every function that
             # takes the CompiledGame pays a reference count per array, and the search calls many
@@ -632,6 +649,16 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
             "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
             "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
             "legal_lists": int(lists)}
+
+
+def _in_loops(src, dst, n):
+    """Nodes in a recursive component, or read by one (its literals): the edges between them
+    are flagged 2, and ``eval_blocks`` computes and reads those nodes' values."""
+    loop = (dst & 2) != 0
+    in_loop = np.zeros(n, dtype=bool)
+    in_loop[src[loop]] = True
+    in_loop[dst[loop] >> 2] = True
+    return in_loop
 
 
 def _bypass_copies(src, dst, node_thr, read):
@@ -648,11 +675,7 @@ def _bypass_copies(src, dst, node_thr, read):
     n = len(node_thr)
     tgt = dst >> 2
     indeg = np.bincount(tgt, minlength=n)
-    loop = (dst & 2) != 0
-    in_loop = np.zeros(n, dtype=bool)     # read by a recursive component, or in one
-    in_loop[src[loop]] = True
-    in_loop[tgt[loop]] = True
-    copies = (indeg == 1) & (node_thr == 1) & ~read & ~in_loop
+    copies = (indeg == 1) & (node_thr == 1) & ~read & ~_in_loops(src, dst, n)
     if not copies.any():
         return src, dst, copies
     into = copies[tgt]                       # the one edge into each copy
@@ -692,15 +715,12 @@ def _merge_into_reader(src, dst, node_thr, read, atom_block):
     n = len(node_thr)
     tgt = dst >> 2
     loop = (dst & 2) != 0
-    in_loop = np.zeros(n, dtype=bool)
-    in_loop[src[loop]] = True
-    in_loop[tgt[loop]] = True
     indeg = np.bincount(tgt, minlength=n).astype(np.int64)
     outdeg = np.bincount(src, minlength=n)
     thr = node_thr.astype(np.int64)
     is_or = thr == 1
     is_and = (thr == indeg) & (thr >= 1) & ~is_or
-    cand = (outdeg == 1) & (indeg >= 2) & ~read & ~in_loop & (is_or | is_and)
+    cand = (outdeg == 1) & (indeg >= 2) & ~read & ~_in_loops(src, dst, n) & (is_or | is_and)
     merged = np.zeros(n, dtype=bool)
     if not cand.any():
         return src, dst, node_thr, merged
@@ -713,9 +733,10 @@ def _merge_into_reader(src, dst, node_thr, read, atom_block):
     n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
     group[blocks] = n + atom_block[blocks]
     order = topo_order(n, src, tgt, group, n + n_blocks)
+    order = order[order < n]
     into = np.full(n, -1, dtype=np.int64)
     flip = np.zeros(n, dtype=np.int64)
-    for i in order[order < n][cand[order[order < n]]].tolist():
+    for i in order[cand[order]].tolist():
         e = out_of[i]
         p, neg = int(tgt[e]), int(dst[e] & 1)
         if loop[e] or not (is_or[p] or is_and[p]):
