@@ -37,19 +37,16 @@ SHARED = ROOT.parent / "shared"
 
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "nineBoardTicTacToe", "skirmish",
          "chess", "reversi", "hex", "pentago"]
-# ../shared/docs/peer-figures.md, 2026-11-24: ggplib's playouts/s and the ratio of commit
-# 30fbddd to it, measured side by side on a machine like ours (same method)
-GGPLIB = {
-    "ticTacToe": (502_000, 0.77), "connectFour": (151_000, 0.83), "breakthrough": (30_100, 0.33),
-    "nineBoardTicTacToe": (31_900, 0.81), "reversi": (2_050, 0.48), "hex": (2_410, 0.66),
-    "pentago": (19_200, 1.07), "checkers": (8_300, 0.19), "skirmish": (1_500, None), "chess": (None, None),
-}
-# ... and 30fbddd's own playouts/s in that sitting: where 30fbddd refused a game (skirmish),
-# there is no ratio to carry over, so this sitting's host speed is estimated instead as the
-# median over the other games of 30fbddd here / 30fbddd there (``host_factor``).
-PEER_PREVIOUS = {
-    "ticTacToe": 385_000, "connectFour": 125_000, "breakthrough": 9_870, "nineBoardTicTacToe": 25_900,
-    "reversi": 990, "hex": 1_600, "pentago": 20_600, "checkers": 1_570,
+# ../shared/docs/peer-figures.md, 2026-11-24, measured side by side on a machine like ours
+# (same method): ggplib's playouts/s, 30fbddd's playouts/s, and the ratio of 30fbddd to
+# ggplib as published. Where 30fbddd refused a game (skirmish) there is no ratio to carry
+# over, so this sitting's host speed is estimated instead as the median over the other games
+# of 30fbddd here / 30fbddd there (``host_factor``).
+PEER = {
+    "ticTacToe": (502_000, 385_000, 0.77), "connectFour": (151_000, 125_000, 0.83),
+    "breakthrough": (30_100, 9_870, 0.33), "nineBoardTicTacToe": (31_900, 25_900, 0.81),
+    "reversi": (2_050, 990, 0.48), "hex": (2_410, 1_600, 0.66), "pentago": (19_200, 20_600, 1.07),
+    "checkers": (8_300, 1_570, 0.19), "skirmish": (1_500, None, None), "chess": (None, None, None),
 }
 RESULTS = ROOT / "docs" / "benchmarks" / "engine-results.jsonl"
 REPORT = ROOT / "docs" / "benchmarks" / "engine.md"
@@ -251,7 +248,7 @@ def report(rows: list, args_text: str, baseline: str) -> str:
     estimated = []
     for r in rows:
         new, old = r.get("new") or {}, r.get("old") or {}
-        g_rate, g_ratio = GGPLIB.get(r["game"], (None, None))
+        g_rate, _, g_ratio = PEER.get(r["game"], (None, None, None))
         ab = paired_ratio(r)
         runs = ", ".join(fmt(x["playouts_per_sec"]) for x in new.get("runs", []))
         if new.get("engine") == "nonground":
@@ -285,9 +282,10 @@ def report(rows: list, args_text: str, baseline: str) -> str:
 
 def host_factor(rows) -> float | None:
     """This sitting's host speed against the peer host's: the median over games of the
-    previous version's playouts/s here over its playouts/s there (``PEER_PREVIOUS``)."""
-    ratios = [rate(r.get("old") or {}) / PEER_PREVIOUS[r["game"]] for r in rows
-              if r["game"] in PEER_PREVIOUS and rate(r.get("old") or {})]
+    previous version's playouts/s here over its playouts/s there (``PEER``)."""
+    there = {game: previous for game, (_, previous, _) in PEER.items() if previous}
+    ratios = [rate(r.get("old") or {}) / there[r["game"]] for r in rows
+              if r["game"] in there and rate(r.get("old") or {})]
     return statistics.median(ratios) if ratios else None
 
 

@@ -656,20 +656,31 @@ JUMP_GAME = """
 """
 
 
-def _constant_false_nodes(g) -> np.ndarray:
-    """Derived nodes that nothing feeds and that need a true input: false in every state.
-    (Outputs are left out: a legal, next, goal or terminal atom folded false keeps its slot.)"""
-    _, lazy_edge, _, _ = K.lazy_parts(g)
-    indeg = np.zeros(g.n_nodes, dtype=np.int64)
-    for edges in (g.out_edge, lazy_edge):
-        t = edges.astype(np.int64) >> 2
-        np.add.at(indeg, t[t < g.n_nodes], 1)
+def _edges(g) -> tuple:
+    """Every edge of the network, the steps' and the goal-only ones: (source node, edge
+    ``target * 4 + flags``, in-degree and out-degree of each node)."""
+    lazy_start, lazy_edge, _, _ = K.lazy_parts(g)
+    src = np.concatenate([np.repeat(np.arange(g.n_nodes), np.diff(g.out_start)),
+                          np.repeat(np.arange(g.n_nodes), np.diff(lazy_start))])
+    edges = np.concatenate([g.out_edge, lazy_edge]).astype(np.int64)
+    return (src, edges, np.bincount(edges >> 2, minlength=g.n_nodes)[:g.n_nodes],
+            np.bincount(src, minlength=g.n_nodes))
+
+
+def _outputs(g) -> np.ndarray:
+    """The legal, next, goal and terminal atoms, whose values are read from the work buffer."""
     outputs = np.zeros(g.n_nodes, dtype=bool)
     for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom] if g.terminal_atom >= 0 else []):
         outputs[np.asarray(a, dtype=np.int64)] = True
-    outdeg = np.diff(g.out_start) + np.diff(K.lazy_parts(g)[0])
+    return outputs
+
+
+def _constant_false_nodes(g) -> np.ndarray:
+    """Derived nodes that nothing feeds and that need a true input: false in every state.
+    (Outputs are left out: a legal, next, goal or terminal atom folded false keeps its slot.)"""
+    _, _, indeg, outdeg = _edges(g)
     # (without edges out either: a copy whose edges went to its input, compile._bypass_copies)
-    return np.nonzero((g.node_input == 0) & ~outputs & (g.node_thr >= 1) & (indeg == 0) & (outdeg > 0))[0]
+    return np.nonzero((g.node_input == 0) & ~_outputs(g) & (g.node_thr >= 1) & (indeg == 0) & (outdeg > 0))[0]
 
 
 def test_atoms_no_rule_can_make_true_are_folded_away(tmp_path, engine_cache_dir):
@@ -737,21 +748,14 @@ def test_nodes_that_only_copy_an_input_are_bypassed(tmp_path, engine_cache_dir):
     rules.write_text(COPY_GAME)
     c, p = engines(rules, engine_cache_dir)
     g = c.game
-    lazy_start, lazy_edge, _, _ = K.lazy_parts(g)   # all edges: the steps' and the goal-only ones
-    src = np.concatenate([np.repeat(np.arange(g.n_nodes), np.diff(g.out_start)),
-                          np.repeat(np.arange(g.n_nodes), np.diff(lazy_start))])
-    edges = np.concatenate([g.out_edge, lazy_edge]).astype(np.int64)
-    indeg = np.bincount(edges >> 2, minlength=g.n_nodes)[:g.n_nodes]
-    read = g.node_input.astype(bool)
-    for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom]):
-        read[np.asarray(a, dtype=np.int64)] = True
+    src, edges, indeg, outdeg = _edges(g)
+    read = g.node_input.astype(bool) | _outputs(g)
     loop = (edges & 2) != 0
     read_by_loop = np.zeros(g.n_nodes, dtype=bool)
     read_by_loop[src[loop]] = True
     read[edges[loop] >> 2] = True   # the atoms of a recursive component are computed whole
     copies = (indeg == 1) & (g.node_thr == 1) & ~read
     assert copies.any() and not (copies & ~read_by_loop).any()
-    outdeg = np.bincount(src, minlength=g.n_nodes)
     bypassed = (indeg == 0) & (outdeg == 0) & ~read   # mover, acting, idle: one per role each
     assert bypassed.sum() >= 6
     seen, ends = _walk_every_state(c, p)
@@ -796,16 +800,9 @@ def _unmerged(g) -> list:
     """Nodes that ``compile._merge_into_reader`` should have merged and did not: one edge
     out, to a node of the matching kind (OR into OR or AND into AND, the other kind through
     a negated edge), nothing reading their value."""
-    lazy_start, lazy_edge, _, _ = K.lazy_parts(g)
-    src = np.concatenate([np.repeat(np.arange(g.n_nodes), np.diff(g.out_start)),
-                          np.repeat(np.arange(g.n_nodes), np.diff(lazy_start))])
-    edges = np.concatenate([g.out_edge, lazy_edge]).astype(np.int64)
+    src, edges, indeg, outdeg = _edges(g)
     tgt = edges >> 2
-    indeg = np.bincount(tgt, minlength=g.n_nodes)[:g.n_nodes]
-    outdeg = np.bincount(src, minlength=g.n_nodes)
-    read = g.node_input.astype(bool)
-    for a in (g.legal_atom, g.next_atom, g.goal_atom, [g.terminal_atom]):
-        read[np.asarray(a, dtype=np.int64)] = True
+    read = g.node_input.astype(bool) | _outputs(g)
     loop = (edges & 2) != 0
     read[src[loop]] = True
     read[tgt[loop]] = True
@@ -831,11 +828,7 @@ def test_an_or_read_only_by_an_or_is_merged_into_it(tmp_path, engine_cache_dir):
     rules.write_text(MERGE_GAME)
     c, p = engines(rules, engine_cache_dir)
     g = c.game
-    lazy_start, _, _, _ = K.lazy_parts(g)
-    outdeg = np.diff(g.out_start) + np.diff(lazy_start)
-    indeg = np.zeros(g.n_nodes, dtype=np.int64)
-    for edges in (g.out_edge, K.lazy_parts(g)[1]):
-        np.add.at(indeg, edges.astype(np.int64) >> 2, 1)
+    _, _, indeg, outdeg = _edges(g)
     gone = (outdeg == 0) & (indeg == 0) & (g.node_input == 0)
     assert gone.sum() >= 7 and _unmerged(g) == []
     seen, _ = _walk_every_state(c, p)

@@ -271,11 +271,7 @@ def compile_program(gp: GroundProgram):
                             np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
                             np.asarray(goal_atom, dtype=np.int64))
 
-    def build_net(union, merge):
-        net = finish_net(union, merge)
-        return net.pop("n_union"), net.pop("n_merged"), net
-
-    n_union, n_merged, net = build_net(True, True)
+    n_union, n_merged, net = finish_net(True, True)
 
     init = [f for i, a in enumerate(atoms) if signature(a) == ("init", 1) and static_true[i] for f in [a[1]]]
     n_words = max(1, (n_base + 63) // 64)
@@ -313,14 +309,14 @@ def compile_program(gp: GroundProgram):
         # atoms: 15 to 31 events a step, against checkers' 75 to 51 in all). So the network
         # without merges is probed too, and the cheaper kept (a recursive game, which the
         # probe does not count, keeps them: hex ran 1.03x and 1.12x in two A/Bs).
-        g_whole, work_whole, mode_whole = probed(build_net(True, False)[2])
+        g_whole, work_whole, mode_whole = probed(finish_net(True, False)[2])
         if step_mode_cost(work_whole, mode_whole) < step_mode_cost(work, mode):
             g, work, mode, merge = g_whole, work_whole, mode_whole, False
     if n_union:
         # Counting moves against their union (encode_move_in) pays where the moves stay on
         # between steps; with them turned off and on each step it costs more (pentago). So
         # the network without it is probed too, and the one that walks less is kept.
-        g_plain, work_plain, mode_plain = probed(build_net(False, merge)[2])
+        g_plain, work_plain, mode_plain = probed(finish_net(False, merge)[2])
         if work[0] < 0 or step_mode_cost(work_plain, mode_plain) < step_mode_cost(work, mode):
             g, mode = g_plain, mode_plain
     g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
@@ -579,7 +575,8 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
 def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_outputs, goal_atom, legal_atom,
                 legal_start, n_base, atom_block):
     """``_build_net``'s network from its edges: gates, copies bypassed, merges (if ``merge``),
-    the goal-only part apart, the CSR arrays and the rebuild order."""
+    the goal-only part apart, the CSR arrays and the rebuild order.  Returns (union counts,
+    merged nodes, the CompiledGame fields)."""
     src, dst, node_thr, legal_gate, legal_run_end = _gate_legal(src, dst, node_thr, legal_atom, legal_start,
                                                                 n_base, atom_block)
     n_nodes = len(node_thr)
@@ -626,13 +623,8 @@ def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_
     lazy_start, lazy_edge = csr(to_lazy)
     lazy_src = np.unique(src[to_lazy & ~lazy[src]]).astype(np.int64)
     # Rebuild order: recursive blocks as single groups (ids n_nodes + block).
-    n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
-    group = np.arange(n_nodes, dtype=np.int64)
+    order, group, n_blocks = _group_order(n_nodes, src, dst >> 2, atom_block)
     loop_atoms = np.nonzero(atom_block >= 0)[0]
-    group[loop_atoms] = n_nodes + atom_block[loop_atoms]
-    order = topo_order(n_nodes, src, dst >> 2, group, n_nodes + n_blocks)
-    if len(order) < n_nodes + n_blocks:
-        raise CompileError("internal: the propagation network has a cycle")
     used = np.zeros(n_nodes + n_blocks, dtype=bool)
     used[group] = True
     order = order[used[order]]
@@ -640,15 +632,28 @@ def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_
     block_lazy = np.zeros(n_blocks + 1, dtype=bool)
     block_lazy[atom_block[loop_atoms]] = lazy[loop_atoms]  # a block's atoms reach the same outputs
     item_lazy = np.where(rb_order >= 0, lazy[np.maximum(rb_order, 0)], block_lazy[np.maximum(-1 - rb_order, 0)])
-    return {"n_union": n_union, "n_merged": int(merged.sum()), "n_nodes": int(n_nodes), "node_thr": node_thr,
-            "out_start": out_start, "out_edge": out_edge.astype(np.int32), "node_input": node_input,
-            "rb_order": rb_order.astype(np.int64),
-            # one array each (kernels.lazy_parts and list_parts split it): every function that
-            # takes the CompiledGame pays a reference count per array, and the search calls many
-            "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, *list_csr, rb_order[item_lazy]]).astype(np.int64),
-            "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
-            "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
-            "legal_lists": int(lists)}
+    return n_union, int(merged.sum()), {
+        "n_nodes": int(n_nodes), "node_thr": node_thr, "out_start": out_start,
+        "out_edge": out_edge.astype(np.int32), "node_input": node_input, "rb_order": rb_order.astype(np.int64),
+        # one array each (kernels.lazy_parts and list_parts split it): every function that
+        # takes the CompiledGame pays a reference count per array, and the search calls many
+        "lazy": np.concatenate([lazy_start, lazy_edge, lazy_src, *list_csr, rb_order[item_lazy]]).astype(np.int64),
+        "n_lazy_edge": int(len(lazy_edge)), "n_lazy_src": int(len(lazy_src)),
+        "legal_gate": np.stack([legal_gate, legal_run_end]).astype(np.int64).reshape(2, -1),
+        "legal_lists": int(lists)}
+
+
+def _group_order(n, src, tgt, atom_block):
+    """A topological order of the network's nodes, each recursive block one group (id
+    n + block): (order, group of each node, number of blocks)."""
+    n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
+    group = np.arange(n, dtype=np.int64)
+    loop_atoms = np.nonzero(atom_block >= 0)[0]
+    group[loop_atoms] = n + atom_block[loop_atoms]
+    order = topo_order(n, src, tgt, group, n + n_blocks)
+    if len(order) < n + n_blocks:
+        raise CompileError("internal: the propagation network has a cycle")
+    return order, group, n_blocks
 
 
 def _in_loops(src, dst, n):
@@ -727,12 +732,7 @@ def _merge_into_reader(src, dst, node_thr, read, atom_block):
     out_of = np.full(n, -1, dtype=np.int64)
     ce = np.nonzero(cand[src])[0]
     out_of[src[ce]] = ce
-    # Inputs before readers (a node's own merges first), recursive blocks as single groups.
-    group = np.arange(n, dtype=np.int64)
-    blocks = np.nonzero(atom_block >= 0)[0]
-    n_blocks = int(atom_block.max()) + 1 if len(atom_block) else 0
-    group[blocks] = n + atom_block[blocks]
-    order = topo_order(n, src, tgt, group, n + n_blocks)
+    order = _group_order(n, src, tgt, atom_block)[0]   # inputs before readers: own merges first
     order = order[order < n]
     into = np.full(n, -1, dtype=np.int64)
     flip = np.zeros(n, dtype=np.int64)
