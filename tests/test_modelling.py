@@ -80,10 +80,13 @@ def test_decision_metrics_by_hand():
     assert list(m["top2"]) == [1.0, 1.0]
     assert list(m["choose"]) == [0.5, 0.0]
     assert list(m["regret"]) == [0.0, 6.0]
+    assert list(m["cset"]) == [2, 1]                 # the tied pair; the best alone
     assert m["expected"] == pytest.approx([.4, .5])
     m = decision_metrics(q, lp, [2, 0], choice={"random_error": 0.2, "nice_threshold": 6.0})
     # NT = 6 puts every move of both decisions in C; RE adds 0.2/|A|
     assert m["choose"] == pytest.approx([0.2 / 3 + 0.8 / 3, 0.2 / 2 + 0.8 * 0.5])
+    assert list(m["cset"]) == [3, 2]
+    assert np.isnan(decision_metrics(lp, lp, [0, 0], is_q=False)["cset"]).all()
     r = random_metrics([2, 4])
     assert list(r["top2"]) == [1.0, 0.5] and r["logp"] == pytest.approx([-math.log(2), -math.log(4)])
 

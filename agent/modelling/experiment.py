@@ -28,7 +28,8 @@ from .splits import group_kfold, later_matches
 
 MODELS = ("fitted", "pooled", "champion", "move-frequency", "random")
 SHOWN = (("logp", "log-likelihood / decision"), ("argmax", "AAR of argmax"), ("choose", "AAR of CHOOSE"),
-         ("expected", "expected AAR"), ("top2", "top-2"), ("top5", "top-5"), ("regret", "Q-regret"))
+         ("expected", "expected AAR"), ("top2", "top-2"), ("top5", "top-5"), ("regret", "Q-regret"),
+         ("cset", "moves CHOOSE picks among"))
 
 
 class FitError(ValueError):
@@ -175,7 +176,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
         for model in MODELS[1:]:
             if model not in m:
                 continue
-            for key in ("logp", "argmax", "expected"):
+            for key in ("logp", "argmax", "choose", "expected"):
                 d_, lo, hi = paired_interval(pms, m["fitted"][key], m[model][key], n_boot=s.n_boot, seed=s.seed)
                 diffs.append({"label": lab, "baseline": model, "metric": key, "diff": d_, "lo": lo, "hi": hi,
                               "beats": bool(lo > 0)})

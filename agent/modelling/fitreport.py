@@ -155,16 +155,19 @@ def write(out, result, per_decision) -> None:
     for r in result["metrics"]:
         rows.append([r["label"], r["model"], _fmt_ci(r, "logp"), f"{r['geo_mean_p']:.3f}", _fmt_ci(r, "argmax"),
                      _fmt_ci(r, "choose"), _fmt_ci(r, "expected"), _fmt_ci(r, "top2"), _fmt_ci(r, "top5"),
-                     _fmt_ci(r, "regret")])
+                     _fmt_ci(r, "regret"), _fmt_ci(r, "cset")])
     sections.append({"heading": "Test metrics against the baselines",
                      "text": "Per player, on the same held-out decisions: the persona fitted to that player, "
                              "the pooled persona (fitted to all players), the champion preset with its choice "
                              "parameters fitted on the player's training decisions, the move-frequency n-gram "
                              "model from the player's training matches, and uniform random. Values are means per "
-                             "decision with 95 % bootstrap intervals over player-matches.",
+                             "decision with 95 % bootstrap intervals over player-matches. 'Moves in C': how many "
+                             "moves a persona's CHOOSE picks among (those within its nice threshold of the best); "
+                             "the likelihood treats them alike, so where C is wide the argmax is not what the "
+                             "persona predicts, and AAR of CHOOSE is its agreement.",
                      "table": {"columns": ["player", "model", "log-lik/decision", "exp(mean log-lik)",
                                            "AAR argmax", "AAR CHOOSE", "expected AAR", "top-2", "top-5",
-                                           "Q-regret"], "rows": rows},
+                                           "Q-regret", "moves in C"], "rows": rows},
                      "figures": [(_metric_figure(result, "logp", "log-likelihood per decision"), "metric_logp",
                                   "Log-likelihood per decision"),
                                  (_metric_figure(result, "argmax", "AAR of argmax"), "metric_argmax",

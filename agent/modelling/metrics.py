@@ -12,6 +12,10 @@ each move).  From them, per decision:
                 The exact expectation of the AAR of CHOOSE, not one noisy sample of it.
     top1/2/5    the recorded move among the k top-scored moves (ties shared)
     regret      Q* - Q(recorded) for personas (NaN for probability models)
+    cset        |C|: how many moves CHOOSE picks among (NaN for probability models). A
+                persona with a wide C does not predict its argmax move: the likelihood
+                treats every move of C alike, so a fit that widens C (NT > 0) can gain
+                log-likelihood while its argmax AAR falls.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import numpy as np
 
 from agent.stats import bootstrap_ci, paired_bootstrap_diff
 
-METRICS = ("logp", "expected", "argmax", "choose", "top1", "top2", "top5", "regret")
+METRICS = ("logp", "expected", "argmax", "choose", "top1", "top2", "top5", "regret", "cset")
 TOPK = (1, 2, 5)
 
 
@@ -47,9 +51,10 @@ def decision_metrics(scores, logps, chosen, *, choice=None, is_q=True) -> dict:
             cset = s.max() - s <= nt
             out["choose"][i] = re / len(s) + (1 - re) * (cset[c] / cset.sum())
             out["regret"][i] = s.max() - s[c]
+            out["cset"][i] = cset.sum()
         else:
             out["choose"][i] = out["expected"][i]
-            out["regret"][i] = math.nan
+            out["regret"][i] = out["cset"][i] = math.nan
     return out
 
 
@@ -57,7 +62,7 @@ def random_metrics(n_moves) -> dict:
     """The uniform-random model's metrics per decision (spec 5.1's random baseline)."""
     n = np.asarray(n_moves, float)
     out = {"logp": -np.log(n), "expected": 1 / n, "argmax": 1 / n, "choose": 1 / n,
-           "regret": np.full(len(n), math.nan)}
+           "regret": np.full(len(n), math.nan), "cset": n}
     for k in TOPK:
         out[f"top{k}"] = np.minimum(k, n) / n
     return out
