@@ -1,0 +1,132 @@
+"""Markdown tables of fit reports (results.json), as docs/reports/fit-bots.md shows them.
+
+    .venv/bin/python scripts/fit_tables.py docs/reports/fit-connectFour-full/results.json ...
+
+One table of test metrics, one of paired differences, the bar per game, attribution: the
+figures fit-bots.md quotes come from here, never typed by hand. A report is named by its
+folder (fit-connectFour-full -> connectFour-full): results.json names the game by the hash
+of its rules only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+MODELS = ("fitted", "champion", "pooled", "move-frequency", "random")
+
+
+def _row(results, lab, model):
+    return next((r for r in results["metrics"] if r["label"] == lab and r["model"] == model), None)
+
+
+def _pair(results, lab, base, metric):
+    p = next((p for p in results["paired"] if p["label"] == lab and p["baseline"] == base
+              and p["metric"] == metric), None)
+    if p is None:
+        return "—"
+    s = f"{p['diff']:+.3f} [{p['lo']:.3f}, {p['hi']:.3f}]"
+    return f"**{s}**" if p["beats"] else s
+
+
+def metrics_table(all_results) -> str:
+    out = ["| game | bot | " + " | ".join(MODELS) + " |", "|---|---|" + "---|" * len(MODELS)]
+    for res in all_results:
+        for lab in res["labels"]:
+            cells = []
+            best = max((_row(res, lab, m)["logp"] for m in MODELS if _row(res, lab, m)), default=None)
+            for m in MODELS:
+                r = _row(res, lab, m)
+                if r is None:
+                    cells.append("—")
+                    continue
+                s = f"{r['logp']:.3f} / {r['argmax']:.3f} / {r['choose']:.3f}"
+                cells.append(f"**{s}**" if r["logp"] == best else s)
+            out.append(f"| {res['game']} | {lab} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def paired_table(all_results) -> str:
+    cols = [("pooled", "logp"), ("champion", "logp"), ("pooled", "argmax"), ("champion", "argmax"),
+            ("pooled", "choose")]
+    out = ["| game | bot | " + " | ".join(f"{'log-lik.' if m == 'logp' else 'AAR ' + m} vs {b}"
+                                         for b, m in cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for res in all_results:
+        for lab in res["labels"]:
+            out.append(f"| {res['game']} | {lab} | " + " | ".join(_pair(res, lab, b, m) for b, m in cols) + " |")
+    return "\n".join(out)
+
+
+def bar_table(all_results) -> str:
+    out = ["| game | log-lik. beats pooled | log-lik. beats champion | argmax beats pooled | "
+           "argmax beats champion | bots meeting the bar | diagonal largest (log-lik.) |",
+           "|---|---|---|---|---|---|---|"]
+    for res in all_results:
+        n = len(res["labels"])
+
+        def count(base, metric):
+            return sum(any(p["label"] == lab and p["baseline"] == base and p["metric"] == metric and p["beats"]
+                           for p in res["paired"]) for lab in res["labels"])
+        diag = res["matrix"]["diagonal_max"]
+        missing = [lab for lab, ok in zip(res["labels"], diag) if not ok]
+        out.append(f"| {res['game']} | {count('pooled', 'logp')} of {n} | {count('champion', 'logp')} of {n} | "
+                   f"{count('pooled', 'argmax')} of {n} | {count('champion', 'argmax')} of {n} | "
+                   f"{res['bar']['labels_meeting']} of {n} | {sum(diag)} of {n} rows"
+                   + (f" (not {', '.join(missing)})" if missing else "") + " |")
+    return "\n".join(out)
+
+
+def choice_table(all_results) -> str:
+    out = ["| game | persona | RE | NT | kappa | moves in C (test, own bot) |", "|---|---|---|---|---|---|"]
+    for res in all_results:
+        fits = dict(res["fits"])
+        if res.get("pooled"):
+            fits["pooled"] = res["pooled"]
+        for name, f in fits.items():
+            c = f["choice"]
+            cs = [r.get("cset") for r in res["metrics"] if r["label"] == name and r["model"] == "fitted"]
+            cs = f"{cs[0]:.2f}" if cs and cs[0] is not None else "—"
+            out.append(f"| {res['game']} | {name} | {c.get('random_error')} | {c.get('nice_threshold')} | "
+                       f"{c.get('kappa')} | {cs} |")
+    return "\n".join(out)
+
+
+def attribution_table(all_results) -> str:
+    out = ["| game | matches per query | queries | accuracy [95 % Wilson] | chance |", "|---|---|---|---|---|"]
+    for res in all_results:
+        for a in res["attribution"]:
+            out.append(f"| {res['game']} | {a['k']} | {a['queries']} | {a['accuracy']:.3f} "
+                       f"[{a['lo']:.3f}, {a['hi']:.3f}] | {a['chance']:.3f} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="+", help="results.json of ggp-persona fit")
+    args = ap.parse_args(argv)
+    try:
+        all_results = []
+        for p in args.results:
+            res = json.loads(Path(p).read_text())
+            res["game"] = Path(p).resolve().parent.name.removeprefix("fit-")
+            all_results.append(res)
+    except (OSError, ValueError) as e:
+        print(f"fit_tables: {e}", file=sys.stderr)
+        return 2
+    print("Test log-likelihood per decision / AAR of argmax / AAR of CHOOSE (best log-likelihood in bold):\n")
+    print(metrics_table(all_results))
+    print("\nPaired differences, fitted minus baseline, 95 % bootstrap intervals over player-matches "
+          "(bold: above 0):\n")
+    print(paired_table(all_results))
+    print("\nThe bar:\n")
+    print(bar_table(all_results))
+    print("\nChoice parameters of the fitted personas:\n")
+    print(choice_table(all_results))
+    print("\nAttribution:\n")
+    print(attribution_table(all_results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
