@@ -405,6 +405,14 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     for f in [*res["fits"].values(), res["pooled"]]:
         assert f["seconds"]["ga_generations_timed"] == len(f["history"])
     assert "Wall time of each fit" in (out / "report.html").read_text()
+    # fit-bots.md's tables come from scripts/fit_tables.py: it reads this results.json and
+    # its bar row is the report's bar
+    tables = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_tables.py"), str(out / "results.json")],
+                            capture_output=True, text=True)
+    assert tables.returncode == 0, tables.stderr
+    n = len(res["labels"])
+    assert f"| {res['bar']['labels_meeting']} of {n} | {sum(res['matrix']['diagonal_max'])} of {n} rows" in tables.stdout
+    assert all(f"| fit | {lab} |" in tables.stdout for lab in res["labels"])
     for name in ("LearningPlayer", "MultithreadedUCTPlayer", "pooled"):
         p = load_persona(out / "personas" / f"{name}.toml")        # loadable by serve and match
         assert p.kind == "fitted" and p.limit == 10
