@@ -35,9 +35,10 @@ def metrics_table(all_results) -> str:
     for res in all_results:
         for lab in res["labels"]:
             cells = []
-            best = max((_row(res, lab, m)["logp"] for m in MODELS if _row(res, lab, m)), default=None)
+            rows = {m: _row(res, lab, m) for m in MODELS}
+            best = max((r["logp"] for r in rows.values() if r), default=None)
             for m in MODELS:
-                r = _row(res, lab, m)
+                r = rows[m]
                 if r is None:
                     cells.append("—")
                     continue
@@ -85,8 +86,8 @@ def choice_table(all_results) -> str:
             fits["pooled"] = res["pooled"]
         for name, f in fits.items():
             c = f["choice"]
-            cs = [r.get("cset") for r in res["metrics"] if r["label"] == name and r["model"] == "fitted"]
-            cs = f"{cs[0]:.2f}" if cs and cs[0] is not None else "—"
+            own = _row(res, name, "fitted")   # none for the pooled persona: it has no bot of its own
+            cs = f"{own['cset']:.2f}" if own and own.get("cset") is not None else "—"
             out.append(f"| {res['game']} | {name} | {c.get('random_error')} | {c.get('nice_threshold')} | "
                        f"{c.get('kappa')} | {cs} |")
     return "\n".join(out)
