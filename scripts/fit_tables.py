@@ -50,7 +50,7 @@ def metrics_table(all_results) -> str:
 
 def paired_table(all_results) -> str:
     cols = [("pooled", "logp"), ("champion", "logp"), ("pooled", "argmax"), ("champion", "argmax"),
-            ("pooled", "choose")]
+            ("pooled", "choose"), ("move-frequency", "logp")]
     out = ["| game | bot | " + " | ".join(f"{'log-lik.' if m == 'logp' else 'AAR ' + m} vs {b}"
                                          for b, m in cols) + " |", "|---|---|" + "---|" * len(cols)]
     for res in all_results:
