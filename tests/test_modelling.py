@@ -415,7 +415,8 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     assert all(f"| fit | {lab} |" in tables.stdout for lab in res["labels"])
     mf = next(p for p in res["paired"] if p["label"] == res["labels"][0] and p["baseline"] == "move-frequency"
               and p["metric"] == "logp")                          # fit-bots.md's move-frequency figures
-    assert "log-lik. vs move-frequency" in tables.stdout and f"{mf['diff']:+.3f} [{mf['lo']:.3f}, {mf['hi']:.3f}]" in tables.stdout
+    assert "log-lik. vs move-frequency" in tables.stdout
+    assert f"{mf['diff']:+.3f} [{mf['lo']:.3f}, {mf['hi']:.3f}]" in tables.stdout
     for name in ("LearningPlayer", "MultithreadedUCTPlayer", "pooled"):
         p = load_persona(out / "personas" / f"{name}.toml")        # loadable by serve and match
         assert p.kind == "fitted" and p.limit == 10
