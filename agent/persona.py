@@ -79,6 +79,7 @@ class Persona:
     kappa: float = 0.1
     utility_weights: dict = field(default_factory=dict)
     utility_lambda: float = 0.0
+    model: dict | None = None    # a fast fit's player model (agent.modelplay), played instead of CHOOSE
 
     def replace(self, **changes) -> "Persona":
         d = asdict(self)
@@ -88,11 +89,13 @@ class Persona:
     def to_toml(self) -> str:
         data = {"name": self.name, "kind": self.kind, "description": self.description}
         for f in fields(self):
-            if f.name not in data and f.name not in ("utility_weights", "utility_lambda"):
+            if f.name not in data and f.name not in ("utility_weights", "utility_lambda", "model"):
                 v = getattr(self, f.name)
                 data[f.name] = list(v) if isinstance(v, tuple) else v
         if self.utility_lambda or self.utility_weights:
             data["utility"] = {"lambda": self.utility_lambda, "weights": dict(self.utility_weights)}
+        if self.model is not None:
+            data["model"] = self.model
         return tomlio.dumps(data)
 
 
@@ -110,7 +113,7 @@ def persona_from_dict(data: dict, source: str = "<persona>", *, check_ranges: bo
     """Validate a parsed persona record.  ``check_ranges=False`` is for internal baselines
     (e.g. flat Monte Carlo's unbounded exploration), never for persona files."""
     data = dict(data)
-    known = set(RANGES) | {"name", "kind", "description", "utility"}
+    known = set(RANGES) | {"name", "kind", "description", "utility", "model"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise PersonaError(f"{source}: unknown field{'s' * (len(unknown) > 1)} "
@@ -148,8 +151,27 @@ def persona_from_dict(data: dict, source: str = "<persona>", *, check_ranges: bo
     if kind not in KINDS:
         raise PersonaError(f"{source}: kind = {kind!r} must be one of {', '.join(KINDS)}")
     weights, lam = _utility(data.get("utility"), source)
+    model = _model(data.get("model"), source)
     return Persona(name=name, kind=kind, description=desc, utility_weights=weights,
-                   utility_lambda=lam, **out)
+                   utility_lambda=lam, model=model, **out)
+
+
+def _model(m, source: str):
+    """A fitted model's table, checked whole here so that a broken file fails on load, not
+    at the first move."""
+    if m is None:
+        return None
+    if not isinstance(m, dict) or not isinstance(m.get("plan"), dict) or not isinstance(m.get("fit"), dict):
+        raise PersonaError(f"{source}: model must be a table with plan and fit (written by ggp-persona fit)")
+    from agent.modelling.choicemodel import ChoiceModel, ModelError
+    try:
+        ChoiceModel.from_dict(m["fit"], f"{source}: model")
+    except ModelError as e:
+        raise PersonaError(str(e)) from None
+    limit = m["plan"].get("limit")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise PersonaError(f"{source}: model.plan.limit = {limit!r} must be an integer in [1, {MAX_LIMIT}]")
+    return m
 
 
 def _utility(u, source: str):

@@ -228,6 +228,7 @@ class Player:
         self.state = None
         self.ply = 0
         self.tree = None            # search tree kept between decisions (agent.search)
+        self.prev = None            # the last joint move (a fitted model's move counts read it)
 
     # -------------------------------------------------------------- set-up
     def prepare(self) -> list:
@@ -297,6 +298,7 @@ class Player:
         """Apply the joint move the manager reports; returns notes about anything odd."""
         joint, notes = resolve_joint(self.sm, self.state, move_texts, len(self.description.roles))
         self.state = self.sm.next_state(self.state, joint)
+        self.prev = tuple(joint)
         self.ply += 1
         if self.tree is not None:
             try:
@@ -364,11 +366,22 @@ class Player:
             decision["q"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["q"])}
         if fields.get("moves") is not None and fields.get("visits") is not None:
             decision["visits"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["visits"])}
+        if fields.get("moves") is not None and fields.get("p") is not None:
+            decision["p"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["p"])}
         if error:
             decision["error"] = error
         return decision
 
     def _run_search(self, legal, deadline, seed, on_best=None) -> dict:
+        if self.search_kind == "agent.search" and self.persona.model is not None:
+            # a fitted player model (spec 4.6): its columns for this state, then its argmax
+            from agent.modelplay import decide
+            engine = self.sm if self.engine is self.prolog else self.engine
+            fields = decide(engine, self.state, self.role_index, legal, self.prev, self.persona, seed,
+                            max(0.0, deadline - time.monotonic()))
+            if on_best is not None:
+                on_best(render_spaced(fields["move"]), fields["simulations"])
+            return fields
         if self.search_kind == "agent.search":
             # The fewer of the persona's simulations and the time left ("skill = limit",
             # persona-model 6.6).  On Prolog the search shares our query cache (the

@@ -394,7 +394,7 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     out = tmp_path / "fit"
     common = [BULK, "--games", SHARED / "corpus" / "games", "--game", "connectFour",
               "--alias", "ConfidenceAgent=ConfidencePlayer", "--cache", tmp_path / "cache"]
-    r = _cli("fit", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
+    r = _cli("fit", "--ga", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
              "--out", out, "--limit", "10", "--population", "3", "--generations", "2", "--subsample", "8",
              "--final-size", "8", "--workers", "0", "--replicates", "1", "--split", "kfold", "--folds", "2")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -424,7 +424,7 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     assert r2.returncode == 0, r2.stderr[-2000:]
     assert "most likely first" in r2.stdout and "pooled" in r2.stdout
     # a second run resumes from the checkpoints and the cache: same results
-    r3 = _cli("fit", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
+    r3 = _cli("fit", "--ga", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
               "--out", out, "--limit", "10", "--population", "3", "--generations", "2", "--subsample", "8",
               "--final-size", "8", "--workers", "0", "--replicates", "1", "--split", "kfold", "--folds", "2")
     assert r3.returncode == 0
@@ -434,7 +434,7 @@ def test_cli_fit_then_attribute_end_to_end(tmp_path):
     # checkpoints are committed, the Q cache is not): the searches are redone, same results
     import shutil
     shutil.rmtree(out / "cache")
-    r4 = _cli("fit", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
+    r4 = _cli("fit", "--ga", *common, "--player", "LearningPlayer", "--player", "MultithreadedUCTPlayer",
               "--out", out, "--limit", "10", "--population", "3", "--generations", "2", "--subsample", "8",
               "--final-size", "8", "--workers", "0", "--replicates", "1", "--split", "kfold", "--folds", "2")
     assert r4.returncode == 0, r4.stderr[-2000:]

@@ -13,54 +13,97 @@ Moves and states are keys, nothing else: no game knowledge.
 """
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 
 import numpy as np
+
+from gdl.terms import render
 
 W_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 EPS_GRID = (0.001, 0.01, 0.1)
 
 
-def _contexts(d):
-    m = d.moves[d.chosen]
-    return (m,), (d.prev, m), (d.state, m)
+def _text(t) -> str:
+    try:
+        return render(t)
+    except TypeError:      # not a GDL term (synthetic decisions in tests): its repr
+        return repr(t)
 
 
-class _Counts:
-    def __init__(self, decisions):
-        self.c = [Counter(), Counter(), Counter()]        # (context..., move) counts per level
+def state_key(state) -> str:
+    """A state as a short, stable key (the counts are kept in persona files)."""
+    text = "\n".join(sorted(_text(f) for f in state))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def prev_key(prev) -> str:
+    return "" if prev is None else " ".join(_text(m) for m in prev)
+
+
+def contexts(state, prev) -> tuple:
+    """The three levels' contexts of a decision: none, the previous joint move, the state."""
+    return ("", prev_key(prev), state_key(state))
+
+
+class MoveCounts:
+    """How often each move was chosen at each level (move alone, after the previous joint
+    move, in this state), with each player-match's own share kept apart so that a
+    decision's features can leave its own match out.  Keys are strings: the counts of a
+    fitted model go into its persona file."""
+
+    def __init__(self, decisions=()):
+        self.c = [Counter(), Counter(), Counter()]        # "context|move" counts per level
         self.n = [Counter(), Counter(), Counter()]        # context totals per level
         self.by_pm = defaultdict(lambda: ([Counter(), Counter(), Counter()], [Counter(), Counter(), Counter()]))
+        self.add(decisions)
+
+    def add(self, decisions) -> None:
         for d in decisions:
-            keys = _contexts(d)
-            ctx = ((), (d.prev,), (d.state,))
+            ctx = contexts(d.state, d.prev)
+            m = _text(d.moves[d.chosen])
             own = self.by_pm[d.pm]
             for lvl in range(3):
-                self.c[lvl][keys[lvl]] += 1
+                key = f"{ctx[lvl]}|{m}"
+                self.c[lvl][key] += 1
                 self.n[lvl][ctx[lvl]] += 1
-                own[0][lvl][keys[lvl]] += 1
+                own[0][lvl][key] += 1
                 own[1][lvl][ctx[lvl]] += 1
 
-    def features(self, d, exclude_own: bool) -> np.ndarray:
-        """(moves x 3) relative frequencies of each legal move at the three levels."""
-        own = self.by_pm.get(d.pm) if exclude_own else None
-        ctx = ((), (d.prev,), (d.state,))
-        f = np.zeros((len(d.moves), 3))
+    def frequencies(self, state, prev, moves, pm=None) -> np.ndarray:
+        """(moves x 3) relative frequencies of each move at the three levels, without the
+        counts of player-match ``pm`` (a match never predicts itself)."""
+        own = self.by_pm.get(pm) if pm is not None else None
+        ctx = contexts(state, prev)
+        f = np.zeros((len(moves), 3))
         for lvl in range(3):
             tot = self.n[lvl][ctx[lvl]] - (own[1][lvl][ctx[lvl]] if own else 0)
             if tot <= 0:
                 continue
-            for j, m in enumerate(d.moves):
-                key = (m,) if lvl == 0 else (ctx[lvl][0], m)
+            for j, m in enumerate(moves):
+                key = f"{ctx[lvl]}|{_text(m)}"
                 f[j, lvl] = (self.c[lvl][key] - (own[0][lvl][key] if own else 0)) / tot
         return f
+
+    def features(self, d, exclude_own: bool) -> np.ndarray:
+        return self.frequencies(d.state, d.prev, d.moves, d.pm if exclude_own else None)
+
+    def to_dict(self) -> dict:
+        return {"counts": [dict(c) for c in self.c], "totals": [dict(n) for n in self.n]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MoveCounts":
+        out = cls()
+        out.c = [Counter(c) for c in data["counts"]]
+        out.n = [Counter(n) for n in data["totals"]]
+        return out
 
 
 class MoveFrequency:
     """Fitted on training decisions; ``logp(d)`` gives log P over d.moves."""
 
     def __init__(self, train):
-        self.counts = _Counts(train)
+        self.counts = MoveCounts(train)
         feats = [self.counts.features(d, exclude_own=True) for d in train]
         m = max((len(f) for f in feats), default=1)
         F = np.zeros((len(train), m, 3))

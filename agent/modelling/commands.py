@@ -50,7 +50,13 @@ def add_fit(p) -> None:
     _records_args(p)
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder: personas/*.toml, report.html, data; also the resume state")
-    p.add_argument("--limit", type=int, default=d.limit, help=f"simulations per decision (default {d.limit})")
+    p.add_argument("--ga", action="store_true",
+                   help="fit personas by the genetic algorithm of persona-model 4.5 instead of the fast fit (4.6)")
+    p.add_argument("--compare", action="append", default=[], metavar="DIR",
+                   help="fast fit: show the fitted personas of this GA fit folder (same records) beside it; repeatable")
+    p.add_argument("--limit", type=int, default=None,
+                   help=f"simulations per decision (GA default {d.limit}; fast fit default: from the rules, "
+                        f"at most 1000)")
     p.add_argument("--population", type=int, default=d.population, help=f"GA population (default {d.population})")
     p.add_argument("--generations", type=int, default=d.generations, help=f"at most this many generations (default {d.generations})")
     p.add_argument("--patience", type=int, default=d.patience, help=f"stop after this many generations without gain (default {d.patience})")
@@ -67,7 +73,8 @@ def add_fit(p) -> None:
     p.add_argument("--test-pms", type=int, default=d.test_pms,
                    help="evaluate on at most this many test player-matches per player (default 0: all)")
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--thesis", action="store_true", help="thesis mode: roulette, 16 genes, fitness F, kappa 0.1")
+    p.add_argument("--thesis", action="store_true",
+                   help="the GA in thesis mode: roulette, 16 genes, fitness F, kappa 0.1 (implies --ga)")
     p.add_argument("--no-pooled", action="store_true", help="do not fit the pooled persona")
     p.add_argument("--replicates", type=int, default=d.replicates,
                    help="2: re-score some test decisions with a second seed to measure Q noise")
@@ -129,7 +136,12 @@ def cmd_dataset(args) -> int:
 
 
 def cmd_fit(args) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise ModellingUsage("--limit must be at least 1")
+    if not (args.ga or args.thesis):
+        return _cmd_fast_fit(args)
     from .experiment import FitError, Settings, run
+    args.limit = Settings().limit if args.limit is None else args.limit
     if args.limit < 1 or args.population < 2 or args.generations < 1 or args.subsample < 1:
         raise ModellingUsage("--limit, --generations and --subsample must be at least 1, --population at least 2")
     if not 0 < args.test_fraction < 1:
@@ -152,6 +164,34 @@ def cmd_fit(args) -> int:
     print(f"report: {Path(args.out) / 'report.html'}")
     print(f"bar met for {bar['labels_meeting']} of {len(res['labels'])} players; "
           f"matrix diagonal dominant: {bar['diagonal_all']}")
+    return 0
+
+
+def _cmd_fast_fit(args) -> int:
+    from .fast import FastFitError, FastSettings, run
+    if not 0 < args.test_fraction < 1:
+        raise ModellingUsage("--test-fraction must lie between 0 and 1")
+    if args.scheduler and not args.scheduler.startswith("tcp://"):
+        raise ModellingUsage(f"--scheduler {args.scheduler}: expected tcp://HOST:PORT")
+    for c in args.compare:
+        if not Path(c).is_dir():
+            raise ModellingUsage(f"--compare {c}: no such folder")
+    ds = _dataset(args)
+    _print_summary(ds)
+    s = FastSettings(split=args.split, test_fraction=args.test_fraction, folds=args.folds, fold=args.fold,
+                     test_pms=args.test_pms, seed=args.seed, pooled=not args.no_pooled, limit=args.limit or 0)
+    try:
+        res = run(ds, args.out, s, cache_root=Path(args.cache) / "evals", scheduler=args.scheduler,
+                  workers=args.workers, progress=sys.stderr.isatty(), log=lambda m: print(m, flush=True),
+                  compare=args.compare)
+    except FastFitError as e:
+        raise ModellingUsage(str(e)) from None
+    bar = res["bar"]
+    total = sum(t["wall"] for t in res["stages"].values())
+    print(f"report: {Path(args.out) / 'report.html'} ({total / 60:.1f} min)")
+    print(f"bar met for {bar['labels_meeting']} of {len(res['labels'])} players; "
+          f"matrix diagonal dominant: {bar['diagonal_all']}; models below random: "
+          f"{', '.join(res['floor']['models_below_random']) or 'none'}")
     return 0
 
 
@@ -189,6 +229,12 @@ def cmd_attribute(args) -> int:
         raise ModellingUsage("the records hold several games; choose one with --game")
     scores = {}
     for pe in personas:
+        if pe.model is not None:     # a fast fit's model: its shared evaluations, then its formula
+            from .fast import persona_log_probs
+            lps = persona_log_probs(pe, ds, seed=args.seed, cache_root=Path(args.cache) / "evals",
+                                    scheduler=args.scheduler, workers=args.workers, progress=sys.stderr.isatty())
+            scores[pe.name] = float(np.sum(lps))
+            continue
         scorer = Scorer(ds.games, seed=args.seed, limit=pe.limit, scheduler=args.scheduler,
                         workers=args.workers, progress=sys.stderr.isatty(),
                         cache_file=Path(args.cache) / "attribute-q.pkl")

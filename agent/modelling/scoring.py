@@ -39,6 +39,8 @@ def persona_key(persona, limit: int | None) -> str:
     d = asdict(persona)
     for k in ("name", "kind", "description", "random_error", "nice_threshold", "kappa"):
         d.pop(k)
+    if d.get("model") is None:     # keys of personas without a model stay what they were
+        d.pop("model", None)
     d["limit"] = limit if limit is not None else d["limit"]
     d["search"] = SEARCH_VERSION
     return hashlib.sha256(repr(sorted(d.items())).encode()).hexdigest()[:24]

@@ -1,0 +1,290 @@
+"""The default fit (spec 4.6): shared evaluations once per decision, then a cheap model per
+player, evaluated against the baselines on the held-out player-matches.
+
+Stages, each timed (wall and CPU, this process and its workers):
+1. plan: the deep search's simulations, from the rules (``evaluations.plan_for``), and a
+   cost estimate from a few decisions; above ``BUDGET_SECONDS`` the run says what it
+   would cost and how ``--scheduler`` sends it to Dask;
+2. shared evaluations of every selected decision (``EvalCache``: on disk, shared by every
+   fit of the same game; resumable, a second fit searches nothing);
+3. the pooled model on all training decisions, then each player's, pulled towards the
+   pooled model (``choicemodel.fit``);
+4. evaluation on the test decisions: the player's model, the pooled model, the champion
+   (the deep search's Q with its choice parameters fitted on the player's training
+   decisions: spec 4.5's behaviour likelihood), the move-frequency model and random.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from agent.matchlog import atomic_write_bytes
+
+from . import choicemodel as CM
+from . import evaluation as EV
+from . import evaluations as E
+from .baselines import MoveFrequency
+from .fitting import stratified_subsample
+from .likelihood import fit_choice, log_probs_all, pad
+from .metrics import decision_metrics, random_metrics
+from .scoring import decision_seed
+
+BUDGET_SECONDS = 30 * 60
+ESTIMATE_DECISIONS = 12
+
+
+class FastFitError(ValueError):
+    """A fit that cannot run as asked."""
+
+
+@dataclass
+class FastSettings:
+    split: str = "later"
+    test_fraction: float = 0.3
+    folds: int = 5
+    fold: int = 0
+    test_pms: int = 0
+    seed: int = 0
+    n_boot: int = 1000
+    pooled: bool = True
+    limit: int = 0               # deep search simulations (0: the plan's, from the rules)
+
+
+class Clock:
+    """Wall and CPU seconds of stages; CPU includes this process's live worker processes."""
+
+    def __init__(self):
+        self.stages: dict = {}
+
+    @staticmethod
+    def _cpu() -> float:
+        import psutil
+        me = psutil.Process()
+        total = sum(me.cpu_times()[:2])
+        for c in me.children(recursive=True):
+            try:
+                total += sum(c.cpu_times()[:2])
+            except psutil.Error:
+                continue
+        return total
+
+    def run(self, name: str, fn, *args, **kw):
+        w0, c0 = time.monotonic(), self._cpu()
+        try:
+            return fn(*args, **kw)
+        finally:
+            self.stages[name] = {"wall": round(time.monotonic() - w0, 2), "cpu": round(self._cpu() - c0, 2)}
+
+
+def _items(decisions, seed: int) -> list:
+    """[(cache key, (state, role, CRN seed, moves))] of decisions (spec 4.5 item 1 seeds)."""
+    out = []
+    for d in decisions:
+        s = decision_seed(seed, d.match_id, d.role, d.ply, 0)
+        out.append(((d.match_id, d.role, d.ply, s), (d.state, d.role, s, d.moves)))
+    return out
+
+
+def make_plan(engine, decisions, seed: int, limit: int = 0) -> dict:
+    sample = stratified_subsample(sorted(decisions, key=lambda d: d.key), 50, (seed, "plan"))
+    plan = E.plan_for(engine, [d.state for d in sample], seed)
+    if limit:
+        plan["limit"] = int(limit)
+    return plan
+
+
+def estimate_seconds(engine, decisions, plan, seed: int, workers: int) -> float:
+    """Wall seconds the shared evaluations of ``decisions`` would take here, from a few of
+    them (after one to warm the compiled code)."""
+    from agent.search.features import FactIndex, calibrate
+    cal, facts = calibrate(engine), FactIndex(engine.roles)
+    sample = stratified_subsample(sorted(decisions, key=lambda d: d.key), ESTIMATE_DECISIONS + 1, (seed, "cost"))
+    items = [it for _, it in _items(sample, seed)]
+    E.evaluate_items(engine, items[:1], plan, cal, facts)
+    t0 = time.monotonic()
+    E.evaluate_items(engine, items[1:], plan, cal, facts)
+    per = (time.monotonic() - t0) / max(1, len(items) - 1)
+    return per * len(decisions) / max(1, workers)
+
+
+def shared_matrices(cache: E.EvalCache, decisions, seed: int) -> list:
+    return [cache.data[k] for k, _ in _items(decisions, seed)]
+
+
+def _champion_metrics(qdeep_train, train, qdeep_test, test) -> tuple:
+    Q, mask = pad(qdeep_train)
+    choice = fit_choice(Q, mask, [d.chosen for d in train])
+    choice.pop("ll")
+    Qt, maskt = pad(qdeep_test)
+    lp = log_probs_all(Qt, maskt, choice["random_error"], choice["nice_threshold"], choice["kappa"])
+    lps = [lp[i, :len(d.moves)] for i, d in enumerate(test)]
+    return decision_metrics(qdeep_test, lps, [d.chosen for d in test], choice=choice, is_q=True), choice
+
+
+def _model_metrics(model, ds, xs) -> dict:
+    lps = CM.held_out_log_probs(model, ds, xs)
+    return decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
+
+
+def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, workers=None,
+        progress=True, log=print, compare=()) -> dict:
+    from agent.compute import default_workers
+    from agent.engine.loader import load_engine
+    from agent.search.features import calibrate
+
+    from .experiment import _cap_test, slug, split
+    out = Path(out_dir)
+    decisions = dataset.decisions
+    if not decisions:
+        raise FastFitError("no decisions selected (check --player, --role, --labels)")
+    games = sorted({d.game for d in decisions})
+    if len(games) > 1:
+        raise FastFitError(f"the selected records hold {len(games)} different games; fit one at a time with --game NAME")
+    game = games[0]
+    labels = sorted({d.label for d in decisions})
+    train, test = split(decisions, s)
+    test = _cap_test(test, s.test_pms, s.seed)
+    if not train or not test:
+        raise FastFitError("the split left no training or no test decisions (too few player-matches)")
+    clock = Clock()
+    n_workers = 0 if workers == 0 else (workers or default_workers())
+    engine = load_engine(dataset.games[game])
+    plan = clock.run("plan", make_plan, engine, decisions, s.seed, s.limit)
+    cache = E.EvalCache(cache_root, game, plan)
+    keyed = _items(decisions, s.seed)
+    needed = [d for d, (k, _) in zip(decisions, keyed) if k not in cache.data]
+    estimate = None
+    if needed and not scheduler:
+        estimate = clock.run("estimate", estimate_seconds, engine, needed, plan, s.seed, max(1, n_workers))
+        log(f"shared evaluations: {len(needed)} decisions to search ({len(decisions) - len(needed)} cached), "
+            f"about {estimate / 60:.1f} min with {max(1, n_workers)} worker(s) "
+            f"(plan: {plan['limit']} simulations, mean playout {plan['mean_playout']} moves)")
+        if estimate > BUDGET_SECONDS:
+            log(f"note: that is above the {BUDGET_SECONDS // 60}-minute budget of a fit on this machine; "
+                f"--scheduler tcp://HOST:8786 sends the searches to a Dask cluster (the cache keeps what "
+                f"finishes: Ctrl-C and the same command resume)")
+    calibration = calibrate(engine)
+    names = E.feature_names(calibration)
+    clock.run("shared evaluations", cache.fill, game, dataset.games[game], keyed,
+              scheduler=scheduler, workers=workers, progress=progress)
+    x_train = dict(zip([d.key for d in train], shared_matrices(cache, train, s.seed)))
+    x_test = shared_matrices(cache, test, s.seed)
+
+    def fit_all():
+        pooled = None
+        if s.pooled and len(labels) > 1:
+            log(f"fitting the pooled model on {len(train)} training decisions")
+            pooled = CM.fit(train, [x_train[d.key] for d in train], names)
+        models, seconds = {}, {}
+        for lab in labels:
+            tr = [d for d in train if d.label == lab]
+            t0 = time.monotonic()
+            models[lab] = CM.fit(tr, [x_train[d.key] for d in tr], names, prior=pooled)
+            seconds[lab] = round(time.monotonic() - t0, 2)
+            for w in models[lab].info["warnings"]:
+                log(f"warning: {lab}: {w}")
+        return pooled, models, seconds
+
+    pooled, models, fit_seconds = clock.run("player models", fit_all)
+
+    def evaluate():
+        idx = EV.label_index(test, labels)
+        per_label, champ_choice, freq = {}, {}, {}
+        for lab in labels:
+            ds = [test[i] for i in idx[lab]]
+            xs = [x_test[i] for i in idx[lab]]
+            tr = [d for d in train if d.label == lab]
+            m = {"fitted": _model_metrics(models[lab], ds, xs), "random": random_metrics([len(d.moves) for d in ds])}
+            if pooled is not None:
+                m["pooled"] = _model_metrics(pooled, ds, xs)
+            m["champion"], champ_choice[lab] = _champion_metrics(
+                [100.0 * x_train[d.key][:, 0] for d in tr], tr, [100.0 * x[:, 0] for x in xs], ds)
+            mf = MoveFrequency(tr)
+            freq[lab] = mf.params()
+            lps = [mf.logp(d) for d in ds]
+            m["move-frequency"] = decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
+            per_label[lab] = m
+        rows, diffs, per_decision = EV.compare(test, labels, per_label, n_boot=s.n_boot, seed=s.seed)
+        logp_all = {lab: CM.held_out_log_probs(models[lab], test, x_test) for lab in labels}
+
+        def metrics_of(col, rows_idx):
+            lps = [logp_all[col][i] for i in rows_idx]
+            return decision_metrics(lps, lps, [test[i].chosen for i in rows_idx], is_q=False)
+
+        ml, ma, diagonal = EV.matrix(test, labels, metrics_of)
+        chosen_lp = {lab: [lp[d.chosen] for lp, d in zip(logp_all[lab], test)] for lab in labels}
+        attribution = EV.attribution(test, labels, chosen_lp)
+        return rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq
+
+    rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq = clock.run("evaluation", evaluate)
+    pdir = out / "personas"
+    pdir.mkdir(parents=True, exist_ok=True)
+    from agent.modelplay import model_persona_toml
+    for lab in labels:
+        atomic_write_bytes(pdir / f"{slug(lab)}.toml", model_persona_toml(lab, models[lab], plan).encode())
+    if pooled is not None:
+        atomic_write_bytes(pdir / "pooled.toml", model_persona_toml("pooled", pooled, plan).encode())
+    result = {
+        "mode": "fast", "settings": asdict(s), "labels": labels, "game": game, "plan": plan,
+        "features": names,
+        "compute": {"workers": workers, "scheduler": scheduler, "cpus": os.cpu_count()},
+        "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
+                 "train_player_matches": len({d.pm for d in train}),
+                 "test_player_matches": len({d.pm for d in test})},
+        "models": {lab: _model_json(models[lab]) for lab in labels},
+        "pooled": _model_json(pooled) if pooled is not None else None,
+        "champion_choice": champ_choice, "move_frequency": freq,
+        "metrics": rows, "paired": diffs,
+        "matrix": {"rows": labels, "columns": labels, "logp": ml, "argmax": ma, "diagonal_max": diagonal},
+        "attribution": attribution,
+        "searched_decisions": cache.computed, "cached_decisions": len(decisions) - cache.computed,
+        "estimate_seconds": estimate, "stages": clock.stages, "fit_seconds": fit_seconds,
+        "bar": EV.bar(labels, diffs, diagonal, pooled is not None),
+        "floor": _floor(rows),
+    }
+    from .fastreport import write
+    write(out, result, per_decision, compare)     # results.json among the report's data
+    return result
+
+
+def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, scheduler=None, workers=None,
+                      progress=True) -> list:
+    """log P of each decision's recorded move under a fitted model persona (the shared
+    evaluations of its plan, from the cache or computed): attribution of new records."""
+    from agent.modelplay import align, model_of
+    from agent.search.features import calibrate
+    model, plan = model_of(persona)
+    out = [None] * len(dataset.decisions)
+    by_game: dict = {}
+    for i, d in enumerate(dataset.decisions):
+        by_game.setdefault(d.game, []).append(i)
+    for game, idx in by_game.items():
+        ds = [dataset.decisions[i] for i in idx]
+        cache = E.EvalCache(cache_root, game, plan)
+        keyed = _items(ds, seed)
+        cache.fill(game, dataset.games[game], keyed, scheduler=scheduler, workers=workers, progress=progress)
+        from agent.engine.loader import load_engine
+        names = E.feature_names(calibrate(load_engine(dataset.games[game])))
+        for i, d, (k, _) in zip(idx, ds, keyed):
+            x = align(cache.data[k], names, model.shared_names)
+            out[i] = float(model.log_probs(x, d.state, d.prev, d.moves)[d.chosen])
+    return out
+
+
+def _model_json(m) -> dict:
+    w = m.weights_by_name()
+    top = sorted(w.items(), key=lambda kv: -abs(kv[1]))[:12]
+    return {"epsilon": m.eps, **{k: v for k, v in m.info.items()}, "top_weights": dict(top)}
+
+
+def _floor(rows) -> dict:
+    """Every model's test log-likelihood against uniform random, per player (spec 4.6 item 3)."""
+    rnd = {r["label"]: r["logp"] for r in rows if r["model"] == "random"}
+    below = [f"{r['label']}/{r['model']}" for r in rows
+             if r["model"] != "random" and r["logp"] < rnd.get(r["label"], -math.inf)]
+    return {"models_below_random": below}

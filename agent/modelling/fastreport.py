@@ -1,0 +1,148 @@
+"""The fast fit's report (spec 4.6): report.html with PNG plots and the data as JSON/CSV.
+
+Where the folder of a 4.5 GA fit on the same records is given (``--compare``), its models'
+per-decision results are joined on the same test decisions (match, role, ply) and shown
+beside the new default.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from agent.report import write_report
+
+from .fitreport import _fmt_ci, _matrix_figure, _metric_figure
+
+
+def _stage_rows(result) -> list:
+    rows = []
+    for name, t in result["stages"].items():
+        rows.append([name, f"{t['wall']:.1f}", f"{t['cpu']:.1f}"])
+    total_w = sum(t["wall"] for t in result["stages"].values())
+    total_c = sum(t["cpu"] for t in result["stages"].values())
+    rows.append(["total", f"{total_w:.1f}", f"{total_c:.1f}"])
+    return rows
+
+
+def compare_rows(result, folder) -> list:
+    """Mean test log-likelihood and argmax AAR of another fit's models, per player, on the
+    decisions both fits hold (joined by match, role and ply)."""
+    path = Path(folder) / "decisions.csv"
+    if not path.is_file():
+        return []
+    ours = {(r["label"], r["match_id"], str(r["role"]), str(r["ply"])) for r in result.get("_per_decision", [])}
+    acc: dict = {}
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["label"], r["match_id"], r["role"], r["ply"])
+            if key not in ours or not r.get("fitted_logp"):
+                continue
+            a = acc.setdefault(r["label"], [0.0, 0.0, 0])
+            a[0] += float(r["fitted_logp"])
+            a[1] += float(r["fitted_argmax"])
+            a[2] += 1
+    return [[lab, Path(folder).name, n, f"{lp / n:.3f}", f"{am / n:.3f}"] for lab, (lp, am, n) in sorted(acc.items())]
+
+
+def write(out, result, per_decision, compare=()) -> None:
+    s, d, bar, plan = result["settings"], result["data"], result["bar"], result["plan"]
+    counts = d.get("counts", {})
+    intro = (f"Player models fitted by the fast fit (persona-model 4.6) to {len(result['labels'])} player(s) of "
+             f"one game: shared evaluations of every decision (three searches of {plan['limit']} simulations: "
+             f"the champion's, a broad one and a playout-free one of horizon {plan['shallow_horizon']}; a one-ply "
+             f"look-ahead over at most {plan['replies']} replies; fact changes), then per player a conditional "
+             f"logit on them, on the move's tokens and on the player's own move counts, mixed with the uniform "
+             f"choice (weight fitted, at least 0.01), pulled towards the pooled model by an L2 penalty chosen "
+             f"by grouped cross-validation. Split '{s['split']}' (test fraction {s['test_fraction']}), seed "
+             f"{s['seed']}; {result['searched_decisions']} decisions searched by this run, "
+             f"{result['cached_decisions']} from the shared cache.")
+    sections = [{
+        "heading": "Data",
+        "text": (f"{counts.get('records', '?')} records, {counts.get('decisions', '?')} selected decisions "
+                 f"({d['train_decisions']} training in {d['train_player_matches']} player-matches, "
+                 f"{d['test_decisions']} test in {d['test_player_matches']} player-matches). Left out: "
+                 f"{counts.get('forced decisions left out (all roles)', 0)} forced (ply, role) pairs, "
+                 f"{counts.get('substituted moves left out', 0)} moves substituted by the server; "
+                 f"{counts.get('duplicate records dropped', 0)} duplicate records dropped."
+                 + (" Warnings: " + "; ".join(d["warnings"]) if d.get("warnings") else "")),
+        "table": {"columns": ["player", "training decisions", "player-matches", "L2", "epsilon",
+                              "CV log-lik.", "CV random", "fit seconds", "warnings"],
+                  "rows": [[lab, m["decisions"], m["player_matches"], m["l2"], m["epsilon"],
+                            f"{m['cv_logp']:.3f}" if m["cv_logp"] == m["cv_logp"] else "—",
+                            f"{m['cv_random_logp']:.3f}" if m.get("cv_random_logp") is not None else "—",
+                            result["fit_seconds"].get(lab, ""), "; ".join(m["warnings"]) or "—"]
+                           for lab, m in result["models"].items()]}}]
+    sections.append({"heading": "Time per stage",
+                     "text": "Wall and CPU seconds (CPU of this process and its worker processes; on Dask the "
+                             "workers' CPU is not counted). 'shared evaluations' is only what the cache lacked.",
+                     "table": {"columns": ["stage", "wall s", "CPU s"], "rows": _stage_rows(result)}})
+    rows = [[r["label"], r["model"], _fmt_ci(r, "logp"), f"{r['geo_mean_p']:.3f}", _fmt_ci(r, "argmax"),
+             _fmt_ci(r, "expected"), _fmt_ci(r, "top2"), _fmt_ci(r, "top5")] for r in result["metrics"]]
+    sections.append({"heading": "Test metrics against the baselines",
+                     "text": "Per player, on the same held-out decisions: 'fitted' is the player's model, "
+                             "'pooled' the model of all players, 'champion' the deep search's Q with the "
+                             "behaviour likelihood's choice parameters fitted on the player's training decisions "
+                             "(spec 4.5 item 4), 'move-frequency' the n-gram model, 'random' the uniform choice. "
+                             "Means per decision, 95 % bootstrap intervals over player-matches. Models below "
+                             "random: " + (", ".join(result["floor"]["models_below_random"]) or "none") + ".",
+                     "table": {"columns": ["player", "model", "log-lik/decision", "exp(mean log-lik)",
+                                           "AAR argmax", "expected AAR", "top-2", "top-5"], "rows": rows},
+                     "figures": [(_metric_figure(result, "logp", "log-likelihood per decision"), "metric_logp",
+                                  "Log-likelihood per decision"),
+                                 (_metric_figure(result, "argmax", "AAR of argmax"), "metric_argmax",
+                                  "Action agreement of the argmax move")]})
+    prow = [[p["label"], p["baseline"], p["metric"], f"{p['diff']:.4f}", f"[{p['lo']:.4f}, {p['hi']:.4f}]",
+             "yes" if p["beats"] else "no"] for p in result["paired"]]
+    per = bar["per_label"]
+    sections.append({"heading": "Paired differences: the player's model minus baseline",
+                     "text": (f"The bar (log-likelihood above champion, pooled and move-frequency; argmax AAR above "
+                              f"champion and pooled; every interval above 0): met for {bar['labels_meeting']} of "
+                              f"{len(per)} players ({', '.join(k for k, v in per.items() if v) or 'none'}). "
+                              f"Matrix diagonal largest in every row: {'yes' if bar['diagonal_all'] else 'no'}."),
+                     "table": {"columns": ["player", "baseline", "metric", "difference", "95 % interval",
+                                           "above 0"], "rows": prow}})
+    if len(result["labels"]) > 1:
+        sections.append({"heading": "Model x player matrix",
+                         "text": "Row: the player whose test decisions are scored; column: the model fitted to "
+                                 "a player. The diagonal should hold each row's largest value (bold).",
+                         "figures": [(_matrix_figure(result, "logp", "mean log-likelihood per decision"),
+                                      "matrix_logp", "Model x player: log-likelihood"),
+                                     (_matrix_figure(result, "argmax", "AAR of argmax"), "matrix_argmax",
+                                      "Model x player: AAR of argmax")]})
+        sections.append({"heading": "Attribution",
+                         "text": "Each player's test player-matches, in time order, cut into disjoint queries of k "
+                                 "matches; the players' models are ranked by the query's total log-likelihood. "
+                                 "Accuracy with a Wilson 95 % interval.",
+                         "table": {"columns": ["matches per query", "queries", "correct", "accuracy",
+                                               "95 % interval", "mean rank", "chance"],
+                                   "rows": [[a["k"], a["queries"], a["correct"], f"{a['accuracy']:.3f}",
+                                             f"[{a['lo']:.3f}, {a['hi']:.3f}]", f"{a['mean_rank']:.2f}",
+                                             f"{a['chance']:.3f}"] for a in result["attribution"]]}})
+    sections.append({"heading": "What each model weighs",
+                     "text": "The largest weights per raw unit of each column (shared evaluations, 'token:' move "
+                             "tokens, 'freq'/'logfreq' the player's own move counts).",
+                     "table": {"columns": ["model", "largest weights"],
+                               "rows": [[lab, ", ".join(f"{k} {v:+.2f}" for k, v in m["top_weights"].items())]
+                                        for lab, m in {**result["models"],
+                                                       **({"pooled": result["pooled"]} if result["pooled"] else {})}
+                                        .items()]}})
+    if compare:
+        result["_per_decision"] = per_decision
+        crow = [r for folder in compare for r in compare_rows(result, folder)]
+        result.pop("_per_decision")
+        if crow:
+            sections.append({"heading": "Beside the GA modes (spec 4.5)",
+                             "text": "The fitted personas of earlier GA fits on the same records, on the test "
+                                     "decisions both hold (from each fit's decisions.csv).",
+                             "table": {"columns": ["player", "fit", "decisions", "log-lik/decision", "AAR argmax"],
+                                       "rows": crow}})
+            result["compare"] = crow
+    write_report(out, "Fitted player models (fast fit)", sections,
+                 data={"results.json": result, "metrics.csv": result["metrics"], "paired.csv": result["paired"],
+                       "decisions.csv": per_decision}, intro=intro)
+    for sec in sections:
+        for fig, _, _ in sec.get("figures", ()):
+            plt.close(fig)
+

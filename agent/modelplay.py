@@ -1,0 +1,83 @@
+"""A fitted player model that plays (spec 4.6 item 5).
+
+The fast fit's model (``agent.modelling.choicemodel``) scores moves by the shared
+evaluations of the state (``agent.modelling.evaluations``: three searches, a look-ahead,
+fact changes), the move's tokens and the player's move counts.  A persona file keeps the
+model in a ``[model]`` table beside the search parameters of the deep search, so the server,
+the match runner and the web page load it like any persona; at each decision the player
+computes the same columns for the current state within the clock and plays the model's most
+likely move (the argmax, which is what the fit report's "AAR of argmax" measures).
+
+With time short, the searches run until their share of the clock (fewer simulations than
+the plan's, so the live columns are noisier than the fitted ones); the move is always one
+of the legal moves.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from agent import tomlio
+from agent.modelling import choicemodel as CM
+from agent.modelling import evaluations as E
+
+LOOKAHEAD_SHARE = 0.25        # of the time left, kept for the look-ahead and the model
+
+_LOADED: dict = {}            # id(persona) -> (persona, ChoiceModel, plan)
+
+
+def model_persona_toml(name: str, model: CM.ChoiceModel, plan: dict) -> str:
+    """A persona file for a fitted model: the deep search's parameters (what ``limit``
+    and the clock mean for it) and the model."""
+    base = E.deep_persona(plan["limit"]).replace(
+        name=name, kind="fitted",
+        description=f"model fitted to {name} ({model.info.get('decisions', '?')} training decisions, "
+                    f"fast fit, spec 4.6)")
+    text = base.to_toml()
+    return text + "\n" + tomlio.dumps({"model": {"plan": plan, "fit": model.to_dict()}})
+
+
+def model_of(persona):
+    """(ChoiceModel, plan) of a persona with a model (parsed once per persona object)."""
+    hit = _LOADED.get(id(persona))
+    if hit is not None and hit[0] is persona:
+        return hit[1], hit[2]
+    m = CM.ChoiceModel.from_dict(persona.model["fit"], persona.name)
+    plan = dict(persona.model["plan"])
+    _LOADED[id(persona)] = (persona, m, plan)
+    return m, plan
+
+
+def align(shared: np.ndarray, live_names: list, fitted_names: list) -> np.ndarray:
+    """Live columns in the fitted order; a column the live game lacks (another rule sheet's
+    relation) is 0."""
+    if live_names == fitted_names:
+        return shared
+    pos = {n: i for i, n in enumerate(live_names)}
+    out = np.zeros((shared.shape[0], len(fitted_names)), shared.dtype)
+    for j, n in enumerate(fitted_names):
+        i = pos.get(n)
+        if i is not None:
+            out[:, j] = shared[:, i]
+    return out
+
+
+def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None) -> dict:
+    """The model's move for ``role`` in ``state``: {move, moves, q (the deep search's Q),
+    visits, p (the model's probabilities), simulations}."""
+    from agent.search.features import FactIndex, calibrate
+    model, plan = model_of(persona)
+    cal = calibrate(engine)
+    deadline = None if seconds is None else time.monotonic() + seconds * (1 - LOOKAHEAD_SHARE)
+    x, runs = E.evaluate_state(engine, state, role, legal, seed, plan, cal, FactIndex(engine.roles),
+                               deadline=deadline)
+    x = align(x, E.feature_names(cal), model.shared_names)
+    lp = model.log_probs(x, state, prev, legal)
+    best = int(np.argmax(lp))
+    deep = runs["deep"]
+    pos = {m: j for j, m in enumerate(deep.moves)}
+    return {"move": legal[best], "moves": list(legal),
+            "q": [float(deep.q[pos[m]]) for m in legal], "visits": [int(deep.visits[pos[m]]) for m in legal],
+            "p": [float(v) for v in np.exp(lp)],
+            "simulations": int(sum(int(r.simulations) for r in runs.values()))}
