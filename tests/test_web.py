@@ -143,3 +143,117 @@ def test_cli_refuses_a_missing_games_folder(capsys):
     from agent.cli import main
     assert main(["web", "--games", "no/such/folder"]) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- work beside each other
+
+def wait_for_file(path: str) -> str:
+    """Worker job for the test below: blocks until ``path`` exists (a slow replay)."""
+    import time
+    while not Path(path).exists():
+        time.sleep(0.05)
+    return "released"
+
+
+def test_slow_work_never_holds_up_a_match_position(tmp_path):
+    """A replay or advice (the slow pool) still running does not delay the positions of the
+    matches being played (the play pool): the position is drawn while the slow job waits."""
+    import asyncio
+
+    from agent.web import boardview as bv
+    from agent.web import work
+    text = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    gate = tmp_path / "gate"
+
+    async def go():
+        w = work.Workers({"slow": 1, "play": 1, "page": 1})
+        try:
+            slow = asyncio.ensure_future(w.run("slow", wait_for_file, str(gate)))
+            game = await w.run("page", work.load_game, text, "ticTacToe")
+            view = game["view"]
+            init = await w.run("page", work.preview, text, "ticTacToe", view, 0)
+            assert len(init["boards"]) == 1
+            from gdl.kif import read_rules_file
+            from agent.reasoner.prolog import PrologReasoner
+            from gdl.terms import render, render_spaced
+            sm = PrologReasoner(read_rules_file(Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif"))
+            st = sm.initial_state()
+            legal = [render_spaced(m) for m in sm.legal_moves(st, 0)]
+            pos = await w.run("play", work.position, text, "ticTacToe", view, [render(f) for f in st], None, 0, legal)
+            assert len(pos["clicks"]) == 9 and not slow.done()     # drawn while the slow job waits
+            gate.write_text("go")
+            assert await slow == "released"
+            assert bv.click_label(view, pos["clicks"][0]).count(",") == 1   # named by its cell
+        finally:
+            w.shutdown()
+    asyncio.run(go())
+
+
+def test_advice_sorted_by_what_it_would_play_and_none_after_the_end():
+    from agent.persona import load_persona
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.web import boardview as bv
+    from agent.web import work
+    from gdl.kif import parse_rules
+    from gdl.terms import render
+    text = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    desc = parse_rules(text, "ticTacToe")
+    sm = PrologReasoner(desc)
+    view = bv.build_view(desc, sm, seconds=1)
+    init = [render(f) for f in sm.initial_state()]
+    a = work.advice(text, "ticTacToe", view, init, 0, "champion", 30.0)
+    assert not a["over"] and a["moves"][0]["choice"] and a["moves"][0]["move"] == a["choice"]
+    assert a["simulations"] >= load_persona("champion").limit    # its whole limit in the time given
+    rest = [m for m in a["moves"][1:] if m["visits"]]
+    assert [m["q"] for m in rest] == sorted((m["q"] for m in rest), reverse=True)
+    # a finished game: a clear answer, not an error
+    s = sm.initial_state()
+    while not sm.is_terminal(s):
+        s = sm.next_state(s, tuple(sorted(sm.legal_moves(s, r), key=render)[0] for r in range(2)))
+    over = work.advice(text, "ticTacToe", view, [render(f) for f in s], 0, "champion", 1.0)
+    assert over["over"] and "over" in over["message"]
+
+
+def test_upload_warnings_are_shown_on_the_game_page(client):
+    text = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    text += "\n(<= (foo ?x) (true (control ?x)))\n(<= (foo ?x ?y) (true (cell ?x ?y b)))\n(<= terminal (foo 1))\n"
+    r = upload(client, text.encode(), "arity.kif")
+    assert r.status_code == 303
+    page = client.get(r.headers["location"])
+    assert page.status_code == 200 and 'id="warnings"' in page.text
+    assert "arity" in page.text.split('id="warnings"')[1].split("</section>")[0] or \
+        "argument" in page.text.split('id="warnings"')[1].split("</section>")[0]
+
+
+def test_a_huge_garbage_upload_lists_the_first_problems_and_a_count(client):
+    data = "\n".join(f"((a{i} b) c)" for i in range(3000)).encode()
+    r = upload(client, data, "garbage.kif")
+    assert r.status_code == 400
+    assert r.text.count('<tr class="error">') == 50 and 'id="more-problems"' in r.text
+    assert len(r.content) < 100_000
+
+
+@pytest.mark.parametrize("record, needle", [
+    ({"matchId": "x", "gameMetaURL": "http://games.ggp.org/base/games/noSuchGame/v0/", "states": ["( )"], "moves": []},
+     "noSuchGame"),
+    ({"matchId": "y", "x-rules": "(role a", "states": ["( )"], "moves": []}, ""),
+    ({"matchId": "z", "x-rules": "((role a) (init (p)) (<= (legal a go) (true (p))) (<= (next (p)) (does a go)) "
+                                 "(<= terminal (not (true (p)))) (goal a 100))", "states": [], "moves": []}, "no states"),
+])
+def test_replay_errors_are_plain_messages(client, record, needle):
+    r = client.post("/replay", files={"record": ("rec.json", json.dumps(record).encode(), "application/json")})
+    assert r.status_code == 400 and 'id="problems"' in r.text
+    body = r.text.split('id="problems"')[1]
+    assert "Traceback" not in body and "Error:" not in body and "/home" not in body and "/work" not in body
+    assert needle in body
+
+
+def test_past_matches_name_their_game(server, client):
+    _, logs = server
+    (logs / "web.bob.0123456789.connectFour.json").write_text(json.dumps({
+        "matchId": "web.bob.0123456789.connectFour", "playerNamesFromHost": ["bob", "p"],
+        "isPlayerHuman": [True, False], "isCompleted": True, "goalValues": [100, 0], "moves": [],
+        "states": ["( )"], "startTime": 0}))
+    client.cookies.set("person", "bob")
+    past = client.get("/").text.split('id="past"')[1].split("</table>")[0]
+    assert '<td class="game">connectFour</td>' in past

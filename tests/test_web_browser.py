@@ -116,11 +116,18 @@ def test_tictactoe_whole_match_by_clicking(web, page):
     page.click("#advice-btn")
     page.wait_for_selector("#advice-table")
     rows = page.locator("#advice-table tr")
-    assert rows.count() == 1 + 8                       # header, then the 8 most visited of 9
+    assert rows.count() == 1 + 9                       # header, then every legal move
+    assert "choice" in rows.nth(1).get_attribute("class")   # what it would play, on top
     q, visits = rows.nth(1).locator("td").nth(1).inner_text(), rows.nth(1).locator("td").nth(2).inner_text()
     assert 0 <= float(q) <= 100 and int(visits) > 0
     play_to_the_end(page)
     record = check_result_and_record(page, logs)
+    assert page.locator("#advice").inner_text() == ""   # the advice was for an earlier position
+    page.click("#advice-btn")                           # after the end: a clear answer, no error
+    page.wait_for_selector("#advice .advice-over")
+    assert "over" in page.locator("#advice").inner_text()
+    assert page.locator("#clock").inner_text() == ""    # the clock stopped
+    assert page.locator("#rematch").is_visible()
     # the page lists the person's matches
     page.goto("/")
     assert record["matchId"] in page.locator("#past").inner_text()
@@ -152,6 +159,11 @@ def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
         click_a_move(page)
     assert page.locator("#history li").count() >= 3
     assert "(" in page.locator("#history li").first.inner_text()
+    page.once("dialog", lambda d: d.dismiss())          # abort asks first; "no" keeps playing
+    page.click("#resign")
+    page.wait_for_timeout(500)
+    assert page.locator("#result").is_hidden()
+    page.once("dialog", lambda d: d.accept())
     page.click("#resign")
     page.wait_for_selector("#result:not([hidden])")
 

@@ -7,8 +7,9 @@ runner (``agent.match.runner.run_match``) with a ``HumanPlayer`` for the person 
 ``PersonaPlayer`` for the persona; every match is recorded in the log folder with the
 person's name and ``isPlayerHuman``.
 
-pyswip is bound to the thread that first used it, so every reasoner query of this process
-(board detection, clicks, the persona's view, replays) runs on one worker thread.
+pyswip binds Prolog to the thread that first used it, so the reasoner work (board detection,
+clicks, the persona's advice, replays) runs in worker processes (``work.Workers``), in
+separate pools by kind of work: a replay or an advice never delays another person's match.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import re
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,22 +33,26 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from gdl.kif import Problem
 
 from . import boardview as bv
+from . import work
 from .catalogue import (MAX_PERSONA_BYTES, MAX_RULES_BYTES, Game, check_rules_upload, list_games,
                         list_personas)
+from .work import Workers
 
 HERE = Path(__file__).resolve().parent
 PROJECT_GAMES = HERE.parent.parent / "games"
 MAX_RECORD_BYTES = 20_000_000
 MAX_UPLOADS = 50
+MAX_PROBLEMS_SHOWN = 50   # an upload's problems listed on its page (and how many more)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
 @dataclass
 class GameData:
+    key: str
+    title: str
     text: str
-    description: object
-    sm: object            # Prolog reasoner (used on the Prolog thread only)
-    view: bv.BoardView
+    roles: list           # role names
+    view: bv.BoardView    # found once per game (in a worker), drawn everywhere
 
 
 @dataclass
@@ -61,12 +66,15 @@ class PlaySession:
     play_clock: float
     human_clock: float
     human: object
+    start_clock: float = 10
     roles: list = field(default_factory=list)
     players: list = field(default_factory=list)
     state: list = field(default_factory=list)     # fact texts
     prev_state: list | None = None                # the state before the last joint move
     legal: list = field(default_factory=list)     # per role
     to_move: list = field(default_factory=list)
+    choosers: list = field(default_factory=list)  # per joint move: the roles that had a choice
+    labels: dict = field(default_factory=dict)    # move text -> its name on the board (from clicks)
     history: list = field(default_factory=list)   # joint moves (texts)
     errors: list = field(default_factory=list)
     ply: int = 0
@@ -74,35 +82,59 @@ class PlaySession:
     goals: list | None = None
     reason: str | None = None
     record: str | None = None
+    started: float = field(default_factory=time.monotonic)
     turn_since: float = field(default_factory=time.monotonic)
+    ended_at: float | None = None
     task: object = None
     cancel: object = None
-    cache: dict = field(default_factory=dict)     # ply -> rendered position
+    cache: dict = field(default_factory=dict)     # (ply, status, to_move) -> rendered position
+    pending: dict = field(default_factory=dict)   # the same key -> the position being drawn
+    advice: dict = field(default_factory=dict)    # ply -> the persona's advice (a future)
+
+
+MATCH_ID_RE = re.compile(r"^web\.(?P<person>.+)\.(?P<sid>[0-9a-f]{10})\.(?P<game>[A-Za-z0-9_-]+)$")
+MAX_REPLAYS = 16
+
+
+def _game_label(title: str) -> str:
+    """A game's name as one word of a match id."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", title.split(" (")[0]).strip("_")[:40] or "game"
+
+
+def _game_of_record(d: dict) -> str:
+    """The game a record is of, for the list of a person's matches."""
+    m = MATCH_ID_RE.match(str(d.get("matchId") or ""))
+    if m:
+        return m.group("game")
+    url = str(d.get("gameMetaURL") or "")
+    g = re.search(r"/games/([^/]+)", url)
+    return g.group(1) if g else ""
 
 
 class WebApp:
     def __init__(self, game_folders=(), persona_folders=(), log_dir="match_logs",
-                 start_clock: int = 10, play_clock: int = 5):
+                 start_clock: int = 10, play_clock: int = 5, workers: dict | None = None):
         folders = ([PROJECT_GAMES] if PROJECT_GAMES.is_dir() else []) + [Path(p) for p in game_folders]
         self.games = {g.key: g for g in list_games(folders)}
         self.game_folders = folders
         self.persona_folders = [Path(p) for p in persona_folders]
         self.uploads: dict = {}          # key -> rules text
+        self.upload_warnings: dict = {}  # key -> the check's warnings (Problems)
         self.uploaded_personas: list = []
         self.persona_tmp = tempfile.TemporaryDirectory(prefix="ggp-persona-web-")
         self.log_dir = Path(log_dir)
         self.defaults = {"start_clock": start_clock, "play_clock": play_clock}
         self.data: dict = {}             # game key -> GameData
+        self.loading: dict = {}          # game key -> the future loading it
         self.plays: dict = {}
         self.kept_players: dict = {}     # persona spec -> PersonaPlayer
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="prolog")
+        self.work = Workers(workers)
+        self.replays: OrderedDict = OrderedDict()   # record digest -> the replay (a future)
+        self.verdicts: dict = {}                    # record digest -> the check (a future)
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html"]))
 
     # ------------------------------------------------------------------ helpers
-    async def prolog(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
     def page(self, name: str, status: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
 
@@ -114,19 +146,25 @@ class WebApp:
             return self.uploads[game.key]
         return Path(game.path).read_text(encoding="utf-8")
 
-    def _load(self, game: Game) -> GameData:     # Prolog thread
-        from agent.reasoner.prolog import PrologReasoner
-        from agent.reasoner.statemachine import CachedStateMachine
-        from gdl.kif import parse_rules
-        text = self.game_text(game)
-        desc = parse_rules(text, game.title)
-        sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
-        return GameData(text, desc, sm, bv.build_view(desc, sm))
-
     async def game_data(self, game: Game) -> GameData:
-        if game.key not in self.data:
-            self.data[game.key] = await self.prolog(self._load, game)
-        return self.data[game.key]
+        """Roles and boards of a game, found once (in a worker); concurrent requests for the
+        same game wait on the same load."""
+        if game.key in self.data:
+            return self.data[game.key]
+        fut = self.loading.get(game.key)
+        if fut is None:
+            async def load():
+                text = self.game_text(game)
+                got = await self.work.run("page", work.load_game, text, game.title)
+                return GameData(game.key, game.title, text, got["roles"], got["view"])
+            fut = self.loading[game.key] = asyncio.ensure_future(load())
+        try:
+            gd = await asyncio.shield(fut)
+        finally:
+            if fut.done():
+                self.loading.pop(game.key, None)
+        self.data[game.key] = gd
+        return gd
 
     def past_matches(self, person: str) -> list[dict]:
         out = []
@@ -140,13 +178,14 @@ class WebApp:
                 names, human = d.get("playerNamesFromHost") or [], d.get("isPlayerHuman") or []
             except (OSError, ValueError):
                 continue
-            if not isinstance(names, list) or not isinstance(human, list):
+            if not isinstance(d, dict) or not isinstance(names, list) or not isinstance(human, list):
                 continue
             mine = [i for i, n in enumerate(names) if n == person and i < len(human) and human[i]]
             if not mine:
                 continue
             goals = d.get("goalValues")
             out.append({"file": f.name, "match_id": d.get("matchId"), "players": names,
+                        "game": _game_of_record(d),
                         "goals": goals, "completed": bool(d.get("isCompleted")),
                         "aborted": bool(d.get("isAborted")), "moves": len(d.get("moves") or []),
                         "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime((d.get("startTime") or 0) / 1000)),
@@ -161,6 +200,7 @@ class WebApp:
             s.status = "playing"
         if kind == "move":
             s.prev_state = s.state
+            s.choosers.append(list(s.to_move))
         if kind in ("start", "move"):
             s.state, s.legal, s.to_move = e["state"], e["legal"], e["to_move"]
             s.turn_since = time.monotonic()
@@ -170,8 +210,10 @@ class WebApp:
             s.errors.append(e["errors"])
         if kind == "end":
             s.status, s.goals, s.record, s.to_move = "over", e["goals"], e.get("record"), []
+            s.ended_at = time.monotonic()
         if kind == "abort":
             s.status, s.reason, s.record, s.to_move = "aborted", e["reason"], e.get("record"), []
+            s.ended_at = time.monotonic()
 
     async def run_play(self, s: PlaySession, players, start_clock: float) -> None:
         from agent.match.runner import MatchError, run_match
@@ -179,12 +221,16 @@ class WebApp:
             await run_match(s.data.text, players, start_clock=start_clock, play_clock=s.play_clock,
                             out_dir=self.log_dir, on_event=lambda e: self.on_event(s, e),
                             cancel=s.cancel, human_clock=s.human_clock,
-                            match_id=f"web.{s.person}.{s.sid}")
+                            match_id=f"web.{s.person}.{s.sid}.{_game_label(s.game.title)}")
         except MatchError as e:
-            s.status, s.reason = "aborted", str(e)
+            s.status, s.reason = "aborted", work.clean_message(e)
         except Exception as e:  # shown on the page; the server goes on
-            s.status, s.reason = "aborted", f"{type(e).__name__}: {e}"
+            s.status, s.reason = "aborted", f"the match stopped: {work.clean_message(e)}"
         finally:
+            if s.ended_at is None:
+                s.ended_at = time.monotonic()
+            if s.status in ("starting", "playing"):
+                s.status = "aborted"
             for p in players:
                 if p not in self.kept_players.values():
                     try:
@@ -217,69 +263,125 @@ class WebApp:
             except Exception:
                 pass
         self.kept_players.clear()
-        self.pool.shutdown(wait=False)
+        self.work.shutdown()
 
-    def _position(self, s: PlaySession, ply: int, state: list, legal: list, to_move: list) -> dict:
-        """Boards, other facts and the click map of the person's moves (Prolog thread)."""
-        st = bv.parse_state(state)
-        prev = bv.parse_state(s.prev_state) if s.prev_state else None
-        pos = bv.render_position(s.data.view, st, bv.changed_cells(s.data.view, prev, st))
-        me = s.human_role
-        mine = legal[me] if me < len(legal) and me in to_move else []
-        pos["clicks"] = bv.click_map(s.data.view, s.data.sm, st, me, mine) if mine else []
+    async def position(self, s: PlaySession) -> dict:
+        """The match's position drawn, with the click map of the person's moves; drawn once
+        per position (in a ``play`` worker), however many polls ask meanwhile."""
+        ply, state, legal, to_move, status = s.ply, list(s.state), list(s.legal), list(s.to_move), s.status
+        key = (ply, status, tuple(to_move))
+        if not state:
+            return {"boards": [], "others": [], "clicks": []}
+        if key in s.cache:
+            return s.cache[key]
+        fut = s.pending.get(key)
+        if fut is None:
+            me = s.human_role
+            mine = legal[me] if me < len(legal) and me in to_move and status == "playing" else []
+            fut = s.pending[key] = asyncio.ensure_future(self.work.run(
+                "play", work.position, s.data.text, s.data.title, s.data.view, state, s.prev_state, me, mine))
+        try:
+            pos = await asyncio.shield(fut)
+        finally:
+            if fut.done():
+                s.pending.pop(key, None)
+        s.cache.clear()
+        s.cache[key] = pos
+        for c in pos.get("clicks", []):
+            s.labels[c["move"]] = bv.click_label(s.data.view, c)
         return pos
 
     async def play_json(self, s: PlaySession) -> dict:
-        ply, state, legal, to_move = s.ply, list(s.state), list(s.legal), list(s.to_move)
-        key = (ply, s.status, tuple(to_move))
-        if state and key not in s.cache:
-            s.cache.clear()
-            s.cache[key] = await self.prolog(self._position, s, ply, state, legal, to_move)
-        pos = s.cache.get(key, {"boards": [], "others": [], "clicks": []})
+        ply, to_move = s.ply, list(s.to_move)
+        pos = await self.position(s)
+        live = s.status in ("starting", "playing")
         waited = time.monotonic() - s.turn_since
-        mine = s.human_role in to_move and bool(getattr(s.human, "waiting", False))
+        mine = live and s.human_role in to_move and bool(getattr(s.human, "waiting", False))
         clock = s.human_clock if mine else s.play_clock
+        # the persona is thinking while a role other than the person's has a choice to make,
+        # or (all moves at once) while the person has moved and the others have not
+        others = [r for r in to_move if r != s.human_role]
+        thinking = s.status == "playing" and bool(others) and not mine
+        view = s.data.view
+        history = []
+        for i, jm in enumerate(s.history):
+            errs = s.errors[i] if i < len(s.errors) else []
+            choosers = s.choosers[i] if i < len(s.choosers) else list(range(len(jm)))
+            history.append({"n": i + 1, "moves": [
+                {"role": r, "move": m, "label": s.labels.get(m) or bv.move_label(view, m),
+                 "noop": r not in choosers,       # its only legal move: no choice was made
+                 "error": (errs[r] if r < len(errs) else "") or ""} for r, m in enumerate(jm)]})
         return {"sid": s.sid, "status": s.status, "ply": ply, "roles": s.roles, "players": s.players,
-                "human_role": s.human_role, "to_move": to_move, "your_turn": mine,
-                "clock_left": None if math.isinf(clock) else max(0.0, clock - waited),
-                "history": s.history, "errors": s.errors, "goals": s.goals, "reason": s.reason,
-                "record": Path(s.record).name if s.record else None, **pos}
+                "human_role": s.human_role, "to_move": to_move, "your_turn": mine, "thinking": thinking,
+                "persona": Path(s.persona).stem, "game": s.game.title, "game_key": s.game.key,
+                "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
+                else max(0.0, clock - waited),
+                "waiting_for_start": round(time.monotonic() - s.started) if s.status == "starting" else None,
+                "history": history, "goals": s.goals, "reason": s.reason,
+                "record": Path(s.record).name if s.record else None,
+                "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])],
+                "boards": pos.get("boards", []), "others": pos.get("others", [])}
+
+    async def advice(self, s: PlaySession) -> dict:
+        """The persona's view of the match's current position, searched once per position."""
+        ply = s.ply
+        if ply not in s.advice:
+            if s.status in ("over", "aborted"):
+                return {"over": True, "ply": ply,
+                        "message": "The match is over: there is no move to play in this position."}
+            role = s.human_role if s.human_role in s.to_move else (s.to_move[0] if s.to_move else s.human_role)
+            s.advice.clear()
+            s.advice[ply] = asyncio.ensure_future(self.work.run(
+                "slow", work.advice, s.data.text, s.data.title, s.data.view, list(s.state), role,
+                s.persona, float(s.play_clock)))
+        out = await asyncio.shield(s.advice[ply])
+        return dict(out, ply=ply)
 
     # ------------------------------------------------------------------ replay
-    def _replay(self, data: dict, source: str) -> dict:     # Prolog thread
-        from agent.archive import GameLibrary, Record, Replayer, _Terms
-        from agent.reasoner.prolog import PrologReasoner
-        from agent.reasoner.statemachine import CachedStateMachine
-        from gdl.board import detect_board, sample_states
-        repos = [p for p in self.game_folders if not (p / "games").is_dir()] + \
-                [p.parent for p in self.game_folders if (p / "games").is_dir()]
-        lib = GameLibrary(repositories=repos, game_dirs=self.game_folders)
-        desc = lib.description(data)
-        terms = _Terms()
-        states = [terms.state(t) for t in data.get("states") or []]
-        if not states:
-            raise ValueError("the record has no states")
-        sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
-        view = bv.view_from_specs(detect_board(desc, states + sample_states(sm, walks=2, steps=60, seconds=3)),
-                                  desc.roles)
-        verdict = Replayer(lib).replay(Record(source, data))
-        moves = data.get("moves") or []
-        steps = []
-        for i, st in enumerate(states):
-            hl = bv.changed_cells(view, states[i - 1], st) if i > 0 else []
-            steps.append({"moves": moves[i - 1] if i > 0 and i - 1 < len(moves) else None,
-                          **bv.render_position(view, st, hl)})
-        roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]
-        return {"match_id": data.get("matchId"), "roles": roles,
-                "players": data.get("playerNamesFromHost"), "goals": data.get("goalValues"),
-                "completed": bool(data.get("isCompleted")), "steps": steps,
-                "legend": bv.legend(view),
-                "verdict": "every move legal and every state reproduced on the rules" if verdict.ok
-                           else (verdict.problem or "not checked")}
+    def replay_key(self, data: dict) -> str:
+        return work.digest(json.dumps(data, sort_keys=True, default=str))
+
+    async def replay(self, data: dict, source: str) -> tuple[str, dict]:
+        """The replay of a record (drawn once, kept for the next visits), its digest."""
+        key = self.replay_key(data)
+        folders = [str(p) for p in self.game_folders]
+        if key not in self.replays:
+            self.replays[key] = asyncio.ensure_future(self.work.run("slow", work.replay, data, source, folders))
+            self.verdicts[key] = asyncio.ensure_future(self.work.run("slow", work.replay_verdict, data, source, folders))
+            while len(self.replays) > MAX_REPLAYS:
+                old, fut = self.replays.popitem(last=False)
+                self.verdicts.pop(old, None)
+        self.replays.move_to_end(key)
+        try:
+            return key, await asyncio.shield(self.replays[key])
+        except Exception:
+            self.replays.pop(key, None)      # an error is shown, not kept: the next try starts anew
+            v = self.verdicts.pop(key, None)
+            if v is not None:
+                v.cancel()
+            raise
+
+    async def verdict(self, key: str, wait: float = 0.0) -> str | None:
+        """The check of a replayed record on its rules, or None while it runs."""
+        fut = self.verdicts.get(key)
+        if fut is None:
+            return "not checked (the server no longer holds this replay: open it again)"
+        if not fut.done() and wait > 0:
+            await asyncio.wait([fut], timeout=wait)
+        if not fut.done():
+            return None
+        try:
+            return fut.result()
+        except Exception as e:
+            return f"not checked ({work.clean_message(e)})"
 
 
 def _error_page(app: WebApp, title: str, problems, status: int = 400):
-    return app.page("problems.html", status, title=title, problems=problems)
+    problems = list(problems)
+    return app.page("problems.html", status, title=title, problems=problems[:MAX_PROBLEMS_SHOWN],
+                    more=max(0, len(problems) - MAX_PROBLEMS_SHOWN),
+                    errors=sum(p.level == "error" for p in problems),
+                    warnings=sum(p.level != "error" for p in problems))
 
 
 def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defaults) -> FastAPI:
@@ -288,6 +390,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
 
     @asynccontextmanager
     async def lifespan(_app):
+        w.work.warm()       # the workers import the reasoner now, not on the first page
         yield
         await w.close()
     api = FastAPI(title="ggp-persona web", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
@@ -331,14 +434,17 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
     async def upload(rules: UploadFile = File(...)):
         data = await rules.read(MAX_RULES_BYTES + 1)
         source = Path(rules.filename or "upload.kif").name[:80]
-        text, desc, problems = check_rules_upload(data, source)
+        # reading and validating a large sheet takes a while: not on the event loop
+        text, desc, problems = await asyncio.to_thread(check_rules_upload, data, source)
         if desc is None:
             return _error_page(w, f"{source} cannot be played", problems)
         key = f"upload/{Path(source).stem}-{bv.game_key(text)}"
         w.uploads[key] = text
+        w.upload_warnings[key] = [p for p in problems if p.level != "error"]
         while len(w.uploads) > MAX_UPLOADS:        # a long-running page keeps the latest ones
             old = next(iter(w.uploads))
             w.uploads.pop(old)
+            w.upload_warnings.pop(old, None)
             w.data.pop(old, None)
         w.games.pop(key, None)
         return RedirectResponse(f"/game?key={key}", status_code=303)
@@ -353,7 +459,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
                 raise PersonaError(f"larger than {MAX_PERSONA_BYTES // 1000} kB")
             p = parse_persona(data.decode("utf-8"), source)
         except (PersonaError, UnicodeDecodeError, ValueError) as e:
-            return _error_page(w, f"{source} is not a persona", [Problem("error", str(e), source)])
+            return _error_page(w, f"{source} is not a persona", [Problem("error", work.clean_message(e), source)])
         from agent.matchlog import atomic_write_bytes
         stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(source).stem)[:40] or "persona"
         path = Path(w.persona_tmp.name) / f"{stem}-{uuid.uuid4().hex[:6]}.toml"
@@ -366,6 +472,9 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return Game(key, key.split("/")[-1], None)
         return w.games.get(key)
 
+    def cannot_play(game: Game, e: Exception):
+        return _error_page(w, f"{game.title} cannot be played", [Problem("error", work.clean_message(e), game.title)])
+
     @api.get("/game", response_class=HTMLResponse)
     async def game_page(request: Request, key: str = "", preview: int = 0):
         game = find_game(key)
@@ -373,18 +482,44 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return _error_page(w, "No such game", [Problem("error", f"no game {key!r}", "game")], 404)
         try:
             gd = await w.game_data(game)
+            pos = await w.work.run("page", work.preview, gd.text, gd.title, gd.view, max(0, min(preview, 200)))
         except Exception as e:
-            return _error_page(w, f"{game.title} cannot be played", [Problem("error", f"{type(e).__name__}: {e}", game.title)])
-        state = await w.prolog(bv.random_position, gd.sm, max(0, min(preview, 200)))
-        pos = await w.prolog(bv.render_position, gd.view, state)
-        return w.page("game.html", game=game, roles=[str(r) for r in gd.description.roles],
+            return cannot_play(game, e)
+        warnings = w.upload_warnings.get(key, [])
+        return w.page("game.html", game=game, roles=gd.roles,
                       personas=w.personas(), defaults=w.defaults, person=person_of(request),
-                      pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs])
+                      pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
+                      warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))
+
+    async def start_play(person: str, game: Game, role: int, persona: str, start_clock: float,
+                         play_clock: float, human_clock: float):
+        """A new match of the person against the persona: its id, or an error page."""
+        from agent.match.players import HumanPlayer, PlayerSpecError
+        try:
+            gd = await w.game_data(game)
+        except Exception as e:
+            return None, cannot_play(game, e)
+        n = len(gd.roles)
+        if not 0 <= role < n:
+            return None, _error_page(w, "The match cannot start", [Problem("error", f"no role {role}", "role")])
+        sid = uuid.uuid4().hex[:10]
+        human = HumanPlayer(person)
+        players = []
+        try:
+            for r in range(n):
+                players.append(human if r == role else w.persona_player(persona, fresh=any(p is not human for p in players)))
+        except PlayerSpecError as e:
+            return None, _error_page(w, "The match cannot start", [Problem("error", work.clean_message(e), "persona")])
+        s = PlaySession(sid, person, game, gd, role, persona, play_clock,
+                        math.inf if human_clock == 0 else human_clock, human, start_clock=start_clock,
+                        cancel=asyncio.Event())
+        w.plays[sid] = s
+        s.task = asyncio.create_task(w.run_play(s, players, start_clock))
+        return sid, None
 
     @api.post("/play")
     async def play(request: Request, key: str = Form(...), role: int = Form(0), persona: str = Form("champion"),
                    start_clock: int = Form(10), play_clock: int = Form(5), human_clock: float = Form(0)):
-        from agent.match.players import HumanPlayer, PlayerSpecError
         person = person_of(request)
         problems = []
         if not person:
@@ -398,40 +533,41 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             problems.append(Problem("error", f"no persona {persona!r}", "persona"))
         if problems:
             return _error_page(w, "The match cannot start", problems)
-        try:
-            gd = await w.game_data(game)
-        except Exception as e:
-            return _error_page(w, f"{game.title} cannot be played", [Problem("error", f"{type(e).__name__}: {e}", game.title)])
-        n = len(gd.description.roles)
-        if not 0 <= role < n:
-            return _error_page(w, "The match cannot start", [Problem("error", f"no role {role}", "role")])
-        sid = uuid.uuid4().hex[:10]
-        human = HumanPlayer(person)
-        players = []
-        try:
-            for r in range(n):
-                players.append(human if r == role else w.persona_player(persona, fresh=any(p is not human for p in players)))
-        except PlayerSpecError as e:
-            return _error_page(w, "The match cannot start", [Problem("error", str(e), "persona")])
-        s = PlaySession(sid, person, game, gd, role, persona, play_clock,
-                        math.inf if human_clock == 0 else human_clock, human, cancel=asyncio.Event())
-        w.plays[sid] = s
-        s.task = asyncio.create_task(w.run_play(s, players, start_clock))
+        sid, err = await start_play(person, game, role, persona, start_clock, play_clock, human_clock)
+        if err is not None:
+            return err
         return RedirectResponse(f"/play/{sid}", status_code=303)
+
+    @api.post("/play/{sid}/rematch")
+    async def rematch(request: Request, sid: str):
+        """The same game, persona, role and clocks again."""
+        s = w.plays.get(sid)
+        if s is None:
+            return _error_page(w, "No such match", [Problem("error", f"no match {sid!r} on this server", "match")], 404)
+        person = person_of(request) or s.person
+        game = find_game(s.game.key) or s.game
+        new, err = await start_play(person, game, s.human_role, s.persona, s.start_clock, s.play_clock,
+                                    0 if math.isinf(s.human_clock) else s.human_clock)
+        if err is not None:
+            return err
+        return RedirectResponse(f"/play/{new}", status_code=303)
 
     @api.get("/play/{sid}", response_class=HTMLResponse)
     async def play_page(sid: str):
         s = w.plays.get(sid)
         if s is None:
             return _error_page(w, "No such match", [Problem("error", f"no match {sid!r} on this server", "match")], 404)
-        return w.page("play.html", s=s, legend=bv.legend(s.data.view))
+        return w.page("play.html", s=s, legend=bv.legend(s.data.view), persona_name=Path(s.persona).stem)
 
     @api.get("/api/play/{sid}")
     async def play_state(sid: str):
         s = w.plays.get(sid)
         if s is None:
             return JSONResponse({"error": "no such match"}, status_code=404)
-        return await w.play_json(s)
+        try:
+            return await w.play_json(s)
+        except Exception as e:
+            return JSONResponse({"error": f"the position could not be drawn: {work.clean_message(e)}"}, status_code=503)
 
     @api.post("/api/play/{sid}/move")
     async def play_move(sid: str, request: Request):
@@ -454,16 +590,18 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         return {"ok": True}
 
     @api.get("/api/play/{sid}/persona")
-    async def persona_view(sid: str, seconds: float = 1.5):
+    async def persona_view(sid: str):
         s = w.plays.get(sid)
-        if s is None or not s.state:
-            return JSONResponse({"error": "no position yet"}, status_code=404)
-        role = s.human_role if s.human_role in s.to_move else (s.to_move[0] if s.to_move else s.human_role)
-        seconds = min(max(seconds, 0.1), 10.0)
+        if s is None:
+            return JSONResponse({"error": "no such match"}, status_code=404)
+        if not s.state:
+            return JSONResponse({"error": "the match has not started yet: no position to look at"}, status_code=409)
         try:
-            return await w.prolog(persona_advice, s.data.sm, list(s.state), role, s.persona, seconds)
+            return await w.advice(s)
         except Exception as e:
-            return JSONResponse({"error": f"{type(e).__name__}: {e}"}, status_code=500)
+            s.advice.clear()
+            return JSONResponse({"error": f"{Path(s.persona).stem} could not look at this position: "
+                                          f"{work.clean_message(e)}"}, status_code=503)
 
     # ------------------------------------------------------------------ replay
     @api.get("/replay", response_class=HTMLResponse)
@@ -475,8 +613,12 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             if path.stat().st_size > MAX_RECORD_BYTES:
                 raise ValueError("the record is too large")
             data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a match record (a JSON object)")
+        except FileNotFoundError:
+            return _error_page(w, "That record cannot be opened", [Problem("error", "no such record", path.name)], 404)
         except (OSError, ValueError) as e:
-            return _error_page(w, "That record cannot be opened", [Problem("error", str(e), path.name)])
+            return _error_page(w, "That record cannot be opened", [Problem("error", work.clean_message(e), path.name)])
         return await show_replay(data, path.name)
 
     @api.post("/replay", response_class=HTMLResponse)
@@ -491,32 +633,25 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
                 data = data["data"]
             if not isinstance(data, dict):
                 raise ValueError("not a match record (a JSON object)")
-        except (ValueError, UnicodeDecodeError) as e:
-            return _error_page(w, f"{source} cannot be replayed", [Problem("error", str(e), source)])
+        except UnicodeDecodeError:
+            return _error_page(w, f"{source} cannot be replayed", [Problem("error", "not a text file (UTF-8 JSON)", source)])
+        except ValueError as e:
+            return _error_page(w, f"{source} cannot be replayed", [Problem("error", f"not JSON: {work.clean_message(e)}"
+                                                                            if isinstance(e, json.JSONDecodeError)
+                                                                            else work.clean_message(e), source)])
         return await show_replay(data, source)
 
     async def show_replay(data: dict, source: str):
         try:
-            rep = await w.prolog(w._replay, data, source)
+            key, rep = await w.replay(data, source)
         except Exception as e:  # rules not found, unreadable states: shown, never a traceback
-            return _error_page(w, f"{source} cannot be replayed", [Problem("error", f"{e}", source)])
-        return w.page("replay.html", rep=rep, source=source, legend=rep["legend"], steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
+            return _error_page(w, f"{source} cannot be replayed", [Problem("error", work.clean_message(e), source)])
+        verdict = await w.verdict(key, wait=3.0)
+        return w.page("replay.html", rep=rep, source=source, legend=rep["legend"], key=key, verdict=verdict,
+                      steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
+
+    @api.get("/api/replay/{key}/verdict")
+    async def replay_verdict(key: str):
+        return {"verdict": await w.verdict(key, wait=10.0)}
 
     return api
-
-
-def persona_advice(sm, state_texts, role: int, persona_spec: str, seconds: float) -> dict:
-    """The persona's top moves for ``role`` in the position, with Q-values and visits."""
-    import numpy as np
-
-    from agent.persona import load_persona
-    from agent.search import search
-    from gdl.terms import render_spaced
-    persona = load_persona(persona_spec)
-    state = bv.parse_state(state_texts)
-    search(sm, state, role, persona, seed=0, limit=2)   # loads the compiled search code, untimed
-    res = search(sm, state, role, persona, seed=0, seconds=seconds)
-    order = np.argsort(-res.visits, kind="stable")[:8]
-    return {"role": role, "simulations": int(res.simulations), "choice": render_spaced(res.move),
-            "moves": [{"move": render_spaced(res.moves[i]), "q": round(float(res.q[i]), 1),
-                       "visits": int(res.visits[i])} for i in order]}

@@ -42,7 +42,7 @@ def build_view(description, sm, seconds: float = 5.0) -> BoardView:
     return view_from_specs(detect_board(description, sample_states(sm, seconds=seconds)), description.roles)
 
 
-def view_from_specs(specs, roles=()) -> BoardView:
+def view_from_specs(specs, roles=(), description=None) -> BoardView:
     """Glyph and colour per content constant, by its rank among the board's contents; the
     contents that are roles come first, in role order, so that each role's pieces get the
     same glyph and colour in every game."""
@@ -204,6 +204,88 @@ def click_map(view: BoardView, sm, state, role_index: int, legal_texts: list) ->
                         out[k]["column"] = x
                 out[k]["cells"] = [[x, y]]
     return out
+
+
+def _cell_name(spec: BoardSpec, xy) -> str:
+    """A cell named by its coordinates as the axes show them: ``e4`` when one coordinate is
+    a number and the other a letter, else ``x,y`` (with four coordinates, outer/inner)."""
+    x, y = xy
+    if len(spec.coord_args) == 4:
+        sw, sh = len(spec.coord_values[2]), len(spec.coord_values[3])
+        ox, oy, ix, iy = x // sw, y // sh, x % sw, y % sh
+        v = spec.coord_values
+        return f"{v[0][ox][:4]},{v[1][oy][:4]}/{v[2][ix][:4]},{v[3][iy][:4]}"
+    xl, yl = spec.coord_values[0][x][:4], spec.coord_values[1][y][:4]
+    if len(xl) == 1 and len(yl) == 1 and (xl.isdigit() != yl.isdigit()):
+        return xl + yl if not xl.isdigit() else yl + xl
+    return f"{xl},{yl}"
+
+
+def _bare(text: str) -> str:
+    t = text.strip()
+    return t[1:-1].strip() if t.startswith("(") and t.endswith(")") else t
+
+
+def move_label(view: BoardView | None, move_text: str) -> str:
+    """A move named by the cells it names on the first board (``from → to``), or its own
+    text without the outer parentheses when it names none."""
+    if view is None or not view.specs or not isinstance(move_text, str):
+        return _bare(str(move_text))
+    try:
+        term = parse_term(move_text)
+    except Exception:
+        return _bare(move_text)
+    spec = view.specs[0]
+    cs = move_cells(spec, term)
+    if not cs:
+        return _bare(move_text)
+    name = " → ".join(_cell_name(spec, c) for c in cs)
+    # what else the move says (a promotion's piece, a kind of move) stays, after the cells
+    rest = list(_atoms(term))
+    for c in cs:
+        for k, v in enumerate(_cell_coords(spec, c)):
+            if v in rest:
+                rest.remove(v)
+    extra = [a for a in rest if a not in spec.coord_values[0] and a not in spec.coord_values[1]]
+    if len(cs) == 1 and extra and len(extra) <= 2:
+        return f"{name} ({' '.join(e[:12] for e in extra)})"
+    return name
+
+
+def _cell_coords(spec: BoardSpec, xy) -> list:
+    x, y = xy
+    if len(spec.coord_args) == 4:
+        sw, sh = len(spec.coord_values[2]), len(spec.coord_values[3])
+        return [spec.coord_values[0][x // sw], spec.coord_values[1][y // sh],
+                spec.coord_values[2][x % sw], spec.coord_values[3][y % sh]]
+    return [spec.coord_values[0][x], spec.coord_values[1][y]]
+
+
+def click_label(view: BoardView, click: dict) -> str:
+    """The name of a move of the click map: its cells, or its column (dropping a disc)."""
+    if click.get("column") is not None and view.specs:
+        spec = view.specs[0]
+        return f"column {spec.coord_values[0][click['column']] if len(spec.coord_args) == 2 else click['column'] + 1}"
+    if click.get("cells") and view.specs:
+        named = move_label(view, click["move"])
+        if named != _bare(click["move"]):
+            return named
+        return " → ".join(_cell_name(view.specs[0], tuple(c)) for c in click["cells"])
+    return move_label(view, click["move"])
+
+
+def pass_moves(joint_moves) -> set:
+    """Moves that are passes, found from a record alone: a constant (no arguments) played
+    by more than one role (turn-taking games give every waiting role the same noop)."""
+    by_move: dict = {}
+    for jm in joint_moves or []:
+        if not isinstance(jm, list):
+            continue
+        for r, m in enumerate(jm):
+            t = _bare(str(m))
+            if t and " " not in t and "(" not in t:
+                by_move.setdefault(t, set()).add(r)
+    return {m for m, rs in by_move.items() if len(rs) > 1}
 
 
 def random_position(sm, plies: int, seed: int = 0):

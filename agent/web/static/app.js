@@ -63,31 +63,50 @@ const GGP = (() => {
     }
     $("boards").addEventListener("click", onClick);
 
+    const ERRORS = {TO: "no reply in time", CE: "could not be reached", IL: "an illegal move"};
+    function errorText(s, r, e) {
+      if (r === s.human_role) return e.startsWith("TO") ? "no move in time: this move was played for you" : `your move was refused (${e}): one was played for you`;
+      return `${ERRORS[e.split(" ")[0]] || e}: a random move was played for ${s.roles[r]}`;
+    }
+    let adviceFor = null;
+    function clearAdvice() { $("advice").innerHTML = ""; adviceFor = null; }
+
     function render(s) {
       const turn = s.to_move.map((r) => s.roles[r]).join(", ");
-      if (s.status === "starting") $("status").textContent = "Starting the match…";
+      const live = s.status === "starting" || s.status === "playing";
+      if (s.status === "starting") $("status").textContent = `Starting the match… (${s.waiting_for_start || 0} s; the first match with a persona waits while it loads)`;
       else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})` : (turn ? `Waiting for ${turn}` : "Waiting…");
       else $("status").textContent = s.status === "over" ? "The match is over" : "The match was aborted";
       $("status").dataset.state = s.your_turn ? "your-turn" : s.status;
-      deadline = s.clock_left === null ? null : Date.now() + 1000 * s.clock_left;
+      $("thinking").hidden = !s.thinking;
+      $("thinking-text").textContent = `${s.persona} is thinking…`;
+      deadline = live && s.clock_left !== null ? Date.now() + 1000 * s.clock_left : null;
+      if (!live) $("clock").textContent = "";
       if (s.boards.length || s.others.length) showPosition(s);
       clicks = s.your_turn ? s.clicks : [];
       if (s.your_turn) $("pending").textContent = "";
       const moves = $("moves"); moves.innerHTML = "";
       for (const c of clicks) {
-        const b = el("button", c.move, "move"); b.type = "button"; b.dataset.move = c.move;
+        const b = el("button", c.label || c.move, "move"); b.type = "button"; b.dataset.move = c.move; b.title = c.move;
         b.addEventListener("click", () => send(c.move)); moves.appendChild(b);
       }
+      $("moves-hint").hidden = clicks.length === 0 || s.boards.length === 0;
       pending = []; mark();
+      if (adviceFor !== null && adviceFor !== s.ply) clearAdvice();   // advice belongs to its position
       const h = $("history"); h.innerHTML = "";
-      s.history.forEach((jm, i) => {
-        const li = el("li", jm.map((m, r) => `${s.roles[r]}: ${m}`).join("  ·  "));
-        const errs = (s.errors[i] || []).filter((e) => e);
-        if (errs.length) li.appendChild(el("span", "  (" + errs.join(", ") + ")", "err"));
+      s.history.forEach((jm) => {
+        const shown = jm.moves.filter((m) => !m.noop || m.error);
+        if (!shown.length) return;
+        const li = el("li"); li.appendChild(el("span", `${jm.n}.`, "ply"));
+        shown.forEach((m, k) => {
+          if (k) li.appendChild(document.createTextNode("  ·  "));
+          const mv = el("span", `${s.roles[m.role]}: ${m.label}`, "mv"); mv.title = m.move; li.appendChild(mv);
+          if (m.error) li.appendChild(el("span", ` (${errorText(s, m.role, m.error)})`, m.role === s.human_role ? "err played-for-you" : "err"));
+        });
         h.appendChild(li);
       });
       h.scrollTop = h.scrollHeight;
-      if (s.status === "over" || s.status === "aborted") {
+      if (!live) {
         const res = $("result"); res.hidden = false; res.innerHTML = "";
         res.appendChild(el("h2", s.status === "over" ? "Result" : "Aborted"));
         if (s.goals) {
@@ -98,7 +117,11 @@ const GGP = (() => {
           res.appendChild(el("p", me === best && s.goals.filter((g) => g === best).length === 1 ? "You won." : me === best ? "A draw." : "You lost.", "verdict"));
         }
         if (s.reason) res.appendChild(el("p", s.reason));
-        if (s.record) { const a = el("a", "replay this match"); a.href = "/replay?file=" + encodeURIComponent(s.record); res.appendChild(a); }
+        const f = el("form"); f.method = "post"; f.action = `/play/${sid}/rematch`; f.className = "again";
+        const b = el("button", "Rematch"); b.id = "rematch"; b.type = "submit"; f.appendChild(b);
+        const g = el("a", "other settings"); g.href = "/game?key=" + encodeURIComponent(s.game_key); f.appendChild(document.createTextNode(" ")); f.appendChild(g);
+        if (s.record) { const a = el("a", "replay this match"); a.href = "/replay?file=" + encodeURIComponent(s.record); a.id = "replay-link"; f.appendChild(document.createTextNode(" · ")); f.appendChild(a); }
+        res.appendChild(f);
         $("resign").hidden = true;
       }
     }
@@ -108,24 +131,40 @@ const GGP = (() => {
         const r = await fetch(`/api/play/${sid}`);
         if (r.ok) {
           const s = await r.json();
-          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.boards.length}`;
+          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${s.waiting_for_start}`;
           if (key !== last) { last = key; render(s); }
-          if (s.status === "over" || s.status === "aborted") return;
+          if (s.status === "over" || s.status === "aborted") { deadline = null; return; }
         }
       } catch (e) { /* the server is busy or restarting: try again */ }
       setTimeout(poll, 300);
     }
     setInterval(() => { $("clock").textContent = deadline === null ? "" : `clock: ${Math.max(0, (deadline - Date.now()) / 1000).toFixed(1)} s`; }, 200);
-    $("resign").addEventListener("click", () => fetch(`/api/play/${sid}/resign`, {method: "POST"}));
+    $("resign").addEventListener("click", () => {
+      if (window.confirm("Abort this match? It ends now and is recorded as aborted.")) fetch(`/api/play/${sid}/resign`, {method: "POST"});
+    });
     $("advice-btn").addEventListener("click", async () => {
+      clearAdvice();
       $("advice").textContent = "thinking…";
-      const r = await fetch(`/api/play/${sid}/persona`);
-      const a = await r.json();
-      if (!r.ok) { $("advice").textContent = a.error; return; }
+      let a, r;
+      try { r = await fetch(`/api/play/${sid}/persona`); a = await r.json(); }
+      catch (e) { $("advice").textContent = "the server did not answer; try again"; return; }
+      $("advice").innerHTML = "";
+      if (!r.ok) { $("advice").appendChild(el("p", a.error || "no advice", "err")); return; }
+      adviceFor = a.ply;
+      if (a.over) { $("advice").appendChild(el("p", a.message, "advice-over")); return; }
+      const head = el("p"); head.id = "advice-summary";
+      head.textContent = `${a.simulations} simulations in ${a.seconds} s (its limit ${a.limit}, ${a.engine} engine) for ${a.role_name}; it would play `;
+      const c = el("b", a.choice_label); c.title = a.choice; head.appendChild(c);
+      $("advice").appendChild(head);
       const t = el("table"); t.id = "advice-table";
       const hd = el("tr"); for (const x of ["move", "Q", "visits"]) hd.appendChild(el("th", x)); t.appendChild(hd);
-      for (const m of a.moves) { const tr = el("tr"); tr.appendChild(el("td", m.move)); tr.appendChild(el("td", m.q.toFixed(1))); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr); }
-      $("advice").innerHTML = ""; $("advice").appendChild(el("p", `${a.simulations} simulations; it would play ${a.choice}`)); $("advice").appendChild(t);
+      for (const m of a.moves) {
+        const tr = el("tr"); if (m.choice) tr.className = "choice";
+        const td = el("td", m.label); td.title = m.move; tr.appendChild(td);
+        tr.appendChild(el("td", m.visits ? m.q.toFixed(1) : "–")); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr);
+      }
+      $("advice").appendChild(t);
+      if (a.legal > a.moves.length) $("advice").appendChild(el("p", `(${a.legal - a.moves.length} more moves not shown)`, "note"));
     });
     poll();
   }
@@ -137,7 +176,16 @@ const GGP = (() => {
     function show() {
       showPosition(steps[i]);
       $("step").textContent = String(i);
-      $("joint").textContent = steps[i].moves ? "last joint move: " + steps[i].moves.join("  ·  ") : "initial state";
+      const j = $("joint"); j.innerHTML = "";
+      if (!steps[i].named) j.textContent = steps[i].moves ? "last move: " + steps[i].moves.join("  ·  ") : "initial state";
+      else {
+        j.appendChild(document.createTextNode(`move ${i}: `));
+        const shown = steps[i].named.filter((m) => !m.noop);
+        (shown.length ? shown : steps[i].named).forEach((m, k) => {
+          if (k) j.appendChild(document.createTextNode("  ·  "));
+          const sp = el("span", `${m.role}: ${m.label}`, "mv"); sp.title = m.move; j.appendChild(sp);
+        });
+      }
       $("prev").disabled = $("first").disabled = i === 0;
       $("next").disabled = $("last").disabled = i === steps.length - 1;
     }
@@ -146,6 +194,16 @@ const GGP = (() => {
     $("next").onclick = () => go(i + 1); $("last").onclick = () => go(steps.length - 1);
     document.addEventListener("keydown", (e) => { if (e.key === "ArrowRight") go(i + 1); if (e.key === "ArrowLeft") go(i - 1); });
     show();
+    const v = $("verdict");
+    async function verdict() {   // the check on the rules runs beside the page
+      try {
+        const r = await fetch(`/api/replay/${v.dataset.key}/verdict`);
+        const a = await r.json();
+        if (a.verdict) { v.textContent = a.verdict; delete v.dataset.pending; return; }
+      } catch (e) { /* try again */ }
+      setTimeout(verdict, 1000);
+    }
+    if (v && v.dataset.pending) verdict();
   }
   return {play, replay};
 })();

@@ -1,0 +1,274 @@
+"""The web page's reasoner work, run in worker processes (``Workers``).
+
+pyswip binds a process's Prolog to the thread that first used it, so the reasoner work of
+the page (board detection, click maps, the persona's advice, replays) runs in processes of
+its own.  Every function here is called in a worker process with plain, picklable
+arguments (rule texts, fact texts, the ``BoardView`` found once per game) and returns plain
+data; each worker keeps its own state machines per game (``_machine``), so the first call
+for a game in a worker loads its rules and later calls reuse them.
+
+``Workers`` keeps separate pools so that no person waits on another: positions of the
+matches being played (fast, one at a time per match), game pages (loading a game's rules
+and finding its boards), and the slow work (replays, their checks, advice).  A worker that
+dies (out of memory) breaks only its pool, which is started anew.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import multiprocessing
+import re
+import time
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from . import boardview as bv
+
+MAX_GAMES = 8           # state machines kept per worker process
+ADVICE_MAX_SECONDS = 30.0
+
+
+# ------------------------------------------------------------------ worker side
+_machines: OrderedDict = OrderedDict()   # rules digest -> (description, state machine)
+_engines: OrderedDict = OrderedDict()    # rules digest -> (engine, kind) for the search
+
+
+def digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _machine(text: str, title: str = "rules"):
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.statemachine import CachedStateMachine
+    from gdl.kif import parse_rules
+    key = digest(text)
+    if key in _machines:
+        _machines.move_to_end(key)
+        return _machines[key]
+    desc = parse_rules(text, title)
+    sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
+    _machines[key] = (desc, sm)
+    while len(_machines) > MAX_GAMES:
+        _, (_, old) = _machines.popitem(last=False)
+        _close(old)
+    return desc, sm
+
+
+def _close(sm) -> None:
+    for obj in (sm, getattr(sm, "base", None), getattr(sm, "sm", None)):
+        close = getattr(obj, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+
+
+def load_game(text: str, title: str) -> dict:
+    """Roles and boards of a game (found from the initial state and a few random walks)."""
+    desc, sm = _machine(text, title)
+    return {"roles": [str(r) for r in desc.roles], "view": bv.build_view(desc, sm)}
+
+
+def preview(text: str, title: str, view, plies: int) -> dict:
+    """The position after ``plies`` random joint moves, drawn."""
+    _, sm = _machine(text, title)
+    return bv.render_position(view, bv.random_position(sm, plies))
+
+
+def position(text: str, title: str, view, state_texts, prev_texts, me: int, mine: list,
+             last_moves=None) -> dict:
+    """Boards, other facts and the click map of the person's legal moves ``mine``."""
+    _, sm = _machine(text, title)
+    st = bv.parse_state(state_texts)
+    prev = bv.parse_state(prev_texts) if prev_texts else None
+    pos = bv.render_position(view, st, bv.changed_cells(view, prev, st))
+    pos["clicks"] = bv.click_map(view, sm, st, me, mine) if mine else []
+    return pos
+
+
+def _engine(text: str, title: str):
+    """The fastest engine that plays the game (compiled, else non-ground, else Prolog), as
+    the persona plays it; kept per worker."""
+    key = digest(text)
+    if key in _engines:
+        _engines.move_to_end(key)
+        return _engines[key]
+    desc, sm = _machine(text, title)
+    engine, kind = sm, "Prolog"
+    try:
+        from agent.engine import load_engine
+        e = load_engine(desc, budget_seconds=60.0)
+        if type(e).__name__ != "PrologReasoner" and e.initial_state() == sm.initial_state():
+            engine, kind = e, str((getattr(e, "info", {}) or {}).get("engine", "compiled"))
+        elif type(e).__name__ == "PrologReasoner":
+            e.close()
+    except Exception:
+        pass
+    _engines[key] = (engine, kind)
+    while len(_engines) > 2:    # compiled engines are large
+        _engines.popitem(last=False)
+    return engine, kind
+
+
+def advice(text: str, title: str, view, state_texts, role: int, persona_spec: str,
+           seconds: float) -> dict:
+    """The persona's view of the position for ``role``: its search at its own limit (the
+    fewer of its ``limit`` simulations and ``seconds``, as in play, on the engine it plays
+    with), the moves sorted by what it would play (the choice is by Q)."""
+    import numpy as np
+
+    from agent.persona import load_persona
+    from agent.search import search
+    from gdl.terms import render_spaced
+    desc, sm = _machine(text, title)
+    state = bv.parse_state(state_texts)
+    if sm.is_terminal(state):
+        return {"over": True, "message": "The match is over: there is no move to play in this position."}
+    legal = sm.legal_moves(state, role)
+    persona = load_persona(persona_spec)
+    engine, kind = _engine(text, title)
+    search(engine, state, role, persona, seed=0, limit=2)   # loads the compiled search code, untimed
+    t0 = time.monotonic()
+    res = search(engine, state, role, persona, seed=0, limit=persona.limit,
+                 seconds=min(max(seconds, 0.1), ADVICE_MAX_SECONDS))
+    elapsed = time.monotonic() - t0
+    q, visits = np.asarray(res.q, dtype=float), np.asarray(res.visits)
+    # what it would play first: visited moves by Q (its choice rule reads Q), then unvisited
+    order = sorted(range(len(res.moves)), key=lambda i: (visits[i] == 0, -q[i], -visits[i]))
+    choice = render_spaced(res.move)
+    st_view = view
+    rows = []
+    for i in order:
+        m = render_spaced(res.moves[i])
+        rows.append({"move": m, "label": bv.move_label(st_view, m) if st_view else m,
+                     "q": round(float(q[i]), 1), "visits": int(visits[i]), "choice": m == choice})
+    rows.sort(key=lambda r: not r["choice"])    # the move it would play on top
+    return {"over": False, "role": role, "role_name": str(desc.roles[role]), "simulations": int(res.simulations),
+            "limit": int(persona.limit), "seconds": round(elapsed, 1), "engine": kind,
+            "legal": len(legal), "choice": choice,
+            "choice_label": bv.move_label(st_view, choice) if st_view else choice, "moves": rows[:10]}
+
+
+_PATH = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:)?(?:[\\/][^\s'\",\\/:]+)+[\\/]?")
+
+
+def clean_message(e) -> str:
+    """An error as a person reads it: no Python class names or traceback text, no paths on
+    this machine (a file is named by its last part)."""
+    msg = str(e) if not isinstance(e, str) else e
+    msg = _PATH.sub(lambda m: re.split(r"[\\/]", m.group(0).rstrip("/\\"))[-1] or "a folder", msg)
+    msg = re.sub(r"\[Errno \d+\]\s*", "", msg)
+    msg = re.sub(r"\b[A-Z][A-Za-z]*(Error|Exception)\b:?\s*", "", msg).strip()
+    msg = msg.splitlines()[0] if msg else ""
+    return (msg[:300] + "…") if len(msg) > 300 else (msg or "the record could not be read")
+
+
+def _library(folders):
+    from pathlib import Path
+
+    from agent.archive import GameLibrary
+    folders = [Path(p) for p in folders]
+    repos = [p for p in folders if not (p / "games").is_dir()] + [p.parent for p in folders if (p / "games").is_dir()]
+    return GameLibrary(repositories=repos, game_dirs=folders)
+
+
+def replay(data: dict, source: str, folders) -> dict:
+    """The steps of a recorded match drawn on its board (the record's own states; the check
+    on the rules is ``replay_verdict``)."""
+    from agent.archive import _Terms
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.statemachine import CachedStateMachine
+    from gdl.board import detect_board, sample_states
+    desc = _library(folders).description(data)
+    terms = _Terms()
+    raw_states = data.get("states") or []
+    if not isinstance(raw_states, list) or not raw_states:
+        raise ValueError("the record has no states")
+    states = [terms.state(t) for t in raw_states]
+    sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
+    try:
+        extra = sample_states(sm, walks=2, steps=60, seconds=1.5) if len(states) < 40 else []
+        view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, desc)
+    finally:
+        _close(sm)
+    moves = data.get("moves") or []
+    roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]
+    passes = bv.pass_moves(moves)
+    steps = []
+    for i, st in enumerate(states):
+        hl = bv.changed_cells(view, states[i - 1], st) if i > 0 else []
+        joint = moves[i - 1] if i > 0 and i - 1 < len(moves) else None
+        named = None
+        if isinstance(joint, list):
+            named = [{"role": roles[r] if r < len(roles) else str(r), "move": str(m),
+                      "label": bv.move_label(view, str(m)), "noop": bv._bare(str(m)) in passes}
+                     for r, m in enumerate(joint)]
+        steps.append({"moves": joint, "named": named, **bv.render_position(view, st, hl)})
+    return {"match_id": str(data.get("matchId") or "?"), "roles": roles,
+            "players": data.get("playerNamesFromHost"), "goals": data.get("goalValues"),
+            "completed": bool(data.get("isCompleted")), "steps": steps, "legend": bv.legend(view)}
+
+
+def replay_verdict(data: dict, source: str, folders) -> str:
+    """Every move legal and every state reproduced on the rules?  (Prolog first, the
+    compiled engine where Prolog runs out of its limits, as the match referee does.)"""
+    from agent.archive import Record, Replayer
+    verdict = Replayer(_library(folders), engine="standby").replay(Record(source, data))
+    if verdict.ok:
+        return "every move legal and every state reproduced on the rules"
+    return clean_message(verdict.problem or "not checked")
+
+
+def warm() -> bool:
+    """Imports the reasoner code in a fresh worker (so the first real call is quick)."""
+    from agent.reasoner import prolog  # noqa: F401
+    from gdl import board  # noqa: F401
+    return True
+
+
+# ------------------------------------------------------------------ server side
+class Workers:
+    """Pools of worker processes by kind of work: ``play`` (positions of matches being
+    played), ``page`` (game pages: loading rules, previews) and ``slow`` (replays and their
+    checks, advice).  Work of one kind never waits on another kind's."""
+
+    SIZES = {"play": 2, "page": 1, "slow": 2}
+
+    def __init__(self, sizes: dict | None = None):
+        self.sizes = dict(self.SIZES, **(sizes or {}))
+        self.ctx = multiprocessing.get_context("spawn")   # no fork of a process with threads
+        self.pools: dict = {}
+
+    def pool(self, kind: str) -> ProcessPoolExecutor:
+        p = self.pools.get(kind)
+        if p is None:
+            p = self.pools[kind] = ProcessPoolExecutor(self.sizes[kind], mp_context=self.ctx)
+        return p
+
+    def warm(self) -> None:
+        for kind in self.sizes:
+            self.pool(kind).submit(warm)
+
+    async def run(self, kind: str, fn, *args):
+        loop = asyncio.get_running_loop()
+        pool = self.pool(kind)
+        try:
+            return await loop.run_in_executor(pool, fn, *args)
+        except BrokenProcessPool:
+            # the worker died (memory, a crash in native code): a new pool for the next call
+            if self.pools.get(kind) is pool:
+                self.pools.pop(kind, None)
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError("the worker doing this ran out of memory or crashed; try again") from None
+
+    def shutdown(self) -> None:
+        """Stops the workers at once (a replay still running is not waited for)."""
+        for p in self.pools.values():
+            procs = list((getattr(p, "_processes", None) or {}).values())
+            p.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                if proc.is_alive():
+                    proc.terminate()
+        self.pools.clear()
