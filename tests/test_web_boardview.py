@@ -44,8 +44,52 @@ def test_glyphs_are_distinct_per_content_constant():
     assert svg.count('class="piece"') == 32
 
 
-def test_role_pieces_take_glyphs_in_role_order():
-    d, sm, view = _game("connectFour.kif")
-    first, second = (str(r) for r in d.roles)
-    assert view.glyphs[("disc", first)] == (bv.SHAPES[0], bv.PALETTE[0])
-    assert view.glyphs[("disc", second)] == (bv.SHAPES[1], bv.PALETTE[1])
+def _scrambled(path, seed=7):
+    from agent.match.rules import Scrambler, read_rules
+    from gdl.kif import parse_rules
+    rules = read_rules(Path(path).read_text())[0][1:-1]
+    d = parse_rules(Scrambler(rules, seed=seed).text(rules), "scrambled")
+    sm = PrologReasoner(d)
+    return d, sm, bv.build_view(d, sm, seconds=3)
+
+
+def test_pieces_take_their_owners_colour_found_from_the_rules_on_scrambled_sheets():
+    """Scrambled breakthrough: no name says whose pawn is whose; the walks do (the role
+    whose moves put a piece on the board owns it)."""
+    d, sm, view = _scrambled(GAMES / "breakthrough.kif")
+    roles = [str(r) for r in d.roles]
+    assert sorted(view.owners.values()) == sorted(roles)            # one kind per side
+    fills = {view.owners[k]: g[1] for k, g in view.glyphs.items()}
+    assert fills[roles[0]] != fills[roles[1]]
+    svg = bv.render_position(view, sm.initial_state())["boards"][0]
+    assert svg.count(f'data-owner="{roles[0]}"') == 16 and svg.count(f'data-owner="{roles[1]}"') == 16
+
+
+def test_kinds_within_a_side_get_distinct_glyphs():
+    from tests.conftest import SHARED
+    sheet = SHARED / "corpus/games/base/games/checkers/v1/checkers.kif"
+    if not sheet.is_file():
+        import pytest
+        pytest.skip("../shared is not beside this clone")
+    d, sm, view = _scrambled(sheet, seed=3)
+    by_side = {}
+    for k, g in view.glyphs.items():
+        by_side.setdefault(view.owners.get(k), []).append(g)
+    sides = [s for s in by_side if s is not None]
+    assert len(sides) == 2                                 # men and kings of two sides
+    for s in sides:
+        assert len({g[0] for g in by_side[s]}) == len(by_side[s])     # a shape per kind
+        assert len({g[1] for g in by_side[s]}) == 1                   # one colour per side
+    assert by_side[sides[0]][0][1] != by_side[sides[1]][0][1]
+
+
+def test_moves_are_named_by_their_cells_and_passes_are_found():
+    d, sm, view = _game("breakthrough.kif")
+    state = sm.initial_state()
+    legal = [render_spaced(m) for m in sm.legal_moves(state, 0)]
+    labels = [bv.move_label(view, m) for m in legal]
+    assert all(" → " in lb and "(" not in lb for lb in labels)       # from → to, no raw text
+    d, sm, view = _game("ticTacToe.kif")
+    legal = [render_spaced(m) for m in sm.legal_moves(sm.initial_state(), 0)]
+    assert all(len(bv.move_label(view, m)) <= 5 for m in legal)       # "x,y"
+    assert bv.pass_moves([["(mark 1 1)", "noop"], ["noop", "(mark 2 2)"]]) == {"noop"}

@@ -100,7 +100,7 @@ def check_result_and_record(page, logs: Path, role: int = 0) -> dict:
     assert page.locator("#result h2").inner_text() == "Result"
     assert page.locator("#goals tr").count() == 2
     assert page.locator("#result .verdict").inner_text() in ("You won.", "You lost.", "A draw.")
-    name = page.locator("#result a").get_attribute("href").split("file=")[1]
+    name = page.locator("#replay-link").get_attribute("href").split("file=")[1]
     record = json.loads((logs / name).read_text())
     assert record["isCompleted"] and record["playerNamesFromHost"][role] == "alice"
     assert record["isPlayerHuman"] == [r == role for r in range(2)]

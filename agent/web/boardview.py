@@ -8,6 +8,7 @@ content values, so a constant keeps its glyph throughout a game.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 
@@ -16,9 +17,6 @@ from gdl.kif import parse_term
 from gdl.terms import render
 
 MAX_BOARDS = 3
-PALETTE = ["#c0392b", "#2c3e50", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#7f8c8d", "#2e86c1",
-           "#a04000", "#1b2631", "#b03a2e"]
-SHAPES = ["circle", "square", "triangle", "diamond", "hexagon", "ring", "star"]
 CELL_PX = 44
 LABEL_PX = 18
 
@@ -28,49 +26,150 @@ def parse_state(texts) -> frozenset:
     return frozenset(parse_term(t) for t in texts)
 
 
+# Each role's pieces share a colour: the first role light, the second dark, then others.
+# (fill, outline and label colour)
+ROLE_COLOURS = [("#f7f3e8", "#3b3024", "#3b3024"), ("#262626", "#000000", "#ffffff"),
+                ("#c0392b", "#6e1f17", "#ffffff"), ("#2e86c1", "#1a4d70", "#ffffff"),
+                ("#27ae60", "#145a32", "#ffffff"), ("#8e44ad", "#4a235a", "#ffffff")]
+# A role named after a colour is drawn in it (the name is only a label: any name works)
+NAMED = {"white": "#f7f3e8", "black": "#262626", "red": "#c0392b", "yellow": "#f1c40f", "blue": "#2e86c1",
+         "green": "#27ae60", "orange": "#e67e22", "purple": "#8e44ad", "brown": "#8d6e63", "pink": "#f1948a"}
+NEUTRAL = [("#95a5a6", "#4d5656", "#ffffff"), ("#d5c4a1", "#6e5a3a", "#3b3024"), ("#7f8c8d", "#2c3e50", "#ffffff")]
+SIDE_SHAPES = ["circle", "square", "triangle", "diamond", "hexagon", "star", "ring"]
+
+
 @dataclass
 class BoardView:
     specs: list                     # BoardSpec, best first (at most MAX_BOARDS drawn)
-    glyphs: dict = field(default_factory=dict)  # (relation, content text) -> (shape, colour)
+    glyphs: dict = field(default_factory=dict)  # (relation, content text) -> (shape, fill, outline, text colour)
+    owners: dict = field(default_factory=dict)  # (relation, content text) -> role name (absent: no owner)
+    roles: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"boards": [s.to_dict() for s in self.specs]}
 
 
 def build_view(description, sm, seconds: float = 5.0) -> BoardView:
-    """Detect the boards from the initial state and a few random walks (on ``sm``)."""
-    return view_from_specs(detect_board(description, sample_states(sm, seconds=seconds)), description.roles)
+    """Detect the boards from the initial state and a few random walks (on ``sm``), and who
+    owns each piece from which role's moves make it."""
+    states, steps = sample_walks(sm, seconds=seconds)
+    return view_from_specs(detect_board(description, states), description.roles, steps)
 
 
-def view_from_specs(specs, roles=(), description=None) -> BoardView:
-    """Glyph and colour per content constant, by its rank among the board's contents; the
-    contents that are roles come first, in role order, so that each role's pieces get the
-    same glyph and colour in every game."""
+def sample_walks(sm, walks: int = 6, steps: int = 120, seed: int = 0, seconds: float = 5.0):
+    """``(states, transitions)`` of random walks: transitions are ``(state, movers, next)``
+    where ``movers`` are the roles that had a choice (more than one legal move)."""
+    import random
+    import time
+    rng = random.Random(seed)
+    deadline = time.monotonic() + seconds
+    init = sm.initial_state()
+    states, trans = [init], []
+    for _ in range(walks):
+        st = init
+        for _ in range(steps):
+            if sm.is_terminal(st) or time.monotonic() > deadline:
+                break
+            joint, movers = [], []
+            for r in range(len(sm.roles)):
+                legal = sorted(sm.legal_moves(st, r), key=render)
+                if not legal:
+                    return states, trans
+                if len(legal) > 1:
+                    movers.append(r)
+                joint.append(rng.choice(legal))
+            nxt = sm.next_state(st, tuple(joint))
+            trans.append((st, tuple(movers), nxt))
+            states.append(nxt)
+            st = nxt
+    return states, trans
+
+
+def owners_of(spec: BoardSpec, roles, transitions) -> dict:
+    """Which role owns each content value of a board, from the rules' structure: a role
+    constant among its arguments, else the one role whose moves put it on the board (in
+    steps where only that role had a choice); contents made by several roles have none."""
+    role_texts = [render(r) for r in roles]
+    out = {}
+    for c in spec.content_values:
+        named = [r for r in role_texts if r in c.split()]
+        if len(named) == 1:
+            out[c] = named[0]
+    made: dict = {}
+    for before, movers, after in transitions:
+        if len(movers) != 1:
+            continue
+        a, b = cells(spec, before), cells(spec, after)
+        for xy, contents in b.items():
+            new = set(contents) - set(a.get(xy, []))
+            for c in new:
+                if c != spec.background:
+                    made.setdefault(c, Counter())[movers[0]] += 1
+    for c, counts in made.items():
+        if c in out:
+            continue
+        r, n = counts.most_common(1)[0]
+        if n >= 0.8 * sum(counts.values()) and r < len(role_texts):
+            out[c] = role_texts[r]
+    return out
+
+
+def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
+    """Colour by owning role (``owners_of``), a distinct shape per kind within a side; the
+    contents no role owns get neutral colours.  A kind keeps its glyph throughout a game."""
     specs = list(specs)[:MAX_BOARDS]
     role_texts = [render(r) for r in roles]
-    glyphs = {}
+    colours = []
+    for i, r in enumerate(role_texts):
+        fill, line, text = ROLE_COLOURS[i % len(ROLE_COLOURS)]
+        if r.lower() in NAMED:
+            fill = NAMED[r.lower()]
+            dark = sum(int(fill[k:k + 2], 16) for k in (1, 3, 5)) < 3 * 150
+            line, text = ("#000000", "#ffffff") if dark else ("#3b3024", "#3b3024")
+        colours.append((fill, line, text))
+    glyphs, owners = {}, {}
     for s in specs:
-        kinds = [r for r in role_texts if r in s.content_values and r != s.background]
-        kinds += [c for c in s.content_values if c != s.background and c not in kinds]
-        for i, c in enumerate(kinds):
-            glyphs[(s.relation, c)] = (SHAPES[i % len(SHAPES)], PALETTE[i % len(PALETTE)])
-    return BoardView(specs, glyphs)
+        own = owners_of(s, roles, transitions)
+        # the most numerous kinds at the start first (pawns before kings), then by name
+        start = Counter(c for v in cells(s, transitions[0][0]).values() for c in v) if transitions else Counter()
+        kinds = sorted((c for c in s.content_values if c != s.background), key=lambda c: (-start[c], c))
+        per_side: dict = {}
+        for c in kinds:
+            side = own.get(c)
+            k = per_side.get(side, 0)
+            per_side[side] = k + 1
+            if side is not None:
+                fill, line, text = colours[role_texts.index(side)]
+                owners[(s.relation, c)] = side
+            else:
+                fill, line, text = NEUTRAL[k % len(NEUTRAL)]
+            glyphs[(s.relation, c)] = (SIDE_SHAPES[k % len(SIDE_SHAPES)], fill, line, text)
+    return BoardView(specs, glyphs, owners, role_texts)
 
 
-def _label(text: str) -> str:
+def _label(text: str, owner: str | None = None) -> str:
+    """A piece's label: its name (without its owner's, which the colour says), shortened."""
     words = text.split()
+    if owner and len(words) > 1 and owner in words:
+        words.remove(owner)
+    if not words:
+        return ""
+    if owner and words == [owner]:      # the piece is named after its side: its initial
+        return owner[:1].upper()
     if len(words) > 1:
         return "".join(w[0] for w in words)[:3]
-    return text[:3]
+    return words[0][:3]
 
 
-def _shape(shape: str, cx: float, cy: float, r: float, colour: str) -> str:
+def _shape(shape: str, cx: float, cy: float, r: float, fill: str, line: str = "#333") -> str:
+    paint = f'fill="{fill}" stroke="{line}" stroke-width="{max(1.0, r * .09):.1f}"'
+
     def poly(points):
-        return f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in points)}" fill="{colour}"/>'
+        return f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in points)}" {paint}/>'
     if shape == "circle":
-        return f'<circle cx="{cx}" cy="{cy}" r="{r:.1f}" fill="{colour}"/>'
+        return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" {paint}/>'
     if shape == "square":
-        return f'<rect x="{cx - r * .85:.1f}" y="{cy - r * .85:.1f}" width="{r * 1.7:.1f}" height="{r * 1.7:.1f}" rx="3" fill="{colour}"/>'
+        return f'<rect x="{cx - r * .85:.1f}" y="{cy - r * .85:.1f}" width="{r * 1.7:.1f}" height="{r * 1.7:.1f}" rx="3" {paint}/>'
     if shape == "triangle":
         return poly([(cx, cy - r), (cx + r, cy + r * .8), (cx - r, cy + r * .8)])
     if shape == "diamond":
@@ -79,8 +178,9 @@ def _shape(shape: str, cx: float, cy: float, r: float, colour: str) -> str:
         return poly([(cx + r * a, cy + r * b) for a, b in
                      ((1, 0), (.5, .87), (-.5, .87), (-1, 0), (-.5, -.87), (.5, -.87))])
     if shape == "ring":
-        return (f'<circle cx="{cx}" cy="{cy}" r="{r * .8:.1f}" fill="none" stroke="{colour}" '
-                f'stroke-width="{r * .35:.1f}"/>')
+        return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r * .8:.1f}" fill="none" stroke="{fill}" '
+                f'stroke-width="{r * .35:.1f}"/><circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r * .98:.1f}" fill="none" '
+                f'stroke="{line}" stroke-width="1"/>')
     import math
     pts = []
     for k in range(10):
@@ -114,16 +214,21 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
                        f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"/>')
             contents = [c for c in occupied.get((gx, gy), []) if c != spec.background]
             for k, c in enumerate(contents[:4]):
-                shape, colour = view.glyphs.get((spec.relation, c), ("circle", "#555"))
+                shape, fill, line, ink = view.glyphs.get((spec.relation, c), ("circle", "#95a5a6", "#4d5656", "#fff"))
+                owner = view.owners.get((spec.relation, c))
                 n = len(contents[:4])
                 r = px * (0.36 if n == 1 else 0.2)
                 cx = x + px / 2 + (0 if n == 1 else (k % 2 - .5) * px / 2)
                 cy = y + px / 2 + (0 if n == 1 else (k // 2 - .5) * px / 2)
-                out.append(f'<g class="piece" pointer-events="none"><title>{escape(c)}</title>'
-                           + _shape(shape, cx, cy, r, colour)
-                           + f'<text x="{cx:.1f}" y="{cy + r * .3:.1f}" text-anchor="middle" '
-                             f'font-size="{max(8, r * .8):.0f}" fill="#fff" stroke="#000" stroke-width="0.3">'
-                           + escape(_label(c)) + "</text></g>")
+                label = _label(c, owner)
+                size = max(8.0, r * (1.1 if len(label) == 1 else .85 if len(label) == 2 else .68))
+                side = f' data-owner="{escape(owner)}"' if owner else ""
+                out.append(f'<g class="piece"{side} pointer-events="none"><title>{escape(c)}'
+                           + (f" ({escape(owner)})" if owner else "") + '</title>'
+                           + _shape(shape, cx, cy, r, fill, line)
+                           + f'<text x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
+                             f'font-size="{size:.0f}" font-weight="bold" fill="{ink}">'
+                           + escape(label) + "</text></g>")
     if nested:  # thick lines between the inner boards
         for k in range(0, w + 1, sub_w):
             x = LABEL_PX + k * px
@@ -157,9 +262,9 @@ def other_facts(view: BoardView, state) -> list[str]:
 
 
 def legend(view: BoardView) -> list[dict]:
-    return [{"relation": rel, "content": c, "shape": shape, "colour": colour,
-             "svg": f'<svg width="20" height="20">{_shape(shape, 10, 10, 8, colour)}</svg>'}
-            for (rel, c), (shape, colour) in view.glyphs.items()]
+    return [{"relation": rel, "content": c, "shape": shape, "colour": fill, "owner": view.owners.get((rel, c)),
+             "svg": f'<svg width="20" height="20">{_shape(shape, 10, 10, 8, fill, line)}</svg>'}
+            for (rel, c), (shape, fill, line, _ink) in view.glyphs.items()]
 
 
 def render_position(view: BoardView, state, highlight=()) -> dict:

@@ -180,22 +180,25 @@ def replay(data: dict, source: str, folders) -> dict:
     from agent.archive import _Terms
     from agent.reasoner.prolog import PrologReasoner
     from agent.reasoner.statemachine import CachedStateMachine
-    from gdl.board import detect_board, sample_states
+    from gdl.board import detect_board
     desc = _library(folders).description(data)
     terms = _Terms()
     raw_states = data.get("states") or []
     if not isinstance(raw_states, list) or not raw_states:
         raise ValueError("the record has no states")
     states = [terms.state(t) for t in raw_states]
+    moves = data.get("moves") or []
+    passes = bv.pass_moves(moves)
+    # who moved in each step of the record: the roles whose move is not a pass
+    trans = [(states[i], tuple(r for r, m in enumerate(moves[i]) if bv._bare(str(m)) not in passes), states[i + 1])
+             for i in range(min(len(moves), len(states) - 1)) if isinstance(moves[i], list)]
     sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
     try:
-        extra = sample_states(sm, walks=2, steps=60, seconds=1.5) if len(states) < 40 else []
-        view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, desc)
+        extra, more = bv.sample_walks(sm, walks=2, steps=60, seconds=1.5) if len(states) < 40 else ([], [])
+        view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, trans + more)
     finally:
         _close(sm)
-    moves = data.get("moves") or []
     roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]
-    passes = bv.pass_moves(moves)
     steps = []
     for i, st in enumerate(states):
         hl = bv.changed_cells(view, states[i - 1], st) if i > 0 else []
