@@ -94,3 +94,72 @@ def test_a_player_over_its_memory_cap_is_stopped_and_the_referee_answers():
     m.ref_legal[1] = ["( go 3 )"] * 2
     move, entry = m.choose(1, 1, time.monotonic())
     assert move == "( go 3 )" and entry["fallback_reason"] == "player unavailable"
+
+
+class _Pipe:
+    """A worker process stand-in: keeps what the server sends it."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def kill(self):
+        pass
+
+
+def _playing_match(manager):
+    m = Match(manager, parse_message("( START m1 a (( role a ) ( role b ) ) 10 5 )"), time.monotonic(), None)
+    m.status, m.roles, m.role_index = "playing", ["a", "b"], 0
+    m.ref_status, m.player_status = "ready", "ready"
+    m.ref_legal[0] = ["( go 1 )", "stay"]
+    m.referee, m.player = _Pipe(), _Pipe()
+    manager.matches[m.id] = m
+    return m
+
+
+def test_no_guess_before_the_referee_answered():
+    """The player gives up on a PLAY at once (a joint move it cannot apply): the server waits
+    for the referee's legal moves of the new state instead of guessing from an earlier state
+    (it sent an illegal guess within 2 ms)."""
+    import asyncio
+    from agent.server.matches import MatchManager
+
+    async def run():
+        manager = MatchManager(ServerConfig(seed=1))
+        m = _playing_match(manager)
+        loop = asyncio.get_running_loop()
+        loop.call_soon(m.on_player, ("error", 1, "cannot apply the joint move"))
+        loop.call_later(0.2, m.on_referee, ("ref_state", {
+            "ply": 1, "joint": ["( jump )", "wait"], "state": "( ( s 1 ) )", "terminal": False,
+            "legal": ["( go 3 )", "( go 4 )"]}))
+        return await manager.play(parse_message("( PLAY m1 ( ( jump ) wait ) )"), time.monotonic()), m
+
+    move, m = asyncio.run(run())
+    assert move in ("( go 3 )", "( go 4 )")
+    assert m.record.to_json()["x-decisions"][0]["fallback_move"] == "random"
+
+
+def test_a_lost_player_gets_the_referees_states():
+    """A player that could not follow a joint move says so; the server sends it the
+    referee's latest state, and every new one until the player is back in step."""
+    from agent.server.matches import MatchManager
+    m = _playing_match(MatchManager(ServerConfig(seed=1)))
+    m.on_referee(("ref_state", {"ply": 1, "joint": ["stay", "wait"], "state": "( ( s 1 ) )",
+                                "terminal": False, "legal": ["( go 3 )"]}))
+    m.on_player(("lost", 1, "cannot apply the joint move"))
+    assert m.player.sent[-1] == ("state", 1, "( ( s 1 ) )")
+    m.on_referee(("ref_state", {"ply": 2, "joint": ["stay", "wait"], "state": "( ( s 2 ) )",
+                                "terminal": False, "legal": ["( go 3 )"]}))
+    assert m.player.sent[-1] == ("state", 2, "( ( s 2 ) )")
+    m.on_player(("synced", 2))
+    m.on_referee(("ref_state", {"ply": 3, "joint": ["stay", "wait"], "state": "( ( s 3 ) )",
+                                "terminal": True, "goals": [0, 0]}))
+    assert m.player.sent[-1] == ("state", 2, "( ( s 2 ) )") and m.over[3] == "terminal"
+
+
+def test_the_referees_state_text_reads_back():
+    from agent.server.worker import parse_state_text
+    assert parse_state_text("( ( cell 1 1 b ) ( control x ) )") == frozenset(
+        {("cell", "1", "1", "b"), ("control", "x")})

@@ -73,6 +73,9 @@ class Match:
         self.ref_legal: dict = {}     # ply -> legal move texts (our role), from the referee
         self.ref_terminal: dict = {}  # ply -> goals when the referee found the state terminal
         self.player_legal: dict = {}  # ply -> legal move texts, from the player
+        self.over: dict = {}          # ply -> why nothing can be played there (terminal, no legal move)
+        self.player_lost = False      # the player could not follow a joint move: it gets the referee's states
+        self.ref_last = None          # (ply, state text): the referee's latest state
         self.decisions: dict = {}     # req -> decision dict, or None when the player gave up on it
         self.interim: dict = {}       # req -> the player's best decision so far, while it searches
         self.engine_status = None     # None (being built) | switching | upgraded | none
@@ -126,8 +129,10 @@ class Match:
             self.role_index = info["role_index"]
             rec.set_roles(self.roles, self.role_index)
             rec.set_state(0, info["state"])
+            self.ref_last = (0, info["state"])
             if info["terminal"]:
                 self.ref_terminal[0] = None
+                self.over[0] = "terminal"
             else:
                 self.ref_legal[0] = info["legal"]
             for w in info.get("warnings", [])[:20]:
@@ -143,13 +148,19 @@ class Match:
             self.ref_ply = ply
             rec.set_moves(ply, info["joint"])
             rec.set_state(ply, info["state"])
+            self.ref_last = (ply, info["state"])
             if info["terminal"]:
                 self.ref_terminal[ply] = info.get("goals")
+                self.over[ply] = "terminal"
             else:
                 self.ref_legal[ply] = info["legal"]
+                if not info["legal"]:
+                    self.over[ply] = "no legal move"
             for n in info.get("notes", []):
                 rec.note(f"ply {ply}: {n}")
                 log.warning("%s: ply %d: %s", self.id, ply, n)
+            if self.player_lost and self.player is not None:
+                self.player.send(("state", ply, info["state"]))  # the player resyncs on it
             self.save()
         elif kind == "ref_error":
             # Without the true state every later move would be a guess on a game we no longer
@@ -202,6 +213,21 @@ class Match:
             self.interim[msg[1]] = msg[2]
         elif kind == "skipped":
             self.decisions.setdefault(msg[1], None)
+        elif kind == "over":  # nothing to search: the state is terminal, or we have no legal move
+            self.decisions.setdefault(msg[1], None)
+            self.over.setdefault(msg[2], msg[3])
+        elif kind == "lost":
+            # The player could not follow the match (a joint move it cannot apply): it waits
+            # for the referee's states, and meanwhile the referee's legal moves are played.
+            self.player_lost = True
+            rec.note(f"player lost track of the state on request {msg[1]} ({msg[2]}); "
+                     f"resyncing on the referee's state")
+            log.warning("%s: player lost track of the state: %s; resyncing on the referee's", self.id, msg[2])
+            if self.ref_last is not None and self.player is not None:
+                self.player.send(("state",) + self.ref_last)
+        elif kind == "synced":
+            self.player_lost = False
+            rec.note(f"player back on the referee's state at ply {msg[1]}")
         elif kind == "error":
             self.decisions.setdefault(msg[1], None)
             rec.note(f"player failed on request {msg[1]}: {msg[2]}")
@@ -286,7 +312,16 @@ class Match:
         entry = {"ply": ply, "req": req}
         if d is not None:
             entry.update(d)
-        if ref is not None and len(ref) == 1 and (d is None or d.get("move") != ref[0]):
+        over = self.over.get(ply) if d is None else None
+        if over is not None:
+            # A PLAY in a terminal state (a manager that plays on after the end) or where our
+            # role has no legal move: nothing to choose.  A move the rules still call legal
+            # there, else ``nil`` (what ggp-base's players answer when they have no move).
+            here = ref or self.player_legal.get(ply) or []
+            move, reason = (here[0] if here else "nil"), None
+            entry["search"] = "none"
+            entry["no_move_because"] = over
+        elif ref is not None and len(ref) == 1 and (d is None or d.get("move") != ref[0]):
             move, entry["search"], reason = ref[0], "forced", None
         elif d is not None and (ref is None or d["move"] in ref):
             move, reason = d["move"], None
@@ -533,20 +568,25 @@ class MatchManager:
         m.req += 1
         req, ply = m.req, m.ply
         if m.player is not None:
-            m.player.send(("play", req, texts, deadline - ipc_slack(m.play_clock)))
+            m.player.send(("play", req, texts, deadline - ipc_slack(m.play_clock), ply))
 
         def answerable():
             if m.status not in ACTIVE:  # aborted meanwhile: answer now with what we know
                 return True
-            if req in m.decisions:
+            if m.decisions.get(req) is not None or ply in m.over:
                 return True
             ref = m.ref_legal.get(ply)
             if ref is not None and len(ref) == 1:
                 return True
-            return m.player_status in ("failed", "dead") and m.known_legal(ply) is not None
+            if req in m.decisions or m.player_status in ("failed", "dead"):
+                # The player has no move for this state (lost, failed): the referee's legal
+                # moves, as soon as it has them; a guess from an earlier state may be illegal.
+                return m.known_legal(ply) is not None or m.ref_status in ("failed", "dead")
+            return False
 
         await m.wait_until(answerable, deadline)
-        if req not in m.decisions and m.known_legal(ply) is None and m.status in ACTIVE:
+        if (m.decisions.get(req) is None and m.known_legal(ply) is None and ply not in m.over
+                and m.status in ACTIVE and m.ref_status not in ("failed", "dead")):
             # No legal move known yet (a slow referee on a loaded machine): wait for it up to
             # the clock itself.  Managers accept replies until the clock + 1 s or more
             # (ggp-facts 3.1), and a late legal move beats a guess that may be illegal.
@@ -555,6 +595,9 @@ class MatchManager:
         m.record.add_decision(entry)
         if entry["fallback"]:
             log.warning("%s: PLAY %d: fallback %s (%s)", m.id, req, move, entry["fallback_reason"])
+        elif "no_move_because" in entry:
+            log.warning("%s: PLAY %d at ply %d: no move to play (%s); answered %s", m.id, req, ply,
+                        entry["no_move_because"], move)
         m.save()
         return move
 

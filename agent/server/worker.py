@@ -243,6 +243,58 @@ def decide_reporting(player, deadline: float, report) -> dict:
     return player.decide(deadline, on_best=lambda move, sims: report({"move": move, "simulations": sims}))
 
 
+def observe_joint(player, move_texts) -> tuple[list, bool]:
+    """``player.observe(move_texts)``; when the player's fast engine cannot apply the joint
+    move (a move our rules call illegal is not in a compiled game's move table), the next
+    state comes from the player's own Prolog reasoner instead: the referee's state (same
+    rules, same moves, applied as received).  When that state holds fluents the compiled
+    engine cannot represent, the player stays on Prolog for the rest of the match.  Returns
+    the notes and whether the player switched to Prolog; raises ``ReasonerError`` when Prolog
+    cannot compute the state either (the caller then waits for the referee's)."""
+    from agent.player import resolve_joint
+    from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
+    try:
+        return player.observe(move_texts), False
+    except ReasonerError as e:
+        if player.prolog is None or player.engine is player.prolog:
+            raise
+        why = f"{type(e).__name__}: {e}"
+    prolog = CachedStateMachine(player.prolog)
+    joint, notes = resolve_joint(prolog, player.state, move_texts, len(player.description.roles))
+    state = prolog.next_state(player.state, joint)
+    notes.append(f"the {player.engine_kind} engine cannot apply this joint move ({why[:200]}); "
+                 f"the next state is Prolog's, as the referee's")
+    switched = False
+    base = getattr(player.engine, "base", None)
+    if base is not None and not set(state) <= set(base):
+        player.engine, player.sm, player.engine_kind = player.prolog, prolog, "prolog"
+        notes.append("the state now holds fluents the compiled engine cannot represent: "
+                     "Prolog plays the rest of the match")
+        switched = True
+    player.state = state
+    player.prev = tuple(joint)
+    player.ply += 1
+    player.tree = None
+    return notes, switched
+
+
+def legal_or_none(player) -> list:
+    """Our legal moves where the rules may not define them (a terminal state)."""
+    try:
+        return player.legal()
+    except Exception:
+        return []
+
+
+def parse_state_text(text: str) -> frozenset:
+    """A state as the referee renders it (``( ( cell 1 1 b ) ( control x ) )``)."""
+    from gdl.kif import parse_term, read_first
+    node = read_first(text)
+    if node is None or node.is_atom:
+        raise ValueError(f"a state must be a list: {text[:80]!r}")
+    return frozenset(parse_term(repr(n)) for n in node.items)
+
+
 def run_player(conn, cfg: dict) -> None:
     from gdl.terms import render_spaced
     from agent.player import Player, RulesRefused
@@ -273,22 +325,61 @@ def run_player(conn, cfg: dict) -> None:
                 log.warning("pondering failed: %s", e)
                 break
     conn.send(("ready",))
+    lost = False      # our state is not the match's (a joint move we could not apply)
+    on_prolog = False  # pinned to Prolog: the state left the compiled engine's fluents
     while True:
         batch = [conn.recv()]
         while conn.poll():  # catch up: only the newest PLAY deserves a search
             batch.append(conn.recv())
+        states = [m for m in batch if m[0] == "state"]
+        if states and lost:
+            # The referee's state, sent while we are lost: take it and go on from there.
+            _, ply, text = states[-1]
+            try:
+                player.state, player.ply, player.tree = parse_state_text(text), ply, None
+                lost = False
+                conn.send(("synced", ply))
+                log.info("player: back on the referee's state at ply %d", ply)
+            except Exception as e:
+                log.warning("player: cannot take the referee's state: %s", e)
         engines = [m for m in batch if m[0] == "engine"]
-        if engines:
+        if engines and not on_prolog:
             notes = player.upgrade(5.0, engine=engines[-1][1])
             conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes}))
         plays = [m for m in batch if m[0] == "play"]
-        for i, (_, req, move_texts, deadline) in enumerate(plays):
+        for i, play in enumerate(plays):
+            _, req, move_texts, deadline = play[:4]
+            target = play[4] if len(play) > 4 else None  # the match's ply after this joint move
             try:
+                if target is not None and not lost and move_texts is not None and player.ply >= target:
+                    move_texts = None  # already there: the referee's state included this move
+                if target is not None and not lost and player.ply + (move_texts is not None) != target:
+                    lost = True
+                    conn.send(("lost", req, f"the player is at ply {player.ply}, the match at {target}"))
+                if lost:
+                    conn.send(("error", req, "the player lost track of the state; waiting for the referee's"))
+                    continue
                 if move_texts is not None:
-                    notes = player.observe(move_texts)
+                    try:
+                        notes, switched = observe_joint(player, move_texts)
+                    except ReasonerError as e:
+                        lost = True
+                        conn.send(("lost", req, f"cannot apply the joint move: {e}"))
+                        conn.send(("error", req, f"cannot apply the joint move: {e}"))
+                        continue
                     if notes:
                         conn.send(("note", req, notes))
-                conn.send(("legal", player.ply, [render_spaced(m) for m in player.legal()]))
+                    if switched:
+                        on_prolog = True
+                        conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes[-1:]}))
+                terminal = player.is_terminal()
+                legal = player.legal() if not terminal else legal_or_none(player)
+                conn.send(("legal", player.ply, [render_spaced(m) for m in legal]))
+                if terminal or not legal:
+                    # The game is over (a careless manager plays on) or our role has no move:
+                    # nothing to search for; the server answers from what it knows.
+                    conn.send(("over", req, player.ply, "terminal" if terminal else "no legal move"))
+                    continue
                 if i < len(plays) - 1 or time.monotonic() >= deadline:
                     conn.send(("skipped", req))
                     continue
@@ -299,3 +390,8 @@ def run_player(conn, cfg: dict) -> None:
             except ReasonerError as e:
                 log.warning("player: %s", e)
                 conn.send(("error", req, str(e)))
+            except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # one PLAY's failure must not cost the match its player
+                log.error("player failed on request %s: %s\n%s", req, e, traceback.format_exc())
+                conn.send(("error", req, f"{type(e).__name__}: {e}"))
