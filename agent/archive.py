@@ -7,7 +7,9 @@ export), or folders holding either.
 Rules: ``x-rules`` when the record carries them (our logs), else the ``gameMetaURL``
 ``http://games.ggp.org/<repo>/games/<key>/v<N>/`` looked up in local game repositories
 (``<root>/<repo>/games/<key>/v<N>/METADATA`` and the rulesheet it names; ggp-base's layout),
-else ``<dir>/<key>.kif`` in plain game folders such as our ``games/``.
+else ``<dir>/<key>.kif`` in plain game folders such as our ``games/``.  A record of ggp-base's
+local repository (``http://127.0.0.1:9140/games/<key>/v0/``, no repository named) is looked
+up by its key in every repository (``base`` first) and game folder.
 
 A replay checks, independently of any player: the recorded initial state is the initial
 state; at each step the state is not terminal, every recorded move is legal, the next
@@ -34,6 +36,8 @@ from agent.reasoner.statemachine import ReasonerError
 REFEREE_BUDGET = 60.0  # seconds to build and check a game's compiled engine (offline: generous)
 
 URL_RE = re.compile(r"^https?://games\.ggp\.org/(?P<repo>[^/]+)/games/(?P<key>[^/]+)/(?:v(?P<v>\d+)/?)?$")
+# ggp-base's local game repository, as GameServer and Kiosk record it: no repository name
+LOCAL_URL_RE = re.compile(r"^https?://[^/]+/games/(?P<key>[^/]+)/(?:v(?P<v>\d+)/?)?$")
 
 
 @dataclass
@@ -128,6 +132,27 @@ class GameLibrary:
             self._cache[key] = self._load(data)
         return self._cache[key]
 
+    @staticmethod
+    def _from_repository(folder: Path, version):
+        """The rules in a game's folder of a repository (``<key>/v<N>/METADATA`` and the
+        rule sheet it names), or None."""
+        folder = folder / f"v{version}" if version is not None else folder
+        meta = folder / "METADATA"
+        if not meta.is_file():
+            return None
+        try:
+            metadata = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ArchiveError(f"{meta}: unreadable METADATA: {e}") from None
+        sheet = metadata.get("rulesheet") if isinstance(metadata, dict) else None
+        if version is None:  # unversioned: METADATA names the version that holds the files
+            v = metadata.get("version") if isinstance(metadata, dict) else None
+            if v is not None and (folder / f"v{v}" / str(sheet)).is_file():
+                folder = folder / f"v{v}"
+        if sheet and (folder / str(sheet)).is_file():
+            return read_rules_file(folder / str(sheet))
+        return None
+
     def _load(self, data: dict):
         if isinstance(data.get("x-rules"), str):
             node = read_first(data["x-rules"])
@@ -135,25 +160,28 @@ class GameLibrary:
                 raise ArchiveError("x-rules is not a list of rules")
             return rules_from_nodes(node.items, "x-rules")
         url = str(data.get("gameMetaURL", ""))
-        m = URL_RE.match(url)
+        m = URL_RE.match(url) or LOCAL_URL_RE.match(url)
         if not m:
-            raise ArchiveError(f"no x-rules, and gameMetaURL {url!r} is not a games.ggp.org game URL")
-        repo, game, version = m.group("repo"), m.group("key"), m.group("v")
+            raise ArchiveError(f"no x-rules, and gameMetaURL {url!r} is neither a games.ggp.org game URL "
+                               f"nor a game repository's (http://HOST:PORT/games/<key>/v<N>/)")
+        game, version = m.group("key"), m.group("v")
+        if game in (".", ".."):
+            raise ArchiveError(f"gameMetaURL {url!r} names no game")
         for root in self.repositories:
-            folder = root / repo / "games" / game
-            folder = folder / f"v{version}" if version is not None else folder
-            meta = folder / "METADATA"
-            if meta.is_file():
+            if "repo" in m.groupdict():
+                repos = [m.group("repo")]
+            else:
+                # ggp-base's local repository (GameServer, Kiosk: http://127.0.0.1:9140/games/<key>/v0/)
+                # names no repository: the key in any of them, ggp-base's own "base" first.
                 try:
-                    sheet = json.loads(meta.read_text(encoding="utf-8")).get("rulesheet")
-                except (OSError, json.JSONDecodeError) as e:
-                    raise ArchiveError(f"{meta}: unreadable METADATA: {e}") from None
-                if version is None:  # unversioned: METADATA names the version that holds the files
-                    v = json.loads(meta.read_text(encoding="utf-8")).get("version")
-                    if v is not None and (folder / f"v{v}" / str(sheet)).is_file():
-                        folder = folder / f"v{v}"
-                if sheet and (folder / sheet).is_file():
-                    return read_rules_file(folder / sheet)
+                    repos = sorted((d.name for d in root.iterdir() if (d / "games" / game).is_dir()),
+                                   key=lambda name: (name != "base", name))
+                except OSError:
+                    repos = []
+            for repo in repos:
+                found = self._from_repository(root / repo / "games" / game, version)
+                if found is not None:
+                    return found
         for d in self.game_dirs:
             f = d / f"{game}.kif"
             if f.is_file():

@@ -88,6 +88,31 @@ def test_game_url_from_plain_game_folder():
     assert not r.ok and "not found" in r.problem
 
 
+
+def test_game_url_of_a_ggp_base_local_repository(tmp_path):
+    """ggp-base's GameServer and Kiosk record ``http://127.0.0.1:9140/games/<key>/v0/`` (their
+    local repository, no repository name): the key is looked up in every repository of
+    ``--games`` and in the game folders (every such record failed: "not a games.ggp.org
+    game URL")."""
+    d = play_random_record(seed=6)
+    del d["x-rules"]
+    d["gameMetaURL"] = "http://127.0.0.1:9140/games/ticTacToe/v0/"
+    assert replay_one(d, game_dirs=[GAMES]).ok
+    folder = tmp_path / "repos" / "dresden" / "games" / "ticTacToe" / "v0"
+    folder.mkdir(parents=True)
+    (folder / "METADATA").write_text('{"rulesheet": "ttt.kif", "version": 0}')
+    (folder / "ttt.kif").write_text((GAMES / "ticTacToe.kif").read_text())
+    (folder.parent / "METADATA").write_text('{"rulesheet": "ttt.kif", "version": 0}')
+    assert replay_one(d, repositories=[tmp_path / "repos"]).ok
+    d["gameMetaURL"] = "http://localhost:9140/games/ticTacToe/"
+    assert replay_one(d, repositories=[tmp_path / "repos"]).ok
+    d["gameMetaURL"] = "http://127.0.0.1:9140/games/nosuchgame/v0/"
+    r = replay_one(d, repositories=[tmp_path / "repos"], game_dirs=[GAMES])
+    assert not r.ok and "not found" in r.problem
+    d["gameMetaURL"] = "http://127.0.0.1:9140/games/../v0/"
+    r = replay_one(d, repositories=[tmp_path / "repos"])
+    assert not r.ok and "names no game" in r.problem
+
 def test_bulk_and_single_files_and_cli(tmp_path, capsys):
     good, bad = play_random_record(1), play_random_record(2)
     bad["moves"][0][0] = "( place 7 7 )"
