@@ -28,6 +28,7 @@ SHOTS = [
     ("nineBoardTicTacToe", "games/base/nineBoardTicTacToe", 12),
     ("checkers", "games/base/checkers", 8),
     ("chess", "games/base/chess", 6),
+    ("hex", "games/base/hex", 10),
     ("no-grid-nim1", "games/base/nim1", 2),
 ]
 

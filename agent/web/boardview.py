@@ -44,6 +44,7 @@ class BoardView:
     glyphs: dict = field(default_factory=dict)  # (relation, content text) -> (shape, fill, outline, text colour)
     owners: dict = field(default_factory=dict)  # (relation, content text) -> role name (absent: no owner)
     roles: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)  # bookkeeping on the board's cells: counted, not drawn
 
     def to_dict(self) -> dict:
         return {"boards": [s.to_dict() for s in self.specs]}
@@ -117,7 +118,7 @@ def owners_of(spec: BoardSpec, roles, transitions) -> dict:
 def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
     """Colour by owning role (``owners_of``), a distinct shape per kind within a side; the
     contents no role owns get neutral colours.  A kind keeps its glyph throughout a game."""
-    specs = list(specs)[:MAX_BOARDS]
+    specs, hidden = _drawn(list(specs))
     role_texts = [render(r) for r in roles]
     colours = []
     for i, r in enumerate(role_texts):
@@ -131,7 +132,9 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
     for s in specs:
         own = owners_of(s, roles, transitions)
         # the most numerous kinds at the start first (pawns before kings), then by name
-        start = Counter(c for v in cells(s, transitions[0][0]).values() for c in v) if transitions else Counter()
+        start_cells = cells(s, transitions[0][0]) if transitions else {}
+        start = Counter(c for v in start_cells.values() for c in v)
+        own.update(_owner_by_place(s, start_cells, own))
         kinds = sorted((c for c in s.content_values if c != s.background), key=lambda c: (-start[c], c))
         per_side: dict = {}
         for c in kinds:
@@ -144,7 +147,45 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
             else:
                 fill, line, text = NEUTRAL[k % len(NEUTRAL)]
             glyphs[(s.relation, c)] = (SIDE_SHAPES[k % len(SIDE_SHAPES)], fill, line, text)
-    return BoardView(specs, glyphs, owners, role_texts)
+    return BoardView(specs, glyphs, owners, role_texts, hidden)
+
+
+def _drawn(specs):
+    """``(drawn, hidden)``: the first board and the other boards worth a grid of their own.
+    A later board on the first board's squares (its coordinates within the first's: marks
+    such as "has moved" or "in check") or with more kinds than pieces come in (group
+    numbers) is bookkeeping: its facts are counted under the boards, not drawn."""
+    if not specs:
+        return [], []
+    main = specs[0]
+    drawn, hidden = [main], []
+    for s in specs[1:]:
+        inside = len(s.coord_values) <= len(main.coord_values) and all(
+            set(v) <= set().union(*map(set, main.coord_values)) for v in s.coord_values)
+        if inside or len(s.content_values) > MAX_KINDS or len(drawn) >= MAX_BOARDS:
+            hidden.append(s)
+        else:
+            drawn.append(s)
+    return drawn, hidden
+
+
+def _owner_by_place(spec: BoardSpec, start_cells: dict, owners: dict) -> dict:
+    """Owners of the kinds no move was seen to make, from where they stand at the start:
+    the side owning most of the other pieces on the same row (a king among its army)."""
+    out = {}
+    unowned = {c for v in start_cells.values() for c in v if c != spec.background and c not in owners}
+    for c in unowned:
+        sides = Counter()
+        for (x, y), v in start_cells.items():
+            if c in v:
+                for (x2, y2), v2 in start_cells.items():
+                    if y2 == y:
+                        sides.update(owners[k] for k in v2 if k in owners)
+        if sides:
+            (side, n), = sides.most_common(1)
+            if n > 0.8 * sum(sides.values()):
+                out[c] = side
+    return out
 
 
 def _label(text: str, owner: str | None = None) -> str:
@@ -258,7 +299,13 @@ def changed_cells(view: BoardView, before, after) -> list:
 
 def other_facts(view: BoardView, state) -> list[str]:
     """Facts on no drawn board, as sorted texts."""
-    return sorted(render(f) for f in state if not any(matches(s, f) for s in view.specs))
+    many = [s for s in view.hidden if sum(1 for f in state if matches(s, f)) > 6]
+    out = sorted(render(f) for f in state if not any(matches(s, f) for s in view.specs + many))
+    for s in many:
+        n = sum(1 for f in state if matches(s, f))
+        if n:
+            out.append(f"({s.relation} …): {n} fact{'s' if n > 1 else ''} on the board's squares, not drawn")
+    return out
 
 
 def legend(view: BoardView) -> list[dict]:
