@@ -307,7 +307,10 @@ def rules_from_nodes(nodes: list[Node], source: str = "<rules>") -> Description:
             rules.append(r)
     if b.problems:
         raise GdlError(b.problems)
-    return Description(rules, source, b.warnings)
+    # base/input rules that depend on the state: dropped with a warning (hints, not the game)
+    from .validate import drop_state_dependent_hints
+    rules, dropped = drop_state_dependent_hints(rules, source)
+    return Description(rules, source, b.warnings + dropped)
 
 
 def parse_rules(text: str, source: str = "<rules>") -> Description:

@@ -219,6 +219,7 @@ class _Validator:
         self.check_required()
         self.check_arities()
         self.check_symbols()
+        self.check_undefined()
         deps = dependencies(self.rules)
         self.check_dependency_restrictions(deps)
         self.check_stratification(deps)
@@ -639,6 +640,23 @@ class _Validator:
             for a in lit[1:]:
                 _symbols(a, out, True, variables)
 
+    # ------------------------------------------------------------------ relations nobody defines
+    def check_undefined(self):
+        """A body sentence whose relation no rule or fact defines (at any arity) is always
+        false: valid GDL, but almost always a typo (a misspelt name)."""
+        defined = {r.head if isinstance(r.head, str) else r.head[0] for r in self.rules}
+        reported: set = set()
+        for r in self.rules:
+            for i, lit in enumerate(r.body):
+                for sent, _ in _sentences(lit):
+                    name = sent if isinstance(sent, str) else sent[0]
+                    if (name in defined or name in reported or name in ("true", "does")
+                            or name in HEAD_ONLY or is_var(name)):
+                        continue
+                    reported.add(name)
+                    self.warning(f"{name} is used here but no rule or fact defines it, so it is "
+                                 f"never true; a misspelt name?", r, i)
+
     # ------------------------------------------------------------------ dependency restrictions
     def check_dependency_restrictions(self, deps):
         by_name: dict = defaultdict(list)
@@ -823,6 +841,46 @@ def _path(edges: dict, start, targets: set) -> list | None:
                 return path[::-1]
             todo.append(t)
     return None
+
+
+HINTS = ("base", "input")
+
+
+def drop_state_dependent_hints(rules: list, source: str = "<rules>") -> tuple[list, list]:
+    """``base`` and ``input`` are hints a player can do without.  Where one of their rules
+    depends on the state (``true``) or another state word, which GDL forbids, every rule of
+    that relation is dropped with a warning and the game is played without it, as ggp-base
+    plays it (its reasoners never read them).  Returns the rules kept and the warnings."""
+    suspects = [r for r in rules if r.body and isinstance(r.head, tuple) and r.head[0] in HINTS]
+    if not suspects:
+        return rules, []
+    deps = dependencies(rules)
+    by_name: dict = defaultdict(list)
+    for sig in deps.edges:
+        by_name[sig[0]].append(sig)
+    targets = {sig for w in STATE_WORDS for sig in by_name.get(w, ())}
+    drop: dict = {}
+    for r in suspects:
+        name = r.head[0]
+        if name in drop:
+            continue
+        path = _path(deps.edges, (name, len(r.head) - 1), targets) if targets else None
+        if path:
+            drop[name] = (r, path)
+    if not drop:
+        return rules, []
+    warnings = []
+    for name, (r, path) in sorted(drop.items(), key=lambda kv: (kv[1][0].line, kv[1][0].col)):
+        n = sum(1 for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) == name)
+        chain = " -> ".join(s[0] for s in path)
+        via = f" (through {chain})" if len(path) > 2 else ""
+        warnings.append(Problem(
+            "warning", f"{name} depends on {path[-1][0]}{via}, which GDL forbids; {name} is only a "
+                       f"hint players can do without, so its {_plural(n, 'rule')} "
+                       f"{'is' if n == 1 else 'are'} dropped and the game is played without it, "
+                       f"as ggp-base does", source, r.line, r.col))
+    kept = [q for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) not in drop]
+    return kept, warnings
 
 
 def validate(desc: Description) -> list[Problem]:

@@ -86,6 +86,15 @@ DYNAMIC = {
     "real_racetrackcorridor_v1.kif": dict(walks=0, paths=[RACETRACK_LINE]),
 }
 
+# Cases where we decide otherwise than the case list, on purpose: base and input are hints a
+# player can do without, so a sheet whose base or input depends on the state is played without
+# them (a warning), as ggp-base's players play it, though ggp-base's validator calls it an
+# error (issue 35: a 2013 skirmish of the base repository was refused).
+# A relation no rule defines is valid GDL but almost always a typo: a warning, as ggp-base's
+# validator gives ("Rule references a sentence ... not produced by any rule").
+OUR_VERDICT = {"base_depends_on_true.kif": "warning", "test_case_3c.kif": "warning",
+               "valid_undefined_relation.kif": "warning"}
+
 # What at least one problem of the deciding level must say, per case category.
 REASON = {
     "syntax": r".",
@@ -95,6 +104,7 @@ REASON = {
     "recursion": r"recursion restriction",
     "keyword": r"keyword|reserved word|\b(role|true|does|init|next)\b",
     "init-dependency": r"(init|base|input) depends on",
+    "undefined-relation": r"no rule or fact defines it",
     "legal-dependency": r"depends on does|used in a rule body",
     "goal-range": r"goal value",
     "goal-definition": r"goal value",
@@ -116,6 +126,7 @@ REASON = {
 def test_case_verdict(name, expected, rule):
     path = CASES_DIR / name
     desc, problems = check_file(path)
+    expected = OUR_VERDICT.get(name, expected)
     if name in DYNAMIC:
         assert verdict(problems) == "valid", [str(p) for p in problems]
         problems = problems + simulate_check(prolog_factory()(desc), seed=0, time_limit=None,
@@ -233,7 +244,6 @@ def test_minimal_game_is_valid():
     ("(<= (p 1) (next (step 1)))", r"next is used in a rule body"),
     ("(<= (p 1) (base (step 1)))", r"base is used in a rule body"),
     ("(<= (init (flag)) (true (step 0)))", r"init depends on true"),
-    ("(<= (input robot go) (legal robot go))", r"input depends on legal"),
     ("(<= (p 1) (helper ?x)) (<= (helper ?x) (does robot ?x)) (<= terminal (p 1))",
      r"terminal depends on does \(through terminal -> p -> helper -> does\)"),
     ("(<= (q ?x) (succ ?x ?y) (not (r ?x))) (<= (r ?x) (succ ?x ?y) (q ?y))",
@@ -269,6 +279,9 @@ def test_errors(extra, pattern):
     ("(<= (r 1) (succ 0 1)) (<= (r 1 2) (succ 1 2)) (<= (p 1) (r 1)) (<= (p 2) (r 1 2))",
      r"relation r is used with 1 argument"),
     ("(init (cell (a 1))) (init (cell (a 1 2)))", r"function a is used with 1 argument"),
+    ("(<= (input robot go) (legal robot go))", r"input depends on legal.*dropped"),
+    ("(<= (p 1) (undefined_relation 1))", r"undefined_relation is used here but no rule or fact defines it"),
+    ("(<= (p 1) (succ 0 1) (not (stpe 1)))", r"stpe is used here but no rule or fact defines it"),
 ])
 def test_warnings(extra, pattern):
     problems = _check(extra)
@@ -278,16 +291,38 @@ def test_warnings(extra, pattern):
 
 @pytest.mark.parametrize("extra", [
     "(<= (p ?x) (or (succ ?x 1) (succ ?x 2)))",                    # every disjunct binds ?x
-    "(<= (p ?x) (distinct ?x 1) (not (q ?x)) (succ ?x ?y))",         # binder after not/distinct
-    "(<= (p ?x) (succ ?x ?y) (or (not (q ?y)) (distinct ?y 2)))",
+    "(<= (p ?x) (distinct ?x 1) (not (q ?x)) (succ ?x ?y)) (q 7)",         # binder after not/distinct
+    "(<= (p ?x) (succ ?x ?y) (or (not (q ?y)) (distinct ?y 2))) (q 7)",
     "(<= (path ?x ?y) (succ ?x ?y)) (<= (path ?x ?y) (succ ?x ?z) (path ?z ?y))",
-    "(<= (p 1) (undefined_relation 1))",                            # undefined is just false
+    "(<= (p 1) (succ 0 1) (not (succ 5 ?x)) (succ 0 ?x))",            # defined at this arity
     "(<= (init (step ?n)) (first ?n)) (first 0)",                   # init from static facts
     "(<= (next flag) (not (true flag)))",                           # negation through next
     "(<= (a+b x*y) (succ 0 1)) (<= (q '1') (a+b ?z))",                # odd characters
 ])
 def test_valid_near_misses(extra):
     assert _check(extra) == []
+
+
+def test_base_and_input_that_depend_on_the_state_are_dropped_and_the_game_played():
+    """ggp-base's players play sheets whose base or input rules read the state (a 2013
+    skirmish of the base repository: "input depends on true"): every rule of the relation is
+    dropped with a warning at the offending rule; others are kept."""
+    text = GAME + """(base (step 0)) (<= (base (step ?n)) (succ ?m ?n))
+    (<= (input robot go) (true (step 0))) (<= (input robot go) (succ 0 1))"""
+    desc = parse_rules(text, "<test>")
+    heads = [r.head[0] for r in desc.rules if isinstance(r.head, tuple)]
+    assert "input" not in heads and heads.count("base") == 2
+    problems = validate(desc)
+    p = _one(problems, "warning", r"input depends on true.*its 2 rules are dropped")
+    assert (p.line, p.col, verdict(problems)) == (11, 5, "warning")
+
+
+def test_the_dropped_hints_sheet_is_played(tmp_path):
+    factory = prolog_factory()
+    desc = parse_rules(GAME + "(<= (input robot go) (true (step 0)))")
+    sm = factory(desc)
+    s = sm.next_state(sm.initial_state(), ["go"])
+    assert sm.legal_moves(s, 0) == ["go"]
 
 
 def test_negation_through_goal_values_is_accepted_with_a_warning():
