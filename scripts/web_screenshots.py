@@ -33,6 +33,43 @@ SHOTS = [
 ]
 
 
+def shoot_play(page, url: str, out: Path) -> None:
+    """A ticTacToe match against a persona: two moves by clicking, then its advice."""
+    page.goto(f"{url}/")
+    page.fill("#name", "alice")
+    page.click("#name-form button")
+    page.goto(f"{url}/game?key=games/ticTacToe")
+    page.select_option("#persona", "phlegmatic")
+    page.fill("#play_clock", "1")
+    page.click("#start")
+    page.wait_for_url("**/play/*")
+    for _ in range(2):
+        page.wait_for_function("document.querySelector('#status').dataset.state === 'your-turn' && "
+                               "document.querySelectorAll('rect.cell.clickable').length > 0", timeout=400_000)
+        n = page.locator("#history li").count()
+        page.locator("rect.cell.clickable").first.click()
+        page.wait_for_function(f"document.querySelectorAll('#history li').length > {n}")
+    page.wait_for_function("document.querySelector('#status').dataset.state === 'your-turn'", timeout=400_000)
+    page.click("#advice-btn")
+    page.wait_for_selector("#advice-table")
+    page.screenshot(path=str(out / "play-ticTacToe.png"), full_page=True)
+    print(f"wrote {out / 'play-ticTacToe.png'}")
+
+
+def shoot_warnings(page, url: str, out: Path, tmp: Path) -> None:
+    """An upload accepted with a warning (a relation used with two arities)."""
+    sheet = tmp / "two-arities.kif"
+    sheet.write_text((ROOT / "games" / "ticTacToe.kif").read_text()
+                     + "\n(<= (foo ?x) (true (control ?x)))\n(<= (foo ?x ?y) (true (cell ?x ?y b)))\n"
+                       "(<= terminal (foo 1))\n")
+    page.goto(f"{url}/")
+    page.set_input_files("#rules-file", str(sheet))
+    page.click("#upload-form button")
+    page.wait_for_selector("#warnings")
+    page.screenshot(path=str(out / "upload-warnings.png"), full_page=True)
+    print(f"wrote {out / 'upload-warnings.png'}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", default=str(ROOT.parent / "shared" / "corpus" / "games"),
@@ -74,6 +111,8 @@ def main(argv=None) -> int:
                         page.click("#next")
                     page.screenshot(path=str(out / "replay-connectFour.png"), full_page=True)
                     print(f"wrote {out / 'replay-connectFour.png'}")
+                shoot_play(page, server.url, out)
+                shoot_warnings(page, server.url, out, Path(logs))
                 browser.close()
         finally:
             server.stop()

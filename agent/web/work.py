@@ -135,20 +135,29 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
                  seconds=min(max(seconds, 0.1), ADVICE_MAX_SECONDS))
     elapsed = time.monotonic() - t0
     q, visits = np.asarray(res.q, dtype=float), np.asarray(res.visits)
-    # what it would play first: visited moves by Q (its choice rule reads Q), then unvisited
-    order = sorted(range(len(res.moves)), key=lambda i: (visits[i] == 0, -q[i], -visits[i]))
-    choice = render_spaced(res.move)
-    st_view = view
+    # Its choice rule (spec 2.7, as it plays live): among the moves with enough visits to
+    # compete, the best Q, or any move within its nice threshold of it; with probability
+    # random_error any legal move instead.
+    from agent.search.params import MIN_VISIT_SHARE
+    compete = visits >= max(1, MIN_VISIT_SHARE * visits.max()) if visits.max() > 0 else np.zeros(len(q), bool)
+    best = int(np.flatnonzero(compete)[np.argmax(q[compete])]) if compete.any() else None
+    nice = float(getattr(persona, "nice_threshold", 0.0) or 0.0)
+    likely = {i for i in range(len(q)) if best is not None and compete[i] and q[best] - q[i] <= nice}
+    order = sorted(range(len(res.moves)), key=lambda i: (i != best, i not in likely, not compete[i],
+                                                           visits[i] == 0, -q[i], -visits[i]))
     rows = []
     for i in order:
         m = render_spaced(res.moves[i])
-        rows.append({"move": m, "label": bv.move_label(st_view, m) if st_view else m,
-                     "q": round(float(q[i]), 1), "visits": int(visits[i]), "choice": m == choice})
-    rows.sort(key=lambda r: not r["choice"])    # the move it would play on top
+        rows.append({"move": m, "label": bv.move_label(view, m), "q": round(float(q[i]), 1),
+                     "visits": int(visits[i]), "choice": i == best, "likely": i in likely})
+    choice = render_spaced(res.moves[best]) if best is not None else render_spaced(res.move)
+    drawn = render_spaced(res.move)
     return {"over": False, "role": role, "role_name": str(desc.roles[role]), "simulations": int(res.simulations),
             "limit": int(persona.limit), "seconds": round(elapsed, 1), "engine": kind,
-            "legal": len(legal), "choice": choice,
-            "choice_label": bv.move_label(st_view, choice) if st_view else choice, "moves": rows[:10]}
+            "legal": len(legal), "choice": choice, "choice_label": bv.move_label(view, choice),
+            "also": [r["label"] for r in rows if r["likely"] and not r["choice"]][:6],
+            "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
+            "drawn": drawn, "drawn_label": bv.move_label(view, drawn), "moves": rows[:10]}
 
 
 _PATH = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:)?(?:[\\/][^\s'\",\\/:]+)+[\\/]?")

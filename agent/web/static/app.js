@@ -97,7 +97,7 @@ const GGP = (() => {
       s.history.forEach((jm) => {
         const shown = jm.moves.filter((m) => !m.noop || m.error);
         if (!shown.length) return;
-        const li = el("li"); li.appendChild(el("span", `${jm.n}.`, "ply"));
+        const li = el("li"); li.appendChild(el("span", `${jm.n}. `, "ply"));
         shown.forEach((m, k) => {
           if (k) li.appendChild(document.createTextNode("  ·  "));
           const mv = el("span", `${s.roles[m.role]}: ${m.label}`, "mv"); mv.title = m.move; li.appendChild(mv);
@@ -153,13 +153,17 @@ const GGP = (() => {
       adviceFor = a.ply;
       if (a.over) { $("advice").appendChild(el("p", a.message, "advice-over")); return; }
       const head = el("p"); head.id = "advice-summary";
-      head.textContent = `${a.simulations} simulations in ${a.seconds} s (its limit ${a.limit}, ${a.engine} engine) for ${a.role_name}; it would play `;
+      head.textContent = `It would play `;
       const c = el("b", a.choice_label); c.title = a.choice; head.appendChild(c);
+      if (a.also.length) head.appendChild(document.createTextNode(` (or, as likely, ${a.also.join(", ")}: close enough in Q for it)`));
+      head.appendChild(document.createTextNode("."));
       $("advice").appendChild(head);
+      if (a.random_error > 0) $("advice").appendChild(el("p", `It also plays a random move ${Math.round(100 * a.random_error)} % of the time` + (a.drawn !== a.choice ? ` (this search drew ${a.drawn_label}).` : "."), "note"));
+      $("advice").appendChild(el("p", `${a.role_name}'s moves, ${a.simulations} simulations in ${a.seconds.toFixed(1)} s (its limit ${a.limit}; ${a.engine} engine):`, "note"));
       const t = el("table"); t.id = "advice-table";
       const hd = el("tr"); for (const x of ["move", "Q", "visits"]) hd.appendChild(el("th", x)); t.appendChild(hd);
       for (const m of a.moves) {
-        const tr = el("tr"); if (m.choice) tr.className = "choice";
+        const tr = el("tr"); tr.className = m.choice ? "choice" : m.likely ? "likely" : "";
         const td = el("td", m.label); td.title = m.move; tr.appendChild(td);
         tr.appendChild(el("td", m.visits ? m.q.toFixed(1) : "–")); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr);
       }
