@@ -54,6 +54,9 @@ def add_fit(p) -> None:
                    help="fit personas by the genetic algorithm of persona-model 4.5 instead of the fast fit (4.6)")
     p.add_argument("--compare", action="append", default=[], metavar="DIR",
                    help="fast fit: show the fitted personas of this GA fit folder (same records) beside it; repeatable")
+    p.add_argument("--train-cap", type=int, default=3000, metavar="N",
+                   help="fast fit: model at most N training decisions per player, spread over its matches "
+                        "(default 3000; 0: all)")
     p.add_argument("--limit", type=int, default=None,
                    help=f"simulations per decision (GA default {d.limit}; fast fit default: from the rules, "
                         f"at most 1000)")
@@ -179,7 +182,8 @@ def _cmd_fast_fit(args) -> int:
     ds = _dataset(args)
     _print_summary(ds)
     s = FastSettings(split=args.split, test_fraction=args.test_fraction, folds=args.folds, fold=args.fold,
-                     test_pms=args.test_pms, seed=args.seed, pooled=not args.no_pooled, limit=args.limit or 0)
+                     test_pms=args.test_pms, seed=args.seed, pooled=not args.no_pooled, limit=args.limit or 0,
+                     train_cap=max(0, args.train_cap))
     try:
         res = run(ds, args.out, s, cache_root=Path(args.cache) / "evals", scheduler=args.scheduler,
                   workers=args.workers, progress=sys.stderr.isatty(), log=lambda m: print(m, flush=True),

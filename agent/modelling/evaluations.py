@@ -38,12 +38,11 @@ import numpy as np
 from agent.compute import run_tasks
 from agent.matchlog import atomic_write_bytes
 
-EVAL_VERSION = "shared-2"     # change when what a feature means changes: old caches no longer apply
+EVAL_VERSION = "shared-3"     # change when what a feature means changes: old caches no longer apply
 SHALLOW_HORIZON = 4
-REPLIES = 12                  # other roles' joint replies looked at per move, at most
+REPLIES = 8                   # other roles' joint replies looked at per move, at most
 DEFAULT_LIMIT = 1000          # the thesis's simulations per decision (spec 2.2)
-MIN_LIMIT = 100
-STEP_BUDGET = 30_000          # playout steps a decision's deep search may take on average
+MIN_LIMIT = 50
 CHUNK = 40
 
 SEARCHES = ("deep", "broad", "shallow")
@@ -76,23 +75,46 @@ def shallow_persona(limit: int):
 PERSONAS = {"deep": deep_persona, "broad": broad_persona, "shallow": shallow_persona}
 
 
-def plan_for(engine, sample_states, seed: int = 0) -> dict:
-    """The evaluation plan of a game: the deep search's simulations, chosen from the rules
-    alone so that a long game costs about what a short one does (``STEP_BUDGET`` playout
-    steps per decision on average), between ``MIN_LIMIT`` and ``DEFAULT_LIMIT``.  The mean
-    playout length comes from seeded random playouts from recorded states, so the plan is
-    the same on every machine."""
-    lengths = []
-    for i, s in enumerate(sample_states):
-        try:
-            d, _ = engine.random_playout(s, cap=1000, seed=(seed * 7919 + i) % (2 ** 63))
-        except Exception:        # a playout that hits the cap counts as the cap
-            d = 1000
-        lengths.append(max(1, d))
-    mean = float(np.mean(lengths)) if lengths else 1.0
-    limit = int(np.clip(round(STEP_BUDGET / mean / 50) * 50, MIN_LIMIT, DEFAULT_LIMIT))
-    return {"version": EVAL_VERSION, "limit": limit, "shallow_horizon": SHALLOW_HORIZON,
-            "replies": REPLIES, "mean_playout": round(mean, 2)}
+def plan_for(engine, sample_items, *, decisions: int, workers: int, budget_seconds: float) -> dict:
+    """The evaluation plan of a game: the searches' simulations, chosen so that evaluating
+    ``decisions`` decisions on ``workers`` processes takes about ``budget_seconds``,
+    between ``MIN_LIMIT`` and ``DEFAULT_LIMIT`` (the thesis's 1000).  The cost is measured
+    here on a few recorded states (``sample_items`` = [(state, role, seed, moves)]): what
+    does not depend on the simulations (look-ahead, playout-free search), and the time per
+    simulation of the two searches with playouts.  A plan is chosen once per game and kept
+    with the game's cache (``EvalCache.stored_plan``), so later fits, and their results,
+    are the same whatever the machine's speed."""
+    import time
+
+    from agent.search import search_batch
+    from agent.search.features import FactIndex, calibrate
+    cal, facts = calibrate(engine), FactIndex(engine.roles)
+    probe = MIN_LIMIT
+    items = list(sample_items)
+    evaluate_items(engine, items[:1], {"limit": probe}, cal, facts)          # compiled code warm
+    t0 = time.monotonic()
+    for s, r, seed, moves in items:
+        lookahead(engine, s, r, moves, cal, facts, seed)
+    triples = [(s, r, seed) for s, r, seed, _ in items]
+    search_batch(engine, triples, shallow_persona(probe), 0, thesis=True)
+    fixed = (time.monotonic() - t0) / max(1, len(items))
+    t0 = time.monotonic()
+    for name in ("deep", "broad"):
+        search_batch(engine, triples, PERSONAS[name](probe), 0, thesis=True)
+    per_sim = (time.monotonic() - t0) / max(1, len(items)) / probe
+    per_decision = budget_seconds * max(1, workers) / max(1, decisions)
+    limit = int(np.clip((per_decision - fixed) / max(per_sim, 1e-9) // 50 * 50, MIN_LIMIT, DEFAULT_LIMIT))
+    return {"version": EVAL_VERSION, "limit": limit, "shallow_horizon": SHALLOW_HORIZON, "replies": REPLIES,
+            "measured": {"fixed_ms": round(1000 * fixed, 2), "per_simulation_ms": round(1000 * per_sim, 4),
+                         "decisions": decisions, "workers": workers, "budget_seconds": budget_seconds}}
+
+
+def estimate_seconds(plan: dict, decisions: int, workers: int) -> float:
+    """Wall seconds of evaluating ``decisions`` with ``plan`` on ``workers`` processes,
+    from the costs the plan measured (a stored plan's: the machine may differ)."""
+    m = plan.get("measured") or {}
+    per = m.get("fixed_ms", 0.0) / 1000 + plan["limit"] * m.get("per_simulation_ms", 0.0) / 1000
+    return per * decisions / max(1, workers)
 
 
 def plan_key(plan: dict) -> str:
@@ -249,6 +271,23 @@ class EvalCache:
     pickle per finished task (``<dir>/<game>/<plan key>/``): written atomically, read
     back whole, so any prefix of a run is kept."""
 
+    @staticmethod
+    def stored_plan(root, game: str) -> dict | None:
+        """The plan kept for this game by an earlier fit (None: none, or an old version)."""
+        if not root:
+            return None
+        try:
+            plan = json.loads((Path(root) / game / "plan.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return plan if isinstance(plan, dict) and plan.get("version") == EVAL_VERSION else None
+
+    @staticmethod
+    def store_plan(root, game: str, plan: dict) -> None:
+        if root:
+            (Path(root) / game).mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(Path(root) / game / "plan.json", json.dumps(plan, indent=1).encode())
+
     def __init__(self, root, game: str, plan: dict):
         self.dir = Path(root) / game / plan_key(plan) if root else None
         self.plan = plan
@@ -265,8 +304,6 @@ class EvalCache:
         if not self.dir:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "plan.json").write_text(json.dumps(self.plan, indent=1)) \
-            if not (self.dir / "plan.json").exists() else None
         name = hashlib.sha256(repr(sorted(part)).encode()).hexdigest()[:24]
         atomic_write_bytes(self.dir / f"{name}.pkl", pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
 

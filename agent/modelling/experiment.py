@@ -8,7 +8,6 @@ again after Ctrl-C or a crash continues where it stopped.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,19 +16,15 @@ import numpy as np
 
 from agent.matchlog import atomic_write_bytes
 
-from . import attribution as A
+from . import evaluation as EV
 from . import ga as G
 from .baselines import MoveFrequency
 from .fitting import fit_champion, fit_persona
 from .likelihood import log_probs_all, pad
-from .metrics import decision_metrics, interval, paired_interval, random_metrics
+from .metrics import decision_metrics, random_metrics
 from .scoring import Scorer
 from .splits import group_kfold, later_matches
 
-MODELS = ("fitted", "pooled", "champion", "move-frequency", "random")
-SHOWN = (("logp", "log-likelihood / decision"), ("argmax", "AAR of argmax"), ("choose", "AAR of CHOOSE"),
-         ("expected", "expected AAR"), ("top2", "top-2"), ("top5", "top-5"), ("regret", "Q-regret"),
-         ("cset", "moves CHOOSE picks among"))
 
 
 class FitError(ValueError):
@@ -148,12 +143,10 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
     q_fit = dict(zip(labels, qs[:len(labels)]))
     q_pool = qs[len(labels)] if pooled else None
     q_champ = qs[-1]
-    idx = {lab: [i for i, d in enumerate(test) if d.label == lab] for lab in labels}
-    rows, diffs, per_decision = [], [], []
-    summary: dict = {}
+    idx = EV.label_index(test, labels)
+    per_label = {}
     for lab in labels:
         ds = [test[i] for i in idx[lab]]
-        pms = [d.pm for d in ds]
         if not ds:
             continue
         m = {"fitted": _persona_metrics([q_fit[lab][i] for i in idx[lab]], ds, fits[lab]["choice"]),
@@ -163,43 +156,15 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
             m["pooled"] = _persona_metrics([q_pool[i] for i in idx[lab]], ds, pooled["choice"])
         lps = [freqs[lab].logp(d) for d in ds]
         m["move-frequency"] = decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
-        summary[lab] = {"decisions": len(ds), "player_matches": len(set(pms))}
-        for model in MODELS:
-            if model not in m:
-                continue
-            r = {"label": lab, "model": model, "decisions": len(ds), "player_matches": len(set(pms))}
-            for key, _ in SHOWN:
-                v, lo, hi = interval(pms, m[model][key], n_boot=s.n_boot, seed=s.seed)
-                r.update({key: v, f"{key}_lo": lo, f"{key}_hi": hi})
-            r["geo_mean_p"] = math.exp(r["logp"])
-            rows.append(r)
-        for model in MODELS[1:]:
-            if model not in m:
-                continue
-            for key in ("logp", "argmax", "choose", "expected"):
-                d_, lo, hi = paired_interval(pms, m["fitted"][key], m[model][key], n_boot=s.n_boot, seed=s.seed)
-                diffs.append({"label": lab, "baseline": model, "metric": key, "diff": d_, "lo": lo, "hi": hi,
-                              "beats": bool(lo > 0)})
-        for j, d in enumerate(ds):
-            per_decision.append({"label": lab, "match_id": d.match_id, "role": d.role, "ply": d.ply,
-                                 "moves": len(d.moves), **{f"{mo}_logp": float(m[mo]["logp"][j]) for mo in m},
-                                 **{f"{mo}_argmax": float(m[mo]["argmax"][j]) for mo in m}})
+        per_label[lab] = m
+    rows, diffs, per_decision = EV.compare(test, labels, per_label, n_boot=s.n_boot, seed=s.seed)
     # ---- persona x label matrix (row = trace owner, column = fitted persona)
-    logp_by_persona = {}
-    matrix_logp, matrix_aar = [], []
-    for col in labels:
-        logp_by_persona[col] = [lp[d.chosen] for lp, d in zip(_persona_logp(q_fit[col], test, fits[col]["choice"]), test)]
-    for row in labels:
-        ml, ma = [], []
-        for col in labels:
-            ds = [test[i] for i in idx[row]]
-            mm = _persona_metrics([q_fit[col][i] for i in idx[row]], ds, fits[col]["choice"])
-            ml.append(float(np.mean(mm["logp"])) if ds else math.nan)
-            ma.append(float(np.mean(mm["argmax"])) if ds else math.nan)
-        matrix_logp.append(ml)
-        matrix_aar.append(ma)
-    diagonal = [bool(np.argmax(r) == i) for i, r in enumerate(matrix_logp)]
-    attribution = A.accuracy(test, logp_by_persona, {lab: lab for lab in labels}) if len(labels) > 1 else []
+    logp_by_persona = {col: [lp[d.chosen] for lp, d in zip(_persona_logp(q_fit[col], test, fits[col]["choice"]), test)]
+                       for col in labels}
+    matrix_logp, matrix_aar, diagonal = EV.matrix(
+        test, labels, lambda col, rows_idx: _persona_metrics([q_fit[col][i] for i in rows_idx],
+                                                             [test[i] for i in rows_idx], fits[col]["choice"]))
+    attribution = EV.attribution(test, labels, logp_by_persona)
     # ---- residual Q noise: replicate 1 of a few test decisions per label (spec 4.5 item 1)
     noise = {}
     if s.replicates > 1:
@@ -234,7 +199,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
                                                        "logp": matrix_logp, "argmax": matrix_aar,
                                                        "diagonal_max": diagonal},
         "attribution": attribution, "q_noise": noise, "scored_decisions": scorer.computed,
-        "bar": _bar(labels, diffs, diagonal, pooled is not None),
+        "bar": EV.bar(labels, diffs, diagonal, pooled is not None, logp_only=()),
     }
     atomic_write_bytes(out / "results.json", json.dumps(result, indent=1, default=float).encode())
     from .fitreport import write
@@ -247,14 +212,3 @@ def _fit_json(f) -> dict:
             "train_fitness": f["train_fitness"], "ranking_decisions": f["ranking_decisions"],
             "seconds": f.get("seconds"),
             "history": [{k: v for k, v in h.items() if k != "fitness"} for h in f["history"]]}
-
-
-def _bar(labels, diffs, diagonal, has_pooled) -> dict:
-    """The issue's bar: per label, the paired differences of log-likelihood and argmax AAR
-    against champion and pooled all above 0; and the matrix diagonal dominant."""
-    per = {}
-    for lab in labels:
-        need = [d for d in diffs if d["label"] == lab and d["metric"] in ("logp", "argmax")
-                and d["baseline"] in ("champion", "pooled")]
-        per[lab] = bool(need) and all(d["beats"] for d in need) and (has_pooled or len(need) == 2)
-    return {"per_label": per, "labels_meeting": sum(per.values()), "diagonal_all": all(diagonal)}
