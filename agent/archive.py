@@ -237,6 +237,12 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
         why = data.get("x-end-reason") or "aborted"
         res.skipped, res.problem = True, f"aborted before any state was recorded, nothing to replay: {why}"
         return res
+    if not states and not moves and not data.get("isCompleted"):
+        # A record written at START whose match never got further: the server was stopped or
+        # killed during START (a record is created before anything else happens).
+        res.skipped, res.problem = True, ("no state was recorded, nothing to replay: the match ended during "
+                                          "START (the server stopped or was killed)")
+        return res
     if not isinstance(states, list) or not isinstance(moves, list) or not states:
         res.problem = "no states or moves"
         return res

@@ -113,6 +113,15 @@ def test_game_url_of_a_ggp_base_local_repository(tmp_path):
     r = replay_one(d, repositories=[tmp_path / "repos"])
     assert not r.ok and "names no game" in r.problem
 
+
+def test_a_record_of_a_match_killed_during_start_is_skipped():
+    """The server writes a record at START; killed before the first state, it leaves one
+    with no state, neither completed nor aborted: nothing to check (it was a FAIL, exit 1)."""
+    d = play_random_record(seed=7)
+    d["states"], d["moves"], d["isCompleted"] = [], [], False
+    r = replay_one(d)
+    assert r.skipped and not r.ok and "during START" in r.problem
+
 def test_bulk_and_single_files_and_cli(tmp_path, capsys):
     good, bad = play_random_record(1), play_random_record(2)
     bad["moves"][0][0] = "( place 7 7 )"

@@ -163,3 +163,54 @@ def test_the_referees_state_text_reads_back():
     from agent.server.worker import parse_state_text
     assert parse_state_text("( ( cell 1 1 b ) ( control x ) )") == frozenset(
         {("cell", "1", "1", "b"), ("control", "x")})
+
+
+def test_a_move_nested_too_deeply_is_no_move_at_all():
+    """A move nested deeper than the protocol reads was passed on as the text
+    ``<too deeply nested>`` and played as the move ``<too``: now the referee stands in a
+    legal move for it, and the record says why."""
+    m = _match()
+    deep = "(f " * 150 + "x" + ")" * 150
+    msg = parse_message(f"( PLAY m1 ( {deep} stay ) )")
+    assert m.joint_texts(msg) == [None, "stay"]
+    assert "is not a ground term we can read" in m.record.notes[-1]["text"]
+    msg = parse_message("( PLAY m1 ( ( go ?x ) stay ) )")
+    assert m.joint_texts(msg) == [None, "stay"]
+
+
+def test_log_arguments_are_escaped_and_shortened():
+    import logging
+    from agent.server.logsafe import SafeArgs
+    rec = logging.LogRecord("ggp.server", logging.INFO, __file__, 1, "PLAY %s -> %s (%d ms)",
+                            ("id\nFORGED\x1b[0m" + "y" * 3000, "busy", 3), None)
+    SafeArgs().filter(rec)
+    line = rec.getMessage()
+    assert "\n" not in line and "\x1b" not in line and "id\\x0aFORGED\\x1b[0m" in line
+    assert len(line) < 700 and "(3013 characters)" in line and line.endswith("-> busy (3 ms)")
+
+
+def test_records_of_a_killed_server_are_marked_interrupted(tmp_path):
+    """kill -9 leaves records neither completed nor aborted; a later start marks those left
+    alone longer than the reaper's limit, and leaves the rest (finished, or too recent:
+    another server may share the folder) as they are."""
+    import json
+    import os
+    from agent.matchlog import MatchRecord, atomic_write_json
+    from agent.server.matches import mark_interrupted
+
+    def write(name, age, finished=False):
+        rec = MatchRecord(name, "a", "( ( role a ) )", 10, 5)
+        if finished:
+            rec.complete([100])
+        path = tmp_path / f"{name}.json"
+        atomic_write_json(path, rec.to_json())
+        os.utime(path, (time.time() - age, time.time() - age))
+        return path
+
+    old, recent, done, live = write("old", 3600), write("recent", 5), write("done", 3600, True), write("live", 3600)
+    pending = mark_interrupted(tmp_path, {"live"})
+    d = json.loads(old.read_text())
+    assert d["isAborted"] and d["x-end-reason"].startswith("interrupted: ")
+    assert [p for _, p in pending] == [recent]
+    for p in (recent, done, live):
+        assert not json.loads(p.read_text())["isAborted"]

@@ -98,3 +98,28 @@ def test_an_illegal_joint_move_is_followed_and_the_player_keeps_searching(server
     for x in later:  # searched at the match's state: the player's legal moves are the referee's
         assert x["search"] == "agent.search" and sorted(x["legal"]) == ["hit", "wait"], x
     assert d["isCompleted"] and d["moves"][0][0] == "( jump 9 9 )"
+
+
+def test_connect_is_refused_without_a_traceback(server):
+    """CONNECT got an empty 200, which opens a tunnel: h11 then refused the body and a
+    50-line traceback was logged for each 31-byte request."""
+    import socket
+    before = len(server.log_text())
+    for _ in range(2):
+        with socket.create_connection((server.host, server.port), timeout=10) as c:
+            c.sendall(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            reply = c.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 405"), reply
+    assert server.send("( INFO )").startswith("( ( name")
+    assert "Traceback" not in server.log_text()[before:], server.log_text()[before:]
+
+
+def test_hostile_match_ids_are_escaped_and_shortened_in_the_log(server):
+    """Control characters in a match id reached the log raw (forged lines, terminal escape
+    sequences); a 2 MiB id wrote megabytes per log line."""
+    before = len(server.log_text())
+    server.send(play_message("evil\x1b[31mFORGED\x07", None))
+    server.send(play_message("x" * 200_000, None))
+    text = server.log_text()[before:]
+    assert "\x1b" not in text and "\x07" not in text and "evil\\x1b[31mFORGED\\x07" in text, text[:2000]
+    assert len(text) < 20_000 and "(200000 characters)" in text

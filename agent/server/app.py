@@ -4,7 +4,8 @@
   ``max_body`` bytes; larger requests get 413 and ``busy``).
 * ``GET /<url-encoded message>`` (ggp-base's reading: ``+`` is a space); ``GET /`` answers
   like INFO, so a browser can check the player.
-* ``OPTIONS`` (CORS pre-flight): empty 200.  Other methods: empty 200, as ggp-base does.
+* ``OPTIONS`` (CORS pre-flight): empty 200.  Other methods: empty 200, as ggp-base does,
+  but ``CONNECT``: 405 (a 2xx would switch the connection to a tunnel).
 * Every reply: ``Content-type: text/acl``, ``Content-length``, the four CORS headers with
   ggp-base's spelling (``Access-Control-Allow-Age``), and ``Connection: close`` (Dresden
   reads to end of stream).  Header names are written in ggp-base's case.
@@ -105,6 +106,9 @@ def create_app(config: ServerConfig, manager: MatchManager | None = None) -> Fas
         # notes when, on time.monotonic()).
         received = min(time.monotonic(), request.scope.get("ggp.opened_at", float("inf")))
         method = request.method.upper()
+        if method == "CONNECT":
+            # A 2xx would open a tunnel (h11 then refuses the body: a traceback per request)
+            return AclResponse("", status_code=405)
         if method == "OPTIONS" or method not in ("GET", "POST"):
             return AclResponse("")
         try:

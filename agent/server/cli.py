@@ -85,6 +85,8 @@ def run(cfg: ServerConfig, log_level: str = "info") -> int:
 
     logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from .logsafe import install
+    install()  # match ids and moves come from the network: no control characters, no megabytes
     try:
         cfg.log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

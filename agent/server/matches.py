@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 import time
 import zlib
 
@@ -36,6 +37,55 @@ log = logging.getLogger("ggp.server")
 
 ACTIVE = ("starting", "playing")
 ENDED = "ended"  # ended by us (memory): later PLAYs get fallback moves, STOP/ABORT forget it
+
+
+INTERRUPTED = "interrupted: "  # x-end-reason of a match the server could not finish
+_UNFINISHED = re.compile(r'"isCompleted":\s*false,\s*"isAborted":\s*false')
+
+
+def idle_limit(start_clock: float, play_clock: float) -> float:
+    """Seconds without a message after which a match is abandoned (Tiltyard's wedge rule,
+    with room)."""
+    return start_clock + 10 * play_clock + 60
+
+
+def mark_interrupted(log_dir, live: set, paths=None) -> list:
+    """Mark the unfinished records in ``log_dir`` (a server killed during their match left
+    them neither completed nor aborted) as aborted with ``x-end-reason`` saying so, once
+    they have been left alone for ``idle_limit``; returns ``[(when due, path)]`` for the
+    ones not due yet.  Only the first bytes of each record are read, unless it is a
+    candidate (our writer puts both flags at the start)."""
+    import json
+    from pathlib import Path
+    pending = []
+    now = time.time()
+    files = paths if paths is not None else sorted(Path(log_dir).glob("*.json"))
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+            if not _UNFINISHED.search(head):
+                continue
+            d = json.loads(Path(path).read_text(encoding="utf-8"))
+            if (not isinstance(d, dict) or d.get("isCompleted") or d.get("isAborted") or d.get("x-refused")
+                    or d.get("matchId") in live):
+                continue
+            try:
+                limit = idle_limit(float(d.get("startClock") or 0), float(d.get("playClock") or 0))
+            except (TypeError, ValueError):
+                limit = idle_limit(0, 0)
+            due = path.stat().st_mtime + limit
+            if due > now:
+                pending.append((due, path))
+                continue
+            d["isAborted"] = True
+            d["x-end-reason"] = INTERRUPTED + "the server stopped during the match (marked at a later start)"
+            d.setdefault("x-notes", []).append({"time": now_ms(), "text": d["x-end-reason"]})
+            atomic_write_json(path, d)
+            log.warning("%s: marked interrupted (%s)", path.name, d["x-end-reason"])
+        except (OSError, ValueError) as e:
+            log.warning("cannot check the record %s: %s", path, e)
+    return pending
 
 
 def ipc_slack(clock: float) -> float:
@@ -288,15 +338,23 @@ class Match:
 
     # ---------------------------------------------------------------- moves
     def joint_texts(self, msg: Message):
-        """The joint move of a PLAY/STOP as texts in role order (None entries: unknown)."""
+        """The joint move of a PLAY/STOP as texts in role order (None entries: unknown, or
+        not a ground term we read: too deeply nested, unparsable, with variables; the referee
+        then stands in the role's only or first legal move, and says so)."""
+        def text(mv):
+            if mv.term is None:
+                self.record.note(f"ply {self.ply + 1}: the move {mv.text[:80]} is not a ground term we can "
+                                 f"read; the role's first legal move stands in for it")
+                return None
+            return mv.text
         if msg.moves is not None:
-            return [m.text for m in msg.moves]
+            return [text(m) for m in msg.moves]
         if msg.did is not None and self.roles:
-            by_role = {r.lower(): mv.text for r, mv in msg.did}
+            by_role = {r.lower(): text(mv) for r, mv in msg.did}
             return [by_role.get(r.lower()) for r in self.roles]
         if msg.last_move is not None and self.roles:
             joint = [None] * len(self.roles)
-            joint[self.role_index] = msg.last_move.text
+            joint[self.role_index] = text(msg.last_move)
             return joint
         return None
 
@@ -407,6 +465,7 @@ class MatchManager:
         self._lag = None
         self._memory = None
         self._warming = None
+        self._interrupted = None
         self.warm = False                 # a warmed player process exists (INFO says available)
         self._finishing: set = set()
         self._personas: dict = {}
@@ -431,6 +490,7 @@ class MatchManager:
         self._lag = loop.create_task(self._watch_lag())
         self._memory = loop.create_task(self._watch_memory())
         self._warming = loop.create_task(self._warm_up())
+        self._interrupted = loop.create_task(self._mark_interrupted())
 
     async def _warm_up(self) -> None:
         t0 = time.monotonic()
@@ -442,11 +502,14 @@ class MatchManager:
                  self.config.host, self.config.port, "warm" if ok else "still warming", time.monotonic() - t0)
 
     async def shutdown(self) -> None:
-        for task in (self._reaper, self._lag, self._memory, self._warming):
+        for task in (self._reaper, self._lag, self._memory, self._warming, self._interrupted):
             if task is not None:
                 task.cancel()
         for m in list(self.matches.values()):
             m.record.note("server shut down during the match")
+            if m.status in ACTIVE:
+                m.record.abort()
+                m.record.extra["x-end-reason"] = INTERRUPTED + "the server shut down during the match"
             m.status = "shutdown"
             m.kill()
             m._notify()
@@ -756,6 +819,23 @@ class MatchManager:
             if lag > 0.2:
                 log.warning("event loop lagged %.0f ms (machine overloaded?)", lag * 1000)
 
+    async def _mark_interrupted(self) -> None:
+        """Records left unfinished by an earlier run of the server (killed: nothing could be
+        written) are marked aborted, with the reason, once they are older than the reaper's
+        limit (another server sharing the folder would have given up on them by then)."""
+        try:
+            pending = await asyncio.to_thread(mark_interrupted, self.config.log_dir, set(self.matches))
+            while pending:
+                wait = max(1.0, min(p[0] for p in pending) - time.time())
+                await asyncio.sleep(wait)
+                due = [p[1] for p in pending if p[0] <= time.time()]
+                pending = [p for p in pending if p[0] > time.time()]
+                pending += await asyncio.to_thread(mark_interrupted, self.config.log_dir, set(self.matches), due)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # best effort: never in the way of serving
+            log.error("marking interrupted records: %s: %s", type(e).__name__, e)
+
     async def _reap(self) -> None:
         """Managers can die without STOP or ABORT (ggp-base GameServer does on rule errors):
         free matches silent for longer than Tiltyard's own wedge rule."""
@@ -764,7 +844,7 @@ class MatchManager:
             now = time.monotonic()
             for m in list(self.matches.values()):
                 idle = now - m.last_activity
-                if idle > m.start_clock + 10 * m.play_clock + 60:
+                if idle > idle_limit(m.start_clock, m.play_clock):
                     if m.status in ACTIVE:
                         self._drop(m, f"abandoned: no message for {idle:.0f}s")
                     elif m.status == ENDED:

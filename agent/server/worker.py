@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 import time
-import traceback
 
 # A tiny two-role game that still takes every code path of a match: Prolog, the engine, a
 # search, a second search on the same tree, a move, a search on the advanced tree.
@@ -35,6 +34,8 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
     """Entry point of every worker process."""
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
+    from .logsafe import install
+    install()
     if nice:
         try:
             os.nice(nice)  # the HTTP process must win the CPU when a deadline is near
@@ -57,7 +58,7 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
         pass  # the server went away or killed the match
     except Exception as e:
-        logging.getLogger("ggp.worker").error("worker crashed: %s\n%s", e, traceback.format_exc())
+        logging.getLogger("ggp.worker").error("worker crashed: %s", e, exc_info=True)
         try:
             conn.send(("crashed", f"{type(e).__name__}: {e}"))
         except Exception:
@@ -393,5 +394,5 @@ def run_player(conn, cfg: dict) -> None:
             except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
                 raise
             except Exception as e:  # one PLAY's failure must not cost the match its player
-                log.error("player failed on request %s: %s\n%s", req, e, traceback.format_exc())
+                log.error("player failed on request %s: %s", req, e, exc_info=True)
                 conn.send(("error", req, f"{type(e).__name__}: {e}"))
