@@ -63,6 +63,18 @@ def align(shared: np.ndarray, live_names: list, fitted_names: list) -> np.ndarra
     return out
 
 
+def warm(engine, state, role: int, persona) -> None:
+    """Parse the model, calibrate the game on ``engine`` and run each search once briefly,
+    so the first decision is not charged for them."""
+    from agent.search.features import FactIndex, calibrate
+    _, plan = model_of(persona)
+    cal = calibrate(engine)
+    legal = engine.legal_moves(state, role)
+    if legal and not engine.is_terminal(state):
+        E.evaluate_state(engine, state, role, legal, 0, {**plan, "limit": min(plan["limit"], 20)}, cal,
+                         FactIndex(engine.roles))
+
+
 def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None) -> dict:
     """The model's move for ``role`` in ``state``: {move, moves, q (the deep search's Q),
     visits, p (the model's probabilities), simulations}."""

@@ -265,6 +265,7 @@ class Player:
             self.search_kind = "flat-mc"
         else:
             self.search_kind = "agent.search"
+            self._warm_model()
         return {"engine": self.engine_kind, "search": self.search_kind,
                 "persona": persona_dict(self.persona), "notes": notes}
 
@@ -291,6 +292,7 @@ class Player:
             return [f"compiled engine failed ({type(e).__name__}: {e}); using Prolog"]
         self.engine, self.sm, self.engine_kind = engine, sm, type(engine).__name__
         self.tree = None  # a tree belongs to the engine kind that grew it
+        self._warm_model()
         return []
 
     # -------------------------------------------------------------- play
@@ -397,6 +399,17 @@ class Player:
             self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))
+
+    def _warm_model(self) -> None:
+        """A fitted model's one-off costs (its calibration on this engine, its compiled
+        searches) paid while loading, not in the first move's clock."""
+        if self.persona is None or self.persona.model is None or self.search_kind != "agent.search":
+            return
+        from agent.modelplay import warm
+        try:
+            warm(self.sm if self.engine is self.prolog else self.engine, self.state, self.role_index, self.persona)
+        except Exception as e:  # the first decision pays it then
+            log.warning("warming the fitted model failed: %s", e)
 
     def goals(self) -> list:
         return goal_vector(self.sm.goal_values(self.state))

@@ -26,8 +26,9 @@ from conftest import ROOT
 TICTACTOE = ROOT / "games" / "ticTacToe.kif"
 
 
-def _records(folder, n=24, seed=0):
-    """``n`` ticTacToe matches Lefty vs Random, roles alternating, as ggp-base Match JSON."""
+def _records(folder, n=24, seed=0, who="Lefty"):
+    """``n`` ticTacToe matches ``who`` vs Random, roles alternating, as ggp-base Match JSON.
+    Lefty takes the first of its legal moves in the rules' order, Righty the last."""
     from agent.engine.loader import load_engine
     from gdl.kif import read_rules_file
     from gdl.terms import render
@@ -35,16 +36,16 @@ def _records(folder, n=24, seed=0):
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
-        names = ["Lefty", "Random"] if i % 2 == 0 else ["Random", "Lefty"]
+        names = [who, "Random"] if i % 2 == 0 else ["Random", who]
         s, moves = eng.initial_state(), []
         while not eng.is_terminal(s):
             joint = []
-            for r, who in enumerate(names):
+            for r, name in enumerate(names):
                 legal = eng.legal_moves(s, r)
-                joint.append(legal[0] if who == "Lefty" else rng.choice(legal))
+                joint.append(legal[0] if name == "Lefty" else legal[-1] if name == "Righty" else rng.choice(legal))
             moves.append([render(m) for m in joint])
             s = eng.next_state(s, joint)
-        rec = {"matchId": f"ttt.{i}", "playerNamesFromHost": names, "startTime": 1000 * i,
+        rec = {"matchId": f"ttt.{who}.{i}", "playerNamesFromHost": names, "startTime": 1000 * i,
                "moves": moves, "startClock": 10, "playClock": 5}
         (folder / f"m{i}.json").write_text(json.dumps(rec))
     return folder
@@ -90,6 +91,27 @@ def test_second_fit_runs_no_search(fitted, tmp_path):
     # same data, same cache, same settings: the same models and figures (deterministic)
     assert again["metrics"] == res["metrics"]
     assert again["models"] == res["models"]
+
+
+def test_one_more_player_against_an_earlier_fit(fitted, tmp_path):
+    """A new player (e.g. a person with a few matches) fitted against an earlier fit: only
+    its own decisions are searched, the earlier pooled model is its prior and baseline (not
+    refitted), and it is ranked against the earlier models."""
+    base, ds, s, res = fitted
+    recs = _records(tmp_path / "records", n=8, seed=7, who="Righty")
+    new = load_dataset([recs], game=str(TICTACTOE), cache_dir=tmp_path / "decisions", progress=False,
+                       players={"Righty"})
+    got = run(new, tmp_path / "out", s, cache_root=base / "evals", workers=0, progress=False,
+              log=lambda m: None, prior=base / "out")
+    assert got["labels"] == ["Righty"] and got["prior"]
+    assert 0 < got["searched_decisions"] <= len(new.decisions)
+    assert not (tmp_path / "out" / "pooled.toml").exists()
+    assert {r["model"] for r in got["metrics"]} >= {"fitted", "pooled", "champion", "random"}
+    assert set(got["most_like"]["Righty"]) == {"Lefty", "Random"}
+    assert load_persona(tmp_path / "out" / "personas" / "Righty.toml").model is not None
+    with pytest.raises(Exception, match="no results.json"):
+        run(new, tmp_path / "o2", s, cache_root=base / "evals", workers=0, progress=False,
+            log=lambda m: None, prior=tmp_path)
 
 
 def test_evaluations_are_deterministic_under_crn(fitted):
@@ -170,7 +192,7 @@ def test_fitted_persona_plays_a_whole_match(fitted, tmp_path):
     from agent.match.runner import run_match
     persona = base / "out" / "personas" / "Lefty.toml"
     players = [PersonaPlayer(str(persona), "lefty-model", log_dir=tmp_path / "players"), RandomPlayer(seed=3)]
-    rec = asyncio.run(run_match(TICTACTOE.read_text(), players, start_clock=60, play_clock=4,
+    rec = asyncio.run(run_match(TICTACTOE.read_text(), players, start_clock=60, play_clock=5,
                                 out_dir=tmp_path, referee="prolog"))
     assert rec.get("isCompleted", True)
     logs = list((tmp_path / "players").glob("*.json"))

@@ -132,8 +132,9 @@ def log_probs(rows: Rows, w: np.ndarray, eps: float) -> np.ndarray:
     return mix(_log_softmax(rows, w), np.log(rows.size[rows.seg]), eps)
 
 
-def fit_logit(rows: Rows, l2: float, prior: np.ndarray) -> np.ndarray:
-    """argmin of -sum log softmax(chosen) + l2/2 |w - prior|^2 (convex; L-BFGS)."""
+def fit_logit(rows: Rows, l2: float, prior: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """argmin of -sum log softmax(chosen) + l2/2 |w - prior|^2 (convex; L-BFGS from
+    ``start``, default the prior)."""
     def f(w):
         z = rows.X @ w
         top = np.maximum.reduceat(z, rows.start)
@@ -144,7 +145,8 @@ def fit_logit(rows: Rows, l2: float, prior: np.ndarray) -> np.ndarray:
         grad = -(rows.X[rows.chosen].sum(axis=0) - p @ rows.X)
         d = w - prior
         return nll + 0.5 * l2 * d @ d, grad + l2 * d
-    res = minimize(f, prior.copy(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    res = minimize(f, (prior if start is None else start).copy(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 500})
     return res.x
 
 
@@ -172,8 +174,9 @@ def choose_penalty(rows: Rows, pms, fold, prior: np.ndarray) -> dict:
     for f in range(k):
         tr, te = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         rtr, rte = rows.subset(tr), rows.subset(te)
-        for l2 in L2_GRID:
-            w = fit_logit(rtr, l2, prior)
+        w = prior
+        for l2 in sorted(L2_GRID, reverse=True):      # a path: each fit starts from the last
+            w = fit_logit(rtr, l2, prior, start=w)
             oof[l2][te] = _log_softmax(rte, w)[rte.chosen]
     logn = np.log(rows.size)
     best = None

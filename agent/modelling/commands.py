@@ -54,6 +54,9 @@ def add_fit(p) -> None:
                    help="fit personas by the genetic algorithm of persona-model 4.5 instead of the fast fit (4.6)")
     p.add_argument("--compare", action="append", default=[], metavar="DIR",
                    help="fast fit: show the fitted personas of this GA fit folder (same records) beside it; repeatable")
+    p.add_argument("--prior", metavar="DIR",
+                   help="fast fit: an earlier fit of the same game; its pooled model is the prior and baseline "
+                        "(not refitted), and each player is ranked against its models")
     p.add_argument("--train-cap", type=int, default=3000, metavar="N",
                    help="fast fit: model at most N training decisions per player, spread over its matches "
                         "(default 3000; 0: all)")
@@ -176,9 +179,9 @@ def _cmd_fast_fit(args) -> int:
         raise ModellingUsage("--test-fraction must lie between 0 and 1")
     if args.scheduler and not args.scheduler.startswith("tcp://"):
         raise ModellingUsage(f"--scheduler {args.scheduler}: expected tcp://HOST:PORT")
-    for c in args.compare:
+    for c in args.compare + ([args.prior] if args.prior else []):
         if not Path(c).is_dir():
-            raise ModellingUsage(f"--compare {c}: no such folder")
+            raise ModellingUsage(f"{c}: no such folder")
     ds = _dataset(args)
     _print_summary(ds)
     s = FastSettings(split=args.split, test_fraction=args.test_fraction, folds=args.folds, fold=args.fold,
@@ -187,7 +190,7 @@ def _cmd_fast_fit(args) -> int:
     try:
         res = run(ds, args.out, s, cache_root=Path(args.cache) / "evals", scheduler=args.scheduler,
                   workers=args.workers, progress=sys.stderr.isatty(), log=lambda m: print(m, flush=True),
-                  compare=args.compare)
+                  compare=args.compare, prior=args.prior)
     except FastFitError as e:
         raise ModellingUsage(str(e)) from None
     bar = res["bar"]

@@ -15,6 +15,7 @@ Stages, each timed (wall and CPU, this process and its workers):
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -137,7 +138,11 @@ def _model_metrics(model, ds, xs) -> dict:
 
 
 def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, workers=None,
-        progress=True, log=print, compare=()) -> dict:
+        progress=True, log=print, compare=(), prior=None) -> dict:
+    """The whole fit (module docstring).  ``prior``: the folder of an earlier fit of the same
+    game: its pooled model is the prior and baseline (none is fitted here), and each player
+    is ranked against its models ("most like"): one more player costs its own decisions'
+    evaluations and one model."""
     from agent.compute import default_workers
     from agent.engine.loader import load_engine
     from agent.search.features import calibrate
@@ -186,9 +191,11 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     x_train = dict(zip([d.key for d in train], shared_matrices(cache, train, s.seed)))
     x_test = shared_matrices(cache, test, s.seed)
 
+    prior_models = _prior_models(prior, game) if prior else {}
+
     def fit_all():
-        pooled = None
-        if s.pooled and len(labels) > 1:
+        pooled = prior_models.get("pooled")
+        if pooled is None and s.pooled and len(labels) > 1:
             log(f"fitting the pooled model on {len(train)} training decisions")
             pooled = CM.fit(train, [x_train[d.key] for d in train], names)
         models, seconds = {}, {}
@@ -228,17 +235,26 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
             return decision_metrics(lps, lps, [test[i].chosen for i in rows_idx], is_q=False)
 
         ml, ma, diagonal = EV.matrix(test, labels, metrics_of)
+        most_like = {}
+        for lab in labels:
+            ds = [test[i] for i in idx[lab]]
+            xs = [x_test[i] for i in idx[lab]]
+            scores = {name: float(np.mean([lp[d.chosen] for lp, d in zip(CM.held_out_log_probs(m, ds, xs), ds)]))
+                      for name, m in prior_models.items() if name != "pooled"}
+            if scores:
+                most_like[lab] = dict(sorted(scores.items(), key=lambda kv: -kv[1]))
         chosen_lp = {lab: [lp[d.chosen] for lp, d in zip(logp_all[lab], test)] for lab in labels}
         attribution = EV.attribution(test, labels, chosen_lp)
-        return rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq
+        return rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like
 
-    rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq = clock.run("evaluation", evaluate)
+    rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like = \
+        clock.run("evaluation", evaluate)
     pdir = out / "personas"
     pdir.mkdir(parents=True, exist_ok=True)
     from agent.modelplay import model_persona_toml
     for lab in labels:
         atomic_write_bytes(pdir / f"{slug(lab)}.toml", model_persona_toml(lab, models[lab], plan).encode())
-    if pooled is not None:
+    if pooled is not None and "pooled" not in prior_models:
         atomic_write_bytes(pdir / "pooled.toml", model_persona_toml("pooled", pooled, plan).encode())
     result = {
         "mode": "fast", "settings": asdict(s), "labels": labels, "game": game, "plan": plan,
@@ -253,7 +269,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         "champion_choice": champ_choice, "move_frequency": freq,
         "metrics": rows, "paired": diffs,
         "matrix": {"rows": labels, "columns": labels, "logp": ml, "argmax": ma, "diagonal_max": diagonal},
-        "attribution": attribution,
+        "attribution": attribution, "most_like": most_like, "prior": str(prior) if prior else None,
         "searched_decisions": cache.computed, "cached_decisions": len(decisions) - cache.computed,
         "estimate_seconds": estimate, "stages": clock.stages, "fit_seconds": fit_seconds,
         "bar": EV.bar(labels, diffs, diagonal, pooled is not None),
@@ -262,6 +278,30 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     from .fastreport import write
     write(out, result, per_decision, compare)     # results.json among the report's data
     return result
+
+
+def _prior_models(folder, game: str) -> dict:
+    """{name: ChoiceModel} of an earlier fast fit's personas (its ``personas/`` folder)."""
+    from agent.modelplay import model_of
+    from agent.persona import PersonaError, load_persona
+    folder = Path(folder)
+    try:
+        res_game = json.loads((folder / "results.json").read_text()).get("game")
+    except (OSError, ValueError):
+        raise FastFitError(f"--prior {folder}: not the folder of a fit (no results.json)") from None
+    if res_game != game:
+        raise FastFitError(f"--prior {folder}: that fit is of another game (or other rules)")
+    out = {}
+    for f in sorted((folder / "personas").glob("*.toml")):
+        try:
+            p = load_persona(f)
+        except PersonaError as e:
+            raise FastFitError(f"--prior: {e}") from None
+        if p.model is not None:
+            out[f.stem] = model_of(p)[0]
+    if "pooled" not in out:
+        raise FastFitError(f"--prior {folder}: no pooled model in its personas/ (fit several players first)")
+    return out
 
 
 def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, scheduler=None, workers=None,

@@ -120,6 +120,13 @@ def write(out, result, per_decision, compare=()) -> None:
                                    "rows": [[a["k"], a["queries"], a["correct"], f"{a['accuracy']:.3f}",
                                              f"[{a['lo']:.3f}, {a['hi']:.3f}]", f"{a['mean_rank']:.2f}",
                                              f"{a['chance']:.3f}"] for a in result["attribution"]]}})
+    if result.get("most_like"):
+        sections.append({"heading": "Most like",
+                         "text": f"Each player's test decisions scored by the models of the earlier fit "
+                                 f"({result['prior']}): mean log-likelihood per decision, most likely first.",
+                         "table": {"columns": ["player", "models, most likely first"],
+                                   "rows": [[lab, ", ".join(f"{k} {v:.3f}" for k, v in r.items())]
+                                            for lab, r in result["most_like"].items()]}})
     sections.append({"heading": "What each model weighs",
                      "text": "The largest weights per raw unit of each column (shared evaluations, 'token:' move "
                              "tokens, 'freq'/'logfreq' the player's own move counts).",
