@@ -53,6 +53,7 @@ class GameData:
     text: str
     roles: list           # role names
     view: bv.BoardView    # found once per game (in a worker), drawn everywhere
+    engine: str | None = None   # the engine the advice searched on (a hint for other workers)
 
 
 @dataclass
@@ -333,8 +334,10 @@ class WebApp:
             s.advice.clear()
             s.advice[ply] = asyncio.ensure_future(self.work.run(
                 "slow", work.advice, s.data.text, s.data.title, s.data.view, list(s.state), role,
-                s.persona, float(s.play_clock)))
+                s.persona, float(s.play_clock), s.data.engine))
         out = await asyncio.shield(s.advice[ply])
+        if out.get("engine"):
+            s.data.engine = out["engine"]
         return dict(out, ply=ply)
 
     # ------------------------------------------------------------------ replay

@@ -27,6 +27,7 @@ from . import boardview as bv
 
 MAX_GAMES = 8           # state machines kept per worker process
 ADVICE_MAX_SECONDS = 30.0
+ADVICE_GROUND_SECONDS = 10.0
 
 
 # ------------------------------------------------------------------ worker side
@@ -88,9 +89,11 @@ def position(text: str, title: str, view, state_texts, prev_texts, me: int, mine
     return pos
 
 
-def _engine(text: str, title: str):
+def _engine(text: str, title: str, hint: str | None = None):
     """The fastest engine that plays the game (compiled, else non-ground, else Prolog), as
-    the persona plays it; kept per worker."""
+    the persona plays it; kept per worker.  Grounding gets ``ADVICE_GROUND_SECONDS`` (a game
+    that does not ground would otherwise hold the advice for a minute); ``hint``: the kind
+    another worker found for this game (``nonground``: do not try grounding again)."""
     key = digest(text)
     if key in _engines:
         _engines.move_to_end(key)
@@ -99,7 +102,8 @@ def _engine(text: str, title: str):
     engine, kind = sm, "Prolog"
     try:
         from agent.engine import load_engine
-        e = load_engine(desc, budget_seconds=60.0)
+        e = load_engine(desc, budget_seconds=ADVICE_GROUND_SECONDS,
+                        engine="nonground" if hint == "nonground" else "auto")
         if type(e).__name__ != "PrologReasoner" and e.initial_state() == sm.initial_state():
             engine, kind = e, str((getattr(e, "info", {}) or {}).get("engine", "compiled"))
         elif type(e).__name__ == "PrologReasoner":
@@ -113,7 +117,7 @@ def _engine(text: str, title: str):
 
 
 def advice(text: str, title: str, view, state_texts, role: int, persona_spec: str,
-           seconds: float) -> dict:
+           seconds: float, engine_hint: str | None = None) -> dict:
     """The persona's view of the position for ``role``: its search at its own limit (the
     fewer of its ``limit`` simulations and ``seconds``, as in play, on the engine it plays
     with), the moves sorted by what it would play (the choice is by Q)."""
@@ -128,7 +132,7 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
         return {"over": True, "message": "The match is over: there is no move to play in this position."}
     legal = sm.legal_moves(state, role)
     persona = load_persona(persona_spec)
-    engine, kind = _engine(text, title)
+    engine, kind = _engine(text, title, engine_hint)
     search(engine, state, role, persona, seed=0, limit=2)   # loads the compiled search code, untimed
     t0 = time.monotonic()
     res = search(engine, state, role, persona, seed=0, limit=persona.limit,
