@@ -214,3 +214,41 @@ def test_records_of_a_killed_server_are_marked_interrupted(tmp_path):
     assert [p for _, p in pending] == [recent]
     for p in (recent, done, live):
         assert not json.loads(p.read_text())["isAborted"]
+
+
+def test_idle_matches_make_room_for_a_new_start():
+    """Eight STARTs with a one-day play clock and no PLAY kept the server busy for ten days.
+    When every slot is taken, a START ends the match silent longest, if it is overdue by
+    its own clock or silent for --evict-idle seconds; a match being answered never is."""
+    from agent.server.matches import MatchManager
+    manager = MatchManager(ServerConfig(seed=1, max_matches=2, evict_idle=300.0))
+    manager.warm = True
+    now = time.monotonic()
+    a = _playing_match(manager)
+    b = Match(manager, parse_message("( START m2 a (( role a ) ( role b ) ) 86400 86400 )"), now, None)
+    b.status = "playing"
+    b.referee, b.player = _Pipe(), _Pipe()
+    manager.matches[b.id] = b
+    a.last_activity = b.last_activity = now - 60   # a: 10 s start clock, overdue; b: not yet
+    a.thinking = 1                                 # ... but a is thinking about a PLAY
+    assert manager.evictable(time.monotonic()) is None and "busy" in manager.info()
+    assert not manager.make_room("m3")
+    a.thinking = 0
+    assert manager.evictable(time.monotonic()) is a and "available" in manager.info()
+    b.last_activity = now - 400                    # b: silent longer than --evict-idle, and longest
+    assert manager.make_room("m3")
+    assert b.status == "ended" and "evicted" in b.record.extra["x-end-reason"] and b.record.aborted
+    assert a.status == "playing" and len(manager.active()) == 1
+
+
+def test_a_silent_match_is_abandoned_after_max_idle_whatever_its_clocks():
+    from agent.server.matches import MatchManager
+    manager = MatchManager(ServerConfig(seed=1, max_idle=3600.0))
+    m = Match(manager, parse_message("( START m9 a (( role a ) ( role b ) ) 86400 86400 )"), time.monotonic(), None)
+    m.status = "playing"
+    m.referee, m.player = _Pipe(), _Pipe()
+    manager.matches[m.id] = m
+    manager.reap(m.last_activity + 3000)
+    assert m.status == "playing"
+    manager.reap(m.last_activity + 3700)
+    assert m.status == "aborted" and "abandoned" in m.record.extra["x-end-reason"] and m.id not in manager.matches

@@ -42,6 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="memory of all matches together; over it the largest match is ended "
                         f"(default three quarters of this machine's memory: {default_memory_budget_mb()})")
     p.add_argument("--max-matches", type=int, default=8, help="matches played at once (default 8)")
+    p.add_argument("--evict-idle", type=float, default=300.0, metavar="SECONDS",
+                   help="when every slot is taken, a START ends the match silent longest, if it has had no "
+                        "message for this long or is overdue by its own clock (default 300)")
+    p.add_argument("--max-idle", type=float, default=3600.0, metavar="SECONDS",
+                   help="a match with no message for this long is abandoned, whatever its clocks (default 3600)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -53,6 +58,8 @@ def config_from_args(args) -> ServerConfig:
         raise ConfigError("--margin must be >= 0 and --margin-fraction in [0, 1)")
     if args.max_matches < 1:
         raise ConfigError("--max-matches must be at least 1")
+    if not args.evict_idle > 0 or not args.max_idle > 0:
+        raise ConfigError("--evict-idle and --max-idle must be > 0 seconds")
     if not args.read_timeout > 0 or args.max_connections < 2:
         raise ConfigError("--read-timeout must be > 0 and --max-connections at least 2")
     if args.worker_memory_mb < 64 or (args.memory_budget_mb is not None and args.memory_budget_mb < 64):
@@ -63,7 +70,8 @@ def config_from_args(args) -> ServerConfig:
                        log_dir=Path(args.log_dir), margin_min=args.margin,
                        margin_fraction=args.margin_fraction, max_matches=args.max_matches, seed=args.seed,
                        read_timeout=args.read_timeout, max_connections=args.max_connections,
-                       worker_memory_mb=args.worker_memory_mb, prolog_stack_mb=args.prolog_stack_mb)
+                       worker_memory_mb=args.worker_memory_mb, prolog_stack_mb=args.prolog_stack_mb,
+                       evict_idle=args.evict_idle, max_idle=args.max_idle)
     if args.memory_budget_mb is not None:
         cfg.memory_budget_mb = args.memory_budget_mb
     if args.personas_config:

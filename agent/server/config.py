@@ -70,7 +70,9 @@ class ServerConfig:
     # grace to PLAY on top (ggp-facts 3.1), which is left for the network.
     margin_min: float = DEFAULT_MARGIN
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
-    max_matches: int = 8                     # START beyond this is answered busy
+    max_matches: int = 8                     # START beyond this is answered busy (unless one is evicted)
+    evict_idle: float = 300.0                # when full, a START ends a match silent this long (or overdue)
+    max_idle: float = 3600.0                 # a match silent this long is abandoned, whatever its clocks
     max_body: int = MAX_BODY_BYTES
     read_timeout: float = READ_TIMEOUT
     max_connections: int = MAX_CONNECTIONS

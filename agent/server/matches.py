@@ -39,6 +39,7 @@ ACTIVE = ("starting", "playing")
 ENDED = "ended"  # ended by us (memory): later PLAYs get fallback moves, STOP/ABORT forget it
 
 
+EVICT_SLACK = 30.0  # seconds a manager may take beyond its clock before its match counts as overdue
 INTERRUPTED = "interrupted: "  # x-end-reason of a match the server could not finish
 _UNFINISHED = re.compile(r'"isCompleted":\s*false,\s*"isAborted":\s*false')
 
@@ -133,6 +134,7 @@ class Match:
         self.ply = 0                  # joint moves received so far
         self.ref_ply = 0              # states the referee has computed
         self.last_activity = time.monotonic()
+        self.thinking = 0             # PLAYs being answered (a match thinking is never idle)
         self.rng = random.Random(zlib.crc32(self.id.encode("utf-8", "replace")) ^ (cfg.seed or 0))
         self.seed = self.rng.randrange(2 ** 31)
         name = persona_spec if persona_spec is not None else DEFAULT_PERSONA
@@ -528,18 +530,53 @@ class MatchManager:
     # ---------------------------------------------------------------- messages
     def info(self) -> str:
         # Several matches at once are fine: busy only when really full (ggp-base and
-        # Tiltyard schedule a player only while it says available).
-        full = len(self.active()) >= self.config.max_matches
+        # Tiltyard schedule a player only while it says available), and no match would make
+        # room for a new START.
+        full = len(self.active()) >= self.config.max_matches and self.evictable(time.monotonic()) is None
         status = "available" if self.warm and not full else "busy"
         return info_reply(self.config.name, status)
+
+    def idle_for(self, m: Match, now: float) -> float | None:
+        """Seconds since the manager's last message, or None while the match is not idle (a
+        START or PLAY being answered)."""
+        if m.status != "playing" or m.thinking:
+            return None
+        return now - m.last_activity
+
+    def evictable(self, now: float) -> Match | None:
+        """The match a new START may end when every slot is taken: the one silent longest,
+        if it is silent for ``evict_idle`` seconds or overdue (a manager sends the next
+        message within the clock it gave, plus its own slack: ``EVICT_SLACK``)."""
+        best, best_idle = None, 0.0
+        for m in self.active():
+            idle = self.idle_for(m, now)
+            if idle is None:
+                continue
+            clock = m.start_clock if m.req == 0 else m.play_clock
+            if idle > min(self.config.evict_idle, clock + EVICT_SLACK) and idle > best_idle:
+                best, best_idle = m, idle
+        return best
+
+    def make_room(self, match_id: str) -> bool:
+        """Whether a new match fits, ending the evictable match if that is what it takes."""
+        if len(self.active()) < self.config.max_matches:
+            return True
+        now = time.monotonic()
+        victim = self.evictable(now)
+        if victim is None:
+            return False
+        self._end(victim, f"evicted: no message for {now - victim.last_activity:.0f}s while every slot was "
+                          f"taken and a START came for {match_id}")
+        return True
 
     async def start(self, msg: Message, received: float) -> str:
         cfg = self.config
         if msg.match_id in self.matches:
             log.warning("START for match %s, which is already running: busy", msg.match_id)
             return "busy"
-        if len(self.active()) >= cfg.max_matches:
-            log.warning("START for match %s refused: already %d matches", msg.match_id, len(self.active()))
+        if not self.make_room(msg.match_id):
+            log.warning("START for match %s refused: already %d matches, none idle", msg.match_id,
+                        len(self.active()))
             return "busy"
         persona_spec = cfg.persona_for(msg.match_id)
         m = Match(self, msg, received, persona_spec)
@@ -622,8 +659,16 @@ class MatchManager:
         if m is None or m.status not in ACTIVE:
             log.warning("PLAY for unknown match %s: busy", msg.match_id)
             return "busy"
-        cfg = self.config
         m.last_activity = time.monotonic()
+        m.thinking += 1
+        try:
+            return await self._play(m, msg, received)
+        finally:
+            m.thinking -= 1
+            m.last_activity = time.monotonic()
+
+    async def _play(self, m: Match, msg: Message, received: float) -> str:
+        cfg = self.config
         deadline = received + m.play_clock - cfg.margin(m.play_clock)
         texts = m.joint_texts(msg)
         if texts is not None:
@@ -838,14 +883,18 @@ class MatchManager:
 
     async def _reap(self) -> None:
         """Managers can die without STOP or ABORT (ggp-base GameServer does on rule errors):
-        free matches silent for longer than Tiltyard's own wedge rule."""
+        free matches silent for longer than Tiltyard's own wedge rule, or ``max_idle``."""
         while True:
             await asyncio.sleep(30)
-            now = time.monotonic()
-            for m in list(self.matches.values()):
-                idle = now - m.last_activity
-                if idle > idle_limit(m.start_clock, m.play_clock):
-                    if m.status in ACTIVE:
-                        self._drop(m, f"abandoned: no message for {idle:.0f}s")
-                    elif m.status == ENDED:
-                        self.matches.pop(m.id, None)
+            self.reap(time.monotonic())
+
+    def reap(self, now: float) -> None:
+        for m in list(self.matches.values()):
+            if m.thinking or m.status == "starting":  # a START or PLAY is being answered
+                continue
+            idle = now - m.last_activity
+            if idle > min(idle_limit(m.start_clock, m.play_clock), self.config.max_idle):
+                if m.status in ACTIVE:
+                    self._drop(m, f"abandoned: no message for {idle:.0f}s")
+                elif m.status == ENDED:
+                    self.matches.pop(m.id, None)
