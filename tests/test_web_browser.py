@@ -158,7 +158,9 @@ def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
         assert wait_turn_or_end(page)
         click_a_move(page)
     assert page.locator("#history li").count() >= 3
-    assert "(" in page.locator("#history li").first.inner_text()
+    first = page.locator("#history li").first
+    assert " → " in first.inner_text() and "(" not in first.inner_text()   # named by its cells
+    assert "(" in first.locator(".mv").first.get_attribute("title")         # the raw term on hover
     page.once("dialog", lambda d: d.dismiss())          # abort asks first; "no" keeps playing
     page.click("#resign")
     page.wait_for_timeout(500)
@@ -213,3 +215,54 @@ def test_replay_viewer_steps_through_a_ggp_base_match(web, page):
     page.click("#last")
     assert page.locator("#step").inner_text() == str(n)
     assert pieces() >= n // 2
+
+
+def _chess_record(logs: Path, plies: int = 16) -> str:
+    """A scrambled chess match of random moves, recorded by the match runner."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.match.players import make_player
+    from agent.match.runner import run_match
+    sheet = sorted((SHARED / "corpus/games/base/games/chess").glob("v*/*.kif"))[-1]
+
+    def play():
+        return asyncio.run(run_match(
+            sheet.read_text(), [make_player("random", seed=1), make_player("random", seed=2)],
+            start_clock=30, play_clock=10, out_dir=logs, max_plies=plies, scramble=True, seed=5,
+            match_id="chess.scrambled.random"))
+    with ThreadPoolExecutor(1) as ex:   # playwright's own event loop runs in this thread
+        ex.submit(play).result()
+    return "chess.scrambled.random.json"
+
+
+def test_a_chess_replay_in_one_tab_while_a_match_goes_on_in_another(web, page):
+    """Two people at once: one opens the replay of a scrambled chess match, the other keeps
+    playing ticTacToe; the replay's work runs beside the match (its own worker), both end."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared (chess) is not beside this clone")
+    server, browser, logs = web
+    name = _chess_record(logs)
+    start_match(page, "games/ticTacToe")
+    assert wait_turn_or_end(page)
+    other = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900}).new_page()
+    other.set_default_timeout(120_000)
+    other.goto("/")
+    other.evaluate(f"location.href = '/replay?file={name}'")    # not waited for: it loads meanwhile
+    click_a_move(page)                                            # the persona answers meanwhile
+    assert wait_turn_or_end(page)
+    other.wait_for_selector("#step")
+    assert other.locator("#steps").inner_text() == "16"
+    other.wait_for_function("!document.querySelector('#verdict').dataset.pending")
+    assert "every move legal" in other.locator("#verdict").inner_text()
+    assert other.locator("svg.board").count() == 1                # no extra empty grids
+    other.click("#last")
+    assert other.locator("svg.board g.piece").count() >= 20
+    owners = {other.locator("svg.board g.piece").nth(i).get_attribute("data-owner")
+              for i in range(other.locator("svg.board g.piece").count())}
+    assert len(owners - {None}) == 2                              # both sides' pieces, by owner
+    assert "→" in other.locator("#joint").inner_text()            # the move named by its cells
+    other.context.close()
+    page.once("dialog", lambda d: d.accept())
+    page.click("#resign")
+    page.wait_for_selector("#result:not([hidden])")
