@@ -128,6 +128,14 @@ def test_tictactoe_whole_match_by_clicking(web, page):
     assert "over" in page.locator("#advice").inner_text()
     assert page.locator("#clock").inner_text() == ""    # the clock stopped
     assert page.locator("#rematch").is_visible()
+    first = page.url
+    page.click("#rematch")                              # the same game and persona again
+    page.wait_for_function(f"location.href !== {first!r} && location.pathname.startsWith('/play/')")
+    assert page.locator("h1").inner_text() == "ticTacToe"
+    assert wait_turn_or_end(page)
+    page.once("dialog", lambda d: d.accept())
+    page.click("#resign")
+    page.wait_for_selector("#result:not([hidden])")
     # the page lists the person's matches
     page.goto("/")
     assert record["matchId"] in page.locator("#past").inner_text()
@@ -266,3 +274,19 @@ def test_a_chess_replay_in_one_tab_while_a_match_goes_on_in_another(web, page):
     page.once("dialog", lambda d: d.accept())
     page.click("#resign")
     page.wait_for_selector("#result:not([hidden])")
+
+
+def test_a_move_played_for_the_person_on_timeout_says_so(web, page):
+    page.goto("/game?key=games/ticTacToe")
+    page.select_option("#persona", PERSONA)
+    page.fill("#play_clock", "1")
+    page.fill("input[name=human_clock]", "2")
+    page.click("#start")
+    page.wait_for_url("**/play/*")
+    page.wait_for_selector("#history .played-for-you", timeout=TURN_TIMEOUT_MS)
+    note = page.locator("#history .played-for-you").first.inner_text()
+    assert "played for you" in note and "TO" not in note
+    page.once("dialog", lambda d: d.accept())
+    page.click("#resign")
+    page.wait_for_selector("#result:not([hidden])")
+    assert page.locator("#clock").inner_text() == ""          # no clock after the end
