@@ -61,8 +61,9 @@ def paired_table(all_results) -> str:
 
 def bar_table(all_results) -> str:
     out = ["| game | log-lik. beats pooled | log-lik. beats champion | argmax beats pooled | "
-           "argmax beats champion | bots meeting the bar | diagonal largest (log-lik.) |",
-           "|---|---|---|---|---|---|---|"]
+           "argmax beats champion | log-lik. beats move-frequency | bots meeting the bar | "
+           "diagonal largest (log-lik.) |",
+           "|---|---|---|---|---|---|---|---|"]
     for res in all_results:
         n = len(res["labels"])
 
@@ -73,7 +74,7 @@ def bar_table(all_results) -> str:
         missing = [lab for lab, ok in zip(res["labels"], diag) if not ok]
         out.append(f"| {res['game']} | {count('pooled', 'logp')} of {n} | {count('champion', 'logp')} of {n} | "
                    f"{count('pooled', 'argmax')} of {n} | {count('champion', 'argmax')} of {n} | "
-                   f"{res['bar']['labels_meeting']} of {n} | {sum(diag)} of {n} rows"
+                   f"{count('move-frequency', 'logp')} of {n} | {res['bar']['labels_meeting']} of {n} | {sum(diag)} of {n} rows"
                    + (f" (not {', '.join(missing)})" if missing else "") + " |")
     return "\n".join(out)
 
@@ -81,6 +82,8 @@ def bar_table(all_results) -> str:
 def choice_table(all_results) -> str:
     out = ["| game | persona | RE | NT | kappa | moves in C (test, own bot) |", "|---|---|---|---|---|---|"]
     for res in all_results:
+        if "fits" not in res:        # a fast fit: no choice parameters (model_table)
+            continue
         fits = dict(res["fits"])
         if res.get("pooled"):
             fits["pooled"] = res["pooled"]
@@ -90,6 +93,24 @@ def choice_table(all_results) -> str:
             cs = f"{own['cset']:.2f}" if own and own.get("cset") is not None else "—"
             out.append(f"| {res['game']} | {name} | {c.get('random_error')} | {c.get('nice_threshold')} | "
                        f"{c.get('kappa')} | {cs} |")
+    return "\n".join(out)
+
+
+def model_table(all_results) -> str:
+    """The fast fit's models: data, penalty, uniform weight, cross-validated log-likelihood,
+    and the stages' wall and CPU seconds."""
+    out = ["| game | model | training decisions | L2 | eps | CV log-lik. (random) |", "|---|---|---|---|---|---|"]
+    for res in all_results:
+        models = dict(res.get("models") or {})
+        if res.get("pooled"):
+            models["pooled"] = res["pooled"]
+        for name, m in models.items():
+            out.append(f"| {res['game']} | {name} | {m['decisions']} | {m['l2']} | {m['epsilon']} | "
+                       f"{m['cv_logp']:.3f} ({m['cv_random_logp']:.3f}) |")
+    out += ["", "| game | stage | wall s | CPU s |", "|---|---|---|---|"]
+    for res in all_results:
+        for stage, t in (res.get("stages") or {}).items():
+            out.append(f"| {res['game']} | {stage} | {t['wall']:.1f} | {t['cpu']:.1f} |")
     return "\n".join(out)
 
 
@@ -122,8 +143,12 @@ def main(argv=None) -> int:
     print(paired_table(all_results))
     print("\nThe bar:\n")
     print(bar_table(all_results))
-    print("\nChoice parameters of the fitted personas:\n")
-    print(choice_table(all_results))
+    if any("fits" in r for r in all_results):
+        print("\nChoice parameters of the fitted personas:\n")
+        print(choice_table(all_results))
+    if any("models" in r for r in all_results):
+        print("\nThe fast fit's models and stages:\n")
+        print(model_table(all_results))
     print("\nAttribution:\n")
     print(attribution_table(all_results))
     return 0

@@ -81,6 +81,14 @@ def test_fast_fit_learns_a_player_and_reports(fitted):
     assert {"plan", "shared evaluations", "player models", "evaluation"} <= set(res["stages"])
     assert all(t["wall"] >= 0 and t["cpu"] >= 0 for t in res["stages"].values())
     assert "Time per stage" in (out / "report.html").read_text()
+    # fit-bots.md's tables come from scripts/fit_tables.py, for this kind of fit too
+    import subprocess
+    import sys
+    tables = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_tables.py"), str(out / "results.json")],
+                            capture_output=True, text=True)
+    assert tables.returncode == 0, tables.stderr
+    assert f"| {res['bar']['labels_meeting']} of 2 | {sum(res['matrix']['diagonal_max'])} of 2 rows" in tables.stdout
+    assert "| shared evaluations |" in tables.stdout
 
 
 def test_second_fit_runs_no_search(fitted, tmp_path):
