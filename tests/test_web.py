@@ -156,8 +156,8 @@ def wait_for_file(path: str) -> str:
 
 
 def test_slow_work_never_holds_up_a_match_position(tmp_path):
-    """A replay or advice (the slow pool) still running does not delay the positions of the
-    matches being played (the play pool): the position is drawn while the slow job waits."""
+    """A replay (its pool) still running does not delay the positions of the matches being
+    played (the play pool): the position is drawn while the slow job waits."""
     import asyncio
 
     from agent.web import boardview as bv
@@ -166,9 +166,9 @@ def test_slow_work_never_holds_up_a_match_position(tmp_path):
     gate = tmp_path / "gate"
 
     async def go():
-        w = work.Workers({"slow": 1, "play": 1, "page": 1})
+        w = work.Workers({"replay": 1, "play": 1, "page": 1})
         try:
-            slow = asyncio.ensure_future(w.run("slow", wait_for_file, str(gate)))
+            slow = asyncio.ensure_future(w.run("replay", wait_for_file, str(gate)))
             game = await w.run("page", work.load_game, text, "ticTacToe")
             view = game["view"]
             init = await w.run("page", work.preview, text, "ticTacToe", view, 0)

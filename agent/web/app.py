@@ -333,7 +333,7 @@ class WebApp:
             role = s.human_role if s.human_role in s.to_move else (s.to_move[0] if s.to_move else s.human_role)
             s.advice.clear()
             s.advice[ply] = asyncio.ensure_future(self.work.run(
-                "slow", work.advice, s.data.text, s.data.title, s.data.view, list(s.state), role,
+                "advice", work.advice, s.data.text, s.data.title, s.data.view, list(s.state), role,
                 s.persona, float(s.play_clock), s.data.engine))
         out = await asyncio.shield(s.advice[ply])
         if out.get("engine"):
@@ -349,8 +349,8 @@ class WebApp:
         key = self.replay_key(data)
         folders = [str(p) for p in self.game_folders]
         if key not in self.replays:
-            self.replays[key] = asyncio.ensure_future(self.work.run("slow", work.replay, data, source, folders))
-            self.verdicts[key] = asyncio.ensure_future(self.work.run("slow", work.replay_verdict, data, source, folders))
+            self.replays[key] = asyncio.ensure_future(self.work.run("replay", work.replay, data, source, folders))
+            self.verdicts[key] = asyncio.ensure_future(self.work.run("check", work.replay_verdict, data, source, folders))
             while len(self.replays) > MAX_REPLAYS:
                 old, fut = self.replays.popitem(last=False)
                 self.verdicts.pop(old, None)

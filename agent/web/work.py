@@ -9,7 +9,7 @@ for a game in a worker loads its rules and later calls reuse them.
 
 ``Workers`` keeps separate pools so that no person waits on another: positions of the
 matches being played (fast, one at a time per match), game pages (loading a game's rules
-and finding its boards), and the slow work (replays, their checks, advice).  A worker that
+and finding its boards), replays, their checks on the rules, and advice.  A worker that
 dies (out of memory) breaks only its pool, which is started anew.
 """
 from __future__ import annotations
@@ -247,10 +247,12 @@ def warm() -> bool:
 # ------------------------------------------------------------------ server side
 class Workers:
     """Pools of worker processes by kind of work: ``play`` (positions of matches being
-    played), ``page`` (game pages: loading rules, previews) and ``slow`` (replays and their
-    checks, advice).  Work of one kind never waits on another kind's."""
+    played), ``page`` (game pages: loading rules, previews), ``replay`` (drawing a record's
+    steps), ``check`` (checking a record on its rules: long for a long match) and
+    ``advice`` (the persona's search).  Work of one kind never waits on another kind's.
+    Processes start on first use (``warm`` starts one per pool)."""
 
-    SIZES = {"play": 2, "page": 1, "slow": 2}
+    SIZES = {"play": 2, "page": 1, "replay": 1, "check": 1, "advice": 2}
 
     def __init__(self, sizes: dict | None = None):
         self.sizes = dict(self.SIZES, **(sizes or {}))
