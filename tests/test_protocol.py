@@ -16,7 +16,7 @@ def test_ggp_base_start_byte_exact():
     assert (m.kind, m.match_id, m.role, m.start_clock, m.play_clock) == (
         "start", "Base.ticTacToe.1480000000000", "xplayer", 60, 15)
     assert m.rules_text == RULES  # exactly as received, for the record
-    assert len(m.rules_nodes) == 4
+    assert m.rules_nodes is None  # the rules stay text: the worker processes parse them
 
 
 def test_start_rules_text_across_lines():
@@ -102,3 +102,38 @@ def test_start_clocks_must_be_positive_and_sane(clocks):
     with pytest.raises(ProtocolError, match="clock must be a number of seconds in"):
         parse_message(f"( START m r (( role r ) ) {clocks} )")
     assert parse_message("( START m r (( role r ) ) 86400 0.5 )").play_clock == 0.5
+
+
+def test_a_huge_start_is_split_without_building_a_tree(monkeypatch):
+    """A 15.5 MiB START was read into a tree of millions of nodes in the server process,
+    which held every match's replies for seconds: START and PREVIEW are now split by their
+    parentheses and the rules kept as text (the worker processes read them)."""
+    import agent.server.protocol as protocol
+    rules = "(( role xplayer ) ( role oplayer ) " + "( pad a ( b c ) ) " * 200_000 + ")"
+    text = f"( START Base.big.1 xplayer {rules} 60 15)"
+
+    def no_tree(*args, **kwargs):
+        raise AssertionError("a tree was built")
+    monkeypatch.setattr(protocol, "read_first", no_tree)
+    m = parse_message(text)
+    assert (m.kind, m.match_id, m.role, m.start_clock, m.play_clock) == ("start", "Base.big.1", "xplayer", 60, 15)
+    assert m.rules_text == rules
+    m = parse_message(f"( PREVIEW {rules} 30 )")
+    assert m.kind == "preview" and m.rules_text == rules and m.preview_clock == 30
+    for bad, why in [(text[:-1], "never closed"), (f"( START m (r) {rules} 60 15)", "must be an atom"),
+                     (f"( START m r {rules} (60) 15)", "found a list"), (f"( START m r {rules} 60 )", "needs")]:
+        with pytest.raises(ProtocolError, match=why):
+            parse_message(bad)
+
+
+def test_big_rules_are_checked_for_the_role_without_being_parsed(monkeypatch):
+    import agent.server.matches as matches
+    from agent.player import RulesRefused
+    rules = "(( role xplayer ) ( role oplayer ) " + "( pad a ) " * 100_000 + ")"
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed in the server process")
+    monkeypatch.setattr(matches, "parse_rules_text", no_parse)
+    matches.check_readable(rules, "XPLAYER")
+    with pytest.raises(RulesRefused, match="role white"):
+        matches.check_readable(rules, "white")

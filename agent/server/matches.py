@@ -95,9 +95,18 @@ def ipc_slack(clock: float) -> float:
     return min(0.5, 0.05 + 0.03 * max(clock, 0.0))
 
 
+BIG_RULES = 256 * 1024  # characters: rules this long are only read in the worker processes
+
+
 def check_readable(rules_text: str, role: str) -> None:
     """Raise ``RulesRefused`` when the rules do not read or lack the role (cheap checks; the
-    referee validates the rules in full)."""
+    referee validates the rules in full).  Rules over ``BIG_RULES`` are not parsed here: a
+    tree of a million facts held this process (and every match's replies) for seconds; the
+    role is looked for in the text, and the referee, in its own process, does the rest."""
+    if len(rules_text) > BIG_RULES:
+        if not re.search(r"\(\s*role\s+" + re.escape(role) + r"\s*\)", rules_text, re.IGNORECASE):
+            raise RulesRefused(f"role {role} is not among the roles (no (role {role}) in the rules)")
+        return
     role_index_of(parse_rules_text(rules_text), role)
 
 

@@ -11,7 +11,10 @@ Nothing here touches a reasoner: this is pure text handling, safe on hostile inp
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from gdl.kif import GdlError, Node, parse_term, read_first
 from gdl.terms import Term, render_spaced
@@ -37,7 +40,7 @@ class Message:
     match_id: str | None = None
     role: str | None = None
     rules_text: str | None = None          # the rules list exactly as received, parentheses included
-    rules_nodes: list | None = field(default=None, repr=False)
+    rules_nodes: list | None = field(default=None, repr=False)  # not built: see _scan_rules_message
     start_clock: float | None = None
     play_clock: float | None = None
     preview_clock: float | None = None
@@ -154,8 +157,94 @@ def _moves(node: Node) -> list | None:
     return [to_move(n) for n in node.items]
 
 
+_WS = " \t\n\x0b\f\r"
+_RULES_MESSAGE = re.compile(r"[ \t\n\x0b\f\r]*\([ \t\n\x0b\f\r]*(start|preview)(?=[ \t\n\x0b\f\r()]|$)",
+                            re.IGNORECASE)
+_TOKEN = re.compile(rb"[ \t\n\x0b\f\r]*(?:([()])|([^ \t\n\x0b\f\r()]+))")
+_CHUNK = 1 << 20
+
+
+def _depth_reaches(data: np.ndarray, start: int, depth: int, target: int) -> int | None:
+    """The first index ``i >= start`` where the parenthesis depth after ``data[i]`` is
+    ``target`` (``depth``: the depth before ``data[start]``), or None.  Vectorised, in
+    chunks: a 16 MiB START is scanned in well under a second, and no tree is built."""
+    i, n, size = start, len(data), 4096
+    while i < n:
+        chunk = data[i:i + size]
+        d = depth + np.cumsum((chunk == 40).astype(np.int32) - (chunk == 41).astype(np.int32), dtype=np.int64)
+        hit = np.flatnonzero(d <= target)  # the depth moves by one per character
+        if hit.size:
+            return i + int(hit[0])
+        depth = int(d[-1])
+        i += size
+        size = min(2 * size, _CHUNK)
+    return None
+
+
+def _scan_rules_message(text: str, kind: str) -> Message:
+    """START and PREVIEW, which carry the rules (megabytes, from anyone): the message is
+    split by scanning parentheses, the rules kept as text (the worker processes parse them).
+    Building a tree of a huge START here held the event loop for seconds."""
+    raw = text.encode("utf-8", "surrogatepass")
+    data = np.frombuffer(raw, dtype=np.uint8)
+    open_at = raw.index(b"(")
+    end = _depth_reaches(data, open_at, 0, 0)
+    if end is None:
+        raise ProtocolError("not an s-expression: unmatched opening parenthesis (the message is never closed)")
+    items: list = []   # (atom text, None) or (None, (begin, end)) for lists, top-level only
+    pos = open_at + 1
+    wanted = 3 if kind == "preview" else 6  # the keyword and its arguments; more are ignored
+    while len(items) < wanted:
+        m = _TOKEN.match(raw, pos, end)
+        if m is None or m.group(1) == b")":
+            break
+        if m.group(2) is not None:
+            items.append((m.group(2).decode("utf-8", "replace"), None))
+            pos = m.end()
+        else:
+            begin = m.end() - 1
+            close = _depth_reaches(data, begin, 1, 1)
+            items.append((None, (begin, close + 1)))
+            pos = close + 1
+    args = items[1:]
+
+    def atom(item, what):
+        if item[0] is None:
+            raise ProtocolError(f"{what} must be an atom, found a list")
+        return item[0]
+
+    def clock(item, what, check=_clock):
+        if item[0] is None:
+            raise ProtocolError(f"{what} must be a number of seconds, found a list")
+        return check(Node(item[0], None, 0, 0), what)
+
+    def rules(item, what):
+        if item[0] is not None:
+            raise ProtocolError(f"{what} must be a list")
+        b, e = item[1]
+        return raw[b:e].decode("utf-8", "replace").rstrip()
+
+    if kind == "preview":
+        if len(args) < 2:
+            raise ProtocolError("PREVIEW needs rules and a clock")
+        return Message("preview", rules_text=rules(args[0], "PREVIEW rules"),
+                       preview_clock=clock(args[1], "preview clock"))
+    if len(args) < 5:
+        raise ProtocolError(f"START needs id, role, rules, start clock and play clock; found {len(args)} arguments")
+    match_id = atom(args[0], "the match id")
+    role = atom(args[1], "the role")
+    rules_text = rules(args[2], "START rules")
+    start_clock = clock(args[3], "start clock", _match_clock)
+    play_clock = clock(args[4], "play clock", _match_clock)
+    return Message("start", match_id=match_id, role=role, rules_text=rules_text,
+                   start_clock=start_clock, play_clock=play_clock)
+
+
 def parse_message(text: str) -> Message:
     """Parse one protocol message; raises ProtocolError (never anything else) when malformed."""
+    head = _RULES_MESSAGE.match(text[:4096])
+    if head is not None:
+        return _scan_rules_message(text, head.group(1).lower())
     try:
         node = read_first(text)
     except GdlError as e:

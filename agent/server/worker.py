@@ -104,6 +104,9 @@ def _warm(full: bool) -> None:
 
 # ------------------------------------------------------------------------- referee
 
+BIG_RULES = 1 << 20      # characters of rules beyond which a referee yields the CPU to others
+BIG_RULES_NICE = 5
+
 def run_referee(conn, rules_text: str, role_text: str) -> None:
     from gdl.terms import render_spaced
     from agent.player import (RulesRefused, parse_rules_text, resolve_joint, role_index_of,
@@ -113,6 +116,13 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
 
     log = logging.getLogger("ggp.referee")
     t0 = time.monotonic()
+    if len(rules_text) > BIG_RULES:
+        # Reading and validating megabytes of rules takes long: the matches already playing
+        # (their referees and the server) come first.
+        try:
+            os.nice(BIG_RULES_NICE)
+        except OSError:
+            pass
     try:
         desc = parse_rules_text(rules_text)
         try:
