@@ -68,7 +68,7 @@ const GGP = (() => {
       if (r === s.human_role) return e.startsWith("TO") ? "no move in time: this move was played for you" : `your move was refused (${e}): one was played for you`;
       return `${ERRORS[e.split(" ")[0]] || e}: a random move was played for ${s.roles[r]}`;
     }
-    let adviceFor = null;
+    let adviceFor = null, currentPly = null;
     function clearAdvice() { $("advice").innerHTML = ""; adviceFor = null; }
 
     function render(s) {
@@ -92,6 +92,7 @@ const GGP = (() => {
       }
       $("moves-hint").hidden = clicks.length === 0 || s.boards.length === 0;
       pending = []; mark();
+      currentPly = s.ply;
       if (adviceFor !== null && adviceFor !== s.ply) clearAdvice();   // advice belongs to its position
       const h = $("history"); h.innerHTML = "";
       s.history.forEach((jm) => {
@@ -150,6 +151,7 @@ const GGP = (() => {
       catch (e) { $("advice").textContent = "the server did not answer; try again"; return; }
       $("advice").innerHTML = "";
       if (!r.ok) { $("advice").appendChild(el("p", a.error || "no advice", "err")); return; }
+      if (currentPly !== null && a.ply !== currentPly) { $("advice").appendChild(el("p", "The position changed meanwhile: ask again.", "note")); return; }
       adviceFor = a.ply;
       if (a.over) { $("advice").appendChild(el("p", a.message, "advice-over")); return; }
       const head = el("p"); head.id = "advice-summary";
