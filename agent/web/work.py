@@ -164,17 +164,19 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
             "drawn": drawn, "drawn_label": bv.move_label(view, drawn), "moves": rows[:10]}
 
 
-_PATH = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:)?(?:[\\/][^\s'\",\\/:]+)+[\\/]?")
+_PATH = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:|\.{1,2})?(?:[\\/][^\s'\",\\/:]+)+[\\/]?")
 
 
 def clean_message(e) -> str:
     """An error as a person reads it: no Python class names or traceback text, no paths on
     this machine (a file is named by its last part)."""
     msg = str(e) if not isinstance(e, str) else e
+    # the folders searched are the server's business: say where the rules were looked for
+    msg = re.sub(r"\bnot found in .*$", "not found among this server's games (its --games folders)", msg, flags=re.S)
     msg = _PATH.sub(lambda m: re.split(r"[\\/]", m.group(0).rstrip("/\\"))[-1] or "a folder", msg)
     msg = re.sub(r"\[Errno \d+\]\s*", "", msg)
     msg = re.sub(r"\b[A-Z][A-Za-z]*(Error|Exception)\b:?\s*", "", msg).strip()
-    msg = msg.splitlines()[0] if msg else ""
+    msg = " ".join(line.strip() for line in msg.splitlines() if line.strip())
     return (msg[:300] + "…") if len(msg) > 300 else (msg or "the record could not be read")
 
 
