@@ -145,7 +145,12 @@ def test_connect_four_whole_match_by_clicking(web, page):
     _, _, logs = web
     start_match(page, "games/connectFour", role=1)
     play_to_the_end(page)
-    check_result_and_record(page, logs, role=1)
+    record = check_result_and_record(page, logs, role=1)
+    history = page.locator("#history li")
+    assert history.count() == len(record["moves"])           # one line a move, passes hidden
+    assert "noop" not in page.locator("#history").inner_text()
+    numbers = [t.strip() for t in page.locator("#history .ply").all_inner_texts()]
+    assert numbers == [f"{i}." for i in range(1, len(numbers) + 1)]   # 10, 11, ... whole
 
 
 def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
