@@ -216,6 +216,7 @@ def test_replay_viewer_steps_through_a_ggp_base_match(web, page):
     page.set_input_files("#record-file", str(record))
     page.click("#replay-form button")
     page.wait_for_selector("#step")
+    page.wait_for_function("!document.querySelector('#verdict').dataset.pending")
     assert "every move legal" in page.locator(".verdict").inner_text()
     assert page.locator("#steps").inner_text() == str(n)
     pieces = lambda: page.locator("svg.board g.piece").count()  # noqa: E731
