@@ -252,3 +252,13 @@ def test_a_silent_match_is_abandoned_after_max_idle_whatever_its_clocks():
     assert m.status == "playing"
     manager.reap(m.last_activity + 3700)
     assert m.status == "aborted" and "abandoned" in m.record.extra["x-end-reason"] and m.id not in manager.matches
+
+
+def test_a_worker_ends_itself_when_the_server_is_gone():
+    """kill -9 of the server left a grounder in a long Prolog call busy for most of the start
+    clock: every worker watches for its parent and exits when it is gone."""
+    from agent.server.worker import exit_when_orphaned
+    parents = iter([100, 100, 1])
+    exits = []
+    exit_when_orphaned(100, poll=0.0, getppid=lambda: next(parents), exit=exits.append)
+    assert exits == [3]

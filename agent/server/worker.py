@@ -29,9 +29,24 @@ WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3
  (goal b 0) )"""
 
 
+def exit_when_orphaned(parent: int, poll: float = 1.0, getppid=os.getppid, exit=os._exit) -> None:
+    """Run on a daemon thread: end this process when the server that started it is gone
+    (killed with -9, it cannot kill us).  A grounder deep in one Prolog call never reads its
+    pipe and kept a core busy for most of the start clock; Prolog's calls release the
+    interpreter, so this thread runs meanwhile."""
+    while True:
+        time.sleep(poll)
+        if getppid() != parent:
+            exit(3)
+            return
+
+
 def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True,
               limits: dict | None = None) -> None:
     """Entry point of every worker process."""
+    import threading
+    threading.Thread(target=exit_when_orphaned, args=(os.getppid(),), daemon=True,
+                     name="orphan-watch").start()
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
     from .logsafe import install
