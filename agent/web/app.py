@@ -315,6 +315,7 @@ class WebApp:
         return {"sid": s.sid, "status": s.status, "ply": ply, "roles": s.roles, "players": s.players,
                 "human_role": s.human_role, "to_move": to_move, "your_turn": mine, "thinking": thinking,
                 "persona": Path(s.persona).stem, "game": s.game.title, "game_key": s.game.key,
+                "play_clock": s.play_clock,
                 "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
                 else max(0.0, clock - waited),
                 "waiting_for_start": round(time.monotonic() - s.started) if s.status == "starting" else None,

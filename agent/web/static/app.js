@@ -68,7 +68,7 @@ const GGP = (() => {
       if (r === s.human_role) return e.startsWith("TO") ? "no move in time: this move was played for you" : `your move was refused (${e}): one was played for you`;
       return `${ERRORS[e.split(" ")[0]] || e}: a random move was played for ${s.roles[r]}`;
     }
-    let adviceFor = null, currentPly = null;
+    let adviceFor = null, currentPly = null, playClock = "";
     function clearAdvice() { $("advice").innerHTML = ""; adviceFor = null; }
 
     function render(s) {
@@ -92,7 +92,7 @@ const GGP = (() => {
       }
       $("moves-hint").hidden = clicks.length === 0 || s.boards.length === 0;
       pending = []; mark();
-      currentPly = s.ply;
+      currentPly = s.ply; playClock = s.play_clock;
       if (adviceFor !== null && adviceFor !== s.ply) clearAdvice();   // advice belongs to its position
       const h = $("history"); h.innerHTML = "";
       s.history.forEach((jm) => {
@@ -145,7 +145,7 @@ const GGP = (() => {
     });
     $("advice-btn").addEventListener("click", async () => {
       clearAdvice();
-      $("advice").textContent = "thinking…";
+      $("advice").textContent = `thinking… (up to its play clock, ${playClock} s; the first time in a game also loads its engine)`;
       let a, r;
       try { r = await fetch(`/api/play/${sid}/persona`); a = await r.json(); }
       catch (e) { $("advice").textContent = "the server did not answer; try again"; return; }
