@@ -254,7 +254,7 @@ class Workers:
     ``advice`` (the persona's search).  Work of one kind never waits on another kind's.
     Processes start on first use (``warm`` starts one per pool)."""
 
-    SIZES = {"play": 2, "page": 1, "replay": 1, "check": 1, "advice": 2}
+    SIZES = {"play": 2, "page": 2, "replay": 1, "check": 1, "advice": 2}
 
     def __init__(self, sizes: dict | None = None):
         self.sizes = dict(self.SIZES, **(sizes or {}))
