@@ -34,6 +34,22 @@ from gdl.terms import render_spaced
 from agent.reasoner.statemachine import ReasonerError
 
 REFEREE_BUDGET = 60.0  # seconds to build and check a game's compiled engine (offline: generous)
+MEMORY_MB = 4096       # default memory cap of a replaying process (--memory-mb)
+
+
+def limit_memory(memory_mb: int | None) -> None:
+    """Bound this process's memory: SWI-Prolog's stacks to half the cap and its tables to a
+    quarter (a runaway query fails inside Prolog with a resource error, reported for its
+    record), and the data segment to the cap (the engines' own allocations then fail with
+    MemoryError instead of taking the machine: a replay of an exploding game grew past 5 GB)."""
+    if not memory_mb:
+        return
+    cap = int(memory_mb) * 1024 * 1024
+    try:
+        from agent.reasoner.prolog import set_memory_limits
+        set_memory_limits(stack_limit=cap // 2, table_space=cap // 4)
+    except Exception:  # no Prolog here: the data limit still holds
+        pass
 
 URL_RE = re.compile(r"^https?://games\.ggp\.org/(?P<repo>[^/]+)/games/(?P<key>[^/]+)/(?:v(?P<v>\d+)/?)?$")
 # ggp-base's local game repository, as GameServer and Kiosk record it: no repository name
@@ -334,7 +350,8 @@ class Replayer:
 
 def _replay_files(args) -> list:
     """Worker: [(file index, [results])] for the given (index, file) pairs."""
-    indexed, repositories, game_dirs, engine = args
+    indexed, repositories, game_dirs, engine, memory_mb = args
+    limit_memory(memory_mb)
     rp = Replayer(GameLibrary(repositories, game_dirs), engine=engine)
     out = []
     for i, f in indexed:
@@ -349,18 +366,20 @@ def _replay_files(args) -> list:
 
 
 def replay_paths(paths, repositories=(), game_dirs=(), processes: int = 1,
-                 engine: str = "auto") -> list[ReplayResult]:
+                 engine: str = "auto", memory_mb: int | None = None) -> list[ReplayResult]:
     """Replay every record under ``paths``; ``processes`` > 1 splits the files over that many
     worker processes (each with its own Prolog).  Results come in file order.  ``engine``:
-    ``auto`` (the referee's choice, see ``agent.referee``) or ``prolog``."""
+    ``auto`` (the referee's choice, see ``agent.referee``) or ``prolog``; ``memory_mb`` caps
+    each replaying process (``limit_memory``; the calling process itself when ``processes``
+    is 1)."""
     indexed = list(enumerate(str(f) for f in record_files(paths)))
     repositories, game_dirs = [str(p) for p in repositories], [str(p) for p in game_dirs]
     if processes <= 1 or len(indexed) < 2:
-        parts = [_replay_files((indexed, repositories, game_dirs, engine))]
+        parts = [_replay_files((indexed, repositories, game_dirs, engine, memory_mb))]
     else:
         chunks = [indexed[k::processes] for k in range(processes)]
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            parts = pool.map(_replay_files, [(c, repositories, game_dirs, engine) for c in chunks])
+            parts = pool.map(_replay_files, [(c, repositories, game_dirs, engine, memory_mb) for c in chunks])
     by_file = sorted((i, rs) for part in parts for i, rs in part)
     return [r for _, rs in by_file for r in rs]
 
@@ -380,6 +399,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto (default): the compiled engine where it is exact (built and checked "
                         "against Prolog), else Prolog; prolog: the Prolog reasoner only")
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--memory-mb", type=int, default=MEMORY_MB, metavar="MB",
+                   help=f"memory cap of each replaying process; a record whose replay needs more fails "
+                        f"with the reason (default {MEMORY_MB}; 0: no cap)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems and the summary")
 
 
@@ -389,7 +411,10 @@ def cmd_replay(args) -> int:
             print(f"replay: no such file: {p}", file=sys.stderr)
             return 2
     game_dirs = args.game_dir or ([Path("games")] if Path("games").is_dir() else [])
-    results = replay_paths(args.paths, args.games, game_dirs, max(1, args.jobs), args.engine)
+    if args.memory_mb < 0 or 0 < args.memory_mb < 256:
+        print("replay: --memory-mb must be 0 (no cap) or at least 256", file=sys.stderr)
+        return 2
+    results = replay_paths(args.paths, args.games, game_dirs, max(1, args.jobs), args.engine, args.memory_mb)
     bad = 0
     for r in results:
         if not r.ok and not r.skipped:

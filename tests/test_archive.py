@@ -122,6 +122,25 @@ def test_a_record_of_a_match_killed_during_start_is_skipped():
     r = replay_one(d)
     assert r.skipped and not r.ok and "during START" in r.problem
 
+
+def test_replay_of_an_exploding_game_stays_within_its_memory_cap(tmp_path):
+    """A record of a game whose next state has 60^5 facts: the replay grew past 5 GB; with
+    ``--memory-mb`` (default 4096) Prolog's stacks and tables are bounded by the cap and the
+    record fails with the reason (in a process of its own: the cap stays with it)."""
+    import json
+    import subprocess
+    import sys
+    from exploding_game import exploding_rules
+    d = {"matchId": "ex.1", "isCompleted": False, "isAborted": False,
+         "x-rules": "( " + " ".join(exploding_rules()) + " )",
+         "states": ["( ( step 0 ) ( control red ) )", "( ( control blue ) )"],
+         "moves": [["( mark v1 )", "noop"]]}
+    (tmp_path / "ex.json").write_text(json.dumps(d))
+    r = subprocess.run([sys.executable, "-m", "agent.archive", "--engine", "prolog", "--memory-mb", "512",
+                        str(tmp_path / "ex.json")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL" in r.stdout and "ResourceLimit" in r.stdout and "1 failed" in r.stdout, r.stdout + r.stderr
+
 def test_bulk_and_single_files_and_cli(tmp_path, capsys):
     good, bad = play_random_record(1), play_random_record(2)
     bad["moves"][0][0] = "( place 7 7 )"
