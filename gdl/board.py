@@ -46,6 +46,8 @@ class BoardSpec:
     content_values: tuple = ()    # every content text seen, sorted
     background: str | None = None  # the content filling most of the board at the start (empty)
     facts_seen: int = 0           # distinct facts of this relation in the samples
+    layout: str = "square"        # "hex": the rules' adjacency links each cell to six (``layout_of``)
+    hex_diagonal: int = 0         # hex: the diagonal neighbour is (x+1, y+d) for this d (1 or -1)
 
     @property
     def x_arg(self) -> int:
@@ -81,7 +83,8 @@ class BoardSpec:
         return {"relation": self.relation, "arity": self.arity, "coord_args": list(self.coord_args),
                 "coord_values": [list(v) for v in self.coord_values],
                 "content_args": list(self.content_args), "content_values": list(self.content_values),
-                "background": self.background, "width": self.width, "height": self.height}
+                "background": self.background, "width": self.width, "height": self.height,
+                "layout": self.layout}
 
 
 def _text(t) -> str:
@@ -199,6 +202,8 @@ def detect_board(description, states) -> list[BoardSpec]:
                 background = common
         specs.append(BoardSpec(rel, n, spec.coord_args, spec.coord_values, content,
                                tuple(content_vals), background, len(facts)))
+    if specs:
+        specs = [_with_layout(s, description) for s in specs]
     # Pieces come in few kinds; a relation with many content values (group numbers, counters
     # per cell) is bookkeeping drawn after the board proper.
     specs.sort(key=lambda s: (len(s.content_values) > MAX_KINDS,
@@ -259,6 +264,169 @@ def move_cells(spec: BoardSpec, move) -> list:
         else:
             k += 1
     return out
+
+
+# ------------------------------------------------------------------------------ layout
+
+STATIC_TUPLES_CAP = 20_000      # tuples per static relation worked out for the layout
+
+
+def static_relations(description, seconds: float = 1.0) -> dict:
+    """``{(name, arity): set of argument tuples}`` of the relations that depend on neither
+    the state nor the moves, worked out bottom-up from their facts and rules (positive
+    literals and ``distinct``; a rule with ``not`` or ``or`` is left out, so a relation may
+    come out short, never wrong).  Bounded in tuples and time: a board's neighbour relation
+    is small."""
+    from gdl.analysis import expand_or
+    deps = dependencies(description.rules)
+    dynamic = deps.depending_on([TRUE_SIG, DOES_SIG])
+    rules = []
+    for r in description.rules:
+        h = r.head
+        name = h[0] if isinstance(h, tuple) else h
+        ar = len(h) - 1 if isinstance(h, tuple) else 0
+        if name in RESERVED or (name, ar) in dynamic or ar == 0:
+            continue
+        for e in expand_or(r):
+            if any(isinstance(l, tuple) and l[0] in ("not", "or") for l in e.body):
+                continue
+            if any(not isinstance(l, tuple) and l in RESERVED for l in e.body):
+                continue
+            rules.append(e)
+    table: dict = {}
+    deadline = time.monotonic() + seconds
+
+    def is_var(t):
+        return isinstance(t, str) and t.startswith("?")
+
+    def match(pattern, value, env):
+        if is_var(pattern):
+            if pattern in env:
+                return env if env[pattern] == value else None
+            env = dict(env)
+            env[pattern] = value
+            return env
+        if isinstance(pattern, str) or isinstance(value, str):
+            return env if pattern == value else None
+        if len(pattern) != len(value) or pattern[0] != value[0]:
+            return None
+        for a, b in zip(pattern[1:], value[1:]):
+            env = match(a, b, env)
+            if env is None:
+                return None
+        return env
+
+    def subst(t, env):
+        if is_var(t):
+            return env.get(t, t)
+        if isinstance(t, str):
+            return t
+        return (t[0],) + tuple(subst(a, env) for a in t[1:])
+
+    def ground(t):
+        return not is_var(t) if isinstance(t, str) else all(ground(a) for a in t[1:])
+
+    def solve(body, env):
+        if not body:
+            yield env
+            return
+        lit, rest = body[0], body[1:]
+        if isinstance(lit, tuple) and lit[0] == "distinct":
+            a, b = subst(lit[1], env), subst(lit[2], env)
+            if ground(a) and ground(b):
+                if a != b:
+                    yield from solve(rest, env)
+            else:                                   # decide it once its variables are bound
+                if rest and any(not (isinstance(x, tuple) and x[0] == "distinct") for x in rest):
+                    yield from solve(rest + (lit,), env)
+            return
+        if not isinstance(lit, tuple):
+            return
+        for args in list(table.get((lit[0], len(lit) - 1), ())):
+            ticks[0] += 1
+            if ticks[0] % 2048 == 0 and time.monotonic() > deadline:
+                raise TimeoutError
+            e = env
+            for p, v in zip(lit[1:], args):
+                e = match(p, v, e)
+                if e is None:
+                    break
+            if e is not None:
+                yield from solve(rest, e)
+
+    ticks = [0]
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        try:
+            changed = _round(rules, table, solve, subst, ground, deadline)
+        except TimeoutError:
+            break
+    return table
+
+
+def _round(rules, table, solve, subst, ground, deadline) -> bool:
+    """One pass of every rule over the tuples so far; True when a tuple was added."""
+    changed = False
+    for r in rules:
+        key = (r.head[0], len(r.head) - 1)
+        got = table.setdefault(key, set())
+        if len(got) >= STATIC_TUPLES_CAP:
+            continue
+        for env in solve(tuple(r.body), {}):
+            h = subst(r.head, env)
+            if ground(h) and tuple(h[1:]) not in got:
+                got.add(tuple(h[1:]))
+                changed = True
+                if len(got) >= STATIC_TUPLES_CAP or time.monotonic() > deadline:
+                    break
+    return changed
+
+
+HEX_STEPS = {(1, 0), (-1, 0), (0, 1), (0, -1)}
+
+
+def layout_of(spec: BoardSpec, relations: dict) -> tuple[str, int]:
+    """``("hex", d)`` when a static relation of four arguments links the cells of a board
+    of two coordinates as a hex grid: every link is a step along a row or a column or along
+    one diagonal ``(+1, d)`` / ``(-1, -d)``, and all six directions occur; else
+    ``("square", 0)``.  Found from the rules alone (the names are not read)."""
+    if len(spec.coord_args) != 2:
+        return "square", 0
+    xs, ys = spec.coord_values
+    for (name, ar), tuples in relations.items():
+        if ar != 4 or not tuples or len(tuples) >= STATIC_TUPLES_CAP:
+            continue
+        for order in ((0, 1, 2, 3), (1, 0, 3, 2)):       # (x1 y1 x2 y2) or (y1 x1 y2 x2)
+            steps = set()
+            inside = 0
+            for t in tuples:         # links off the cells seen so far are left out
+                a, b, c, d = (t[k] for k in order)
+                if a in xs and b in ys and c in xs and d in ys:
+                    inside += 1
+                    steps.add((xs.index(c) - xs.index(a), ys.index(d) - ys.index(b)))
+            if inside * 2 < len(tuples):
+                continue
+            for diag in (1, -1):
+                if steps == HEX_STEPS | {(1, diag), (-1, -diag)}:
+                    return "hex", diag
+    return "square", 0
+
+
+def _with_layout(spec: BoardSpec, description, _cache: dict = {}) -> BoardSpec:  # noqa: B006
+    key = id(description)
+    if _cache.get("key") != key:
+        try:
+            rels = static_relations(description)
+        except (RecursionError, ValueError, TypeError):
+            rels = {}
+        _cache.clear()
+        _cache.update(key=key, rels=rels, desc=description)
+    layout, diag = layout_of(spec, _cache["rels"])
+    if layout == "square":
+        return spec
+    from dataclasses import replace
+    return replace(spec, layout=layout, hex_diagonal=diag)
 
 
 # ------------------------------------------------------------------------------ samples

@@ -45,9 +45,9 @@ def shoot_play(page, url: str, out: Path) -> None:
     page.wait_for_url("**/play/*")
     for _ in range(2):
         page.wait_for_function("document.querySelector('#status').dataset.state === 'your-turn' && "
-                               "document.querySelectorAll('rect.cell.clickable').length > 0", timeout=400_000)
+                               "document.querySelectorAll('.cell.clickable').length > 0", timeout=400_000)
         n = page.locator("#history li").count()
-        page.locator("rect.cell.clickable").first.click()
+        page.locator(".cell.clickable").first.click()
         page.wait_for_function(f"document.querySelectorAll('#history li').length > {n}")
     page.wait_for_function("document.querySelector('#status').dataset.state === 'your-turn'", timeout=400_000)
     page.click("#advice-btn")

@@ -93,3 +93,20 @@ def test_moves_are_named_by_their_cells_and_passes_are_found():
     legal = [render_spaced(m) for m in sm.legal_moves(sm.initial_state(), 0)]
     assert all(len(bv.move_label(view, m)) <= 5 for m in legal)       # "x,y"
     assert bv.pass_moves([["(mark 1 1)", "noop"], ["noop", "(mark 2 2)"]]) == {"noop"}
+
+
+def test_hex_adjacency_in_the_rules_draws_hexagons():
+    """Scrambled hex: a static relation links every cell to six others (a row, a column
+    and one diagonal): the board is drawn as hexagons; square games stay square."""
+    from tests.conftest import SHARED
+    sheet = SHARED / "corpus/games/base/games/hex/v0/hex.kif"
+    if not sheet.is_file():
+        import pytest
+        pytest.skip("../shared is not beside this clone")
+    d, sm, view = _scrambled(sheet, seed=11)
+    spec = view.specs[0]
+    assert spec.layout == "hex" and spec.hex_diagonal in (1, -1)
+    svg = bv.render_position(view, sm.initial_state())["boards"][0]
+    assert svg.count('<polygon class="cell"') == spec.width * spec.height == 81
+    for game in ("breakthrough.kif", "connectFour.kif", "ticTacToe.kif"):
+        assert all(s.layout == "square" for s in _game(game)[2].specs)

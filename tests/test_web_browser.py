@@ -71,7 +71,7 @@ def wait_turn_or_end(page) -> bool:
     """True when it is the person's turn (and the board is clickable), False at the end."""
     page.wait_for_function(
         "document.querySelector('#status').dataset.state === 'your-turn' && "
-        "document.querySelectorAll('rect.cell.clickable').length > 0 "
+        "document.querySelectorAll('.cell.clickable').length > 0 "
         "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
     return page.locator("#result").is_hidden()
 
@@ -81,7 +81,7 @@ def click_a_move(page) -> None:
     moves) the first cell clickable after it."""
     ply = page.locator("#history li").count()
     for _ in range(4):
-        page.locator("rect.cell.clickable").first.click()
+        page.locator(".cell.clickable").first.click()
         if page.locator("#pending").inner_text().startswith("sen"):   # sending, or sent
             break
     page.wait_for_function(f"document.querySelectorAll('#history li').length > {ply} "
@@ -296,3 +296,26 @@ def test_a_move_played_for_the_person_on_timeout_says_so(web, page):
     page.click("#resign")
     page.wait_for_selector("#result:not([hidden])")
     assert page.locator("#clock").inner_text() == ""          # no clock after the end
+
+
+def test_scrambled_hex_is_played_on_hexagons(web, page, tmp_path):
+    if not SHARED.is_dir():
+        pytest.skip("../shared (hex) is not beside this clone")
+    from agent.match.rules import Scrambler, read_rules
+    rules = read_rules((SHARED / "corpus/games/base/games/hex/v0/hex.kif").read_text())[0][1:-1]
+    f = tmp_path / "honeycomb.kif"
+    f.write_text(Scrambler(rules, seed=3).text(rules))
+    page.goto("/")
+    page.set_input_files("#rules-file", str(f))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+    assert page.locator("svg.board.hex polygon.cell").count() == 81
+    page.locator("#start").click()
+    page.wait_for_url("**/play/*")
+    assert wait_turn_or_end(page)
+    click_a_move(page)                       # one click on a hexagon places a stone
+    assert page.locator("#history li").count() >= 1
+    assert page.locator("svg.board.hex g.piece").count() >= 1
+    page.once("dialog", lambda d: d.accept())
+    page.click("#resign")
+    page.wait_for_selector("#result:not([hidden])")

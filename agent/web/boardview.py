@@ -231,9 +231,79 @@ def _shape(shape: str, cx: float, cy: float, r: float, fill: str, line: str = "#
     return poly(pts)
 
 
+def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, px: float) -> list:
+    """The pieces of one cell (up to four, side by side), centred at (cx0, cy0)."""
+    out = []
+    contents = [c for c in contents if c != spec.background]
+    for k, c in enumerate(contents[:4]):
+        shape, fill, line, ink = view.glyphs.get((spec.relation, c), ("circle", "#95a5a6", "#4d5656", "#fff"))
+        owner = view.owners.get((spec.relation, c))
+        n = len(contents[:4])
+        r = px * (0.36 if n == 1 else 0.2)
+        cx = cx0 + (0 if n == 1 else (k % 2 - .5) * px / 2)
+        cy = cy0 + (0 if n == 1 else (k // 2 - .5) * px / 2)
+        label = _label(c, owner)
+        size = max(8.0, r * (1.1 if len(label) == 1 else .85 if len(label) == 2 else .68))
+        side = f' data-owner="{escape(owner)}"' if owner else ""
+        out.append(f'<g class="piece"{side} pointer-events="none"><title>{escape(c)}'
+                   + (f" ({escape(owner)})" if owner else "") + '</title>'
+                   + _shape(shape, cx, cy, r, fill, line)
+                   + f'<text x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
+                     f'font-size="{size:.0f}" font-weight="bold" fill="{ink}">'
+                   + escape(label) + "</text></g>")
+    return out
+
+
+def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=()) -> str:
+    """A board whose rules link each cell to six neighbours, drawn as hexagons: the rows
+    shifted by half a cell so that the diagonal neighbour of the rules touches."""
+    import math
+    w, h = spec.width, spec.height
+    sq3 = math.sqrt(3)
+    span = w + (h - 1) / 2                      # hex widths across the rhombus
+    size = max(9.0, min(CELL_PX / 1.7, 440 / (sq3 * span)))
+    shift = 1 if spec.hex_diagonal == 1 else -1
+    left = LABEL_PX + size
+
+    def centre(gx, gy):
+        row = h - 1 - gy                         # row 0 at the bottom, as coordinates are counted
+        q = gx + shift * row / 2 + (0 if shift == 1 else (h - 1) / 2)
+        return left + sq3 * size * q, 1 + size + 1.5 * size * row
+    W = int(left + sq3 * size * span + 2)
+    H = int(1 + 2 * size + 1.5 * size * (h - 1) + LABEL_PX)
+    occupied = cells(spec, state)
+    hl = set(map(tuple, highlight))
+    out = [f'<svg class="board hex" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
+           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+    for gy in range(h):
+        for gx in range(w):
+            cx, cy = centre(gx, gy)
+            pts = " ".join(f"{cx + size * math.cos(math.radians(30 + 60 * k)):.1f},"
+                           f"{cy + size * math.sin(math.radians(30 + 60 * k)):.1f}" for k in range(6))
+            cls = "cell last" if (gx, gy) in hl else "cell"
+            out.append(f'<polygon class="{cls}" data-x="{gx}" data-y="{gy}" points="{pts}" '
+                       f'fill="#f0d9b5" stroke="#8a7355" stroke-width="1"/>')
+            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55))
+    xs, ys = spec.coord_values
+    fs = min(11, size * .8)
+    for gx in range(w):
+        cx, cy = centre(gx, 0)
+        out.append(f'<text x="{cx:.1f}" y="{cy + size + fs + 2:.1f}" text-anchor="middle" font-size="{fs:.0f}" '
+                   f'fill="#555">{escape(xs[gx][:4])}</text>')
+    for gy in range(h):
+        cx, cy = centre(0, gy)
+        out.append(f'<text x="{cx - size * 1.3:.1f}" y="{cy + 4:.1f}" text-anchor="middle" '
+                   f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy][:4])}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
 def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=()) -> str:
     """One board as SVG: column 0 on the left, row 0 at the bottom (as coordinates are
-    usually counted); every cell is a ``rect.cell`` with ``data-x``/``data-y``."""
+    usually counted); every cell is a ``.cell`` (a rect, or a hexagon on a hex board) with
+    ``data-x``/``data-y``."""
+    if getattr(spec, "layout", "square") == "hex":
+        return hex_svg(view, spec, state, index, highlight)
     w, h = spec.width, spec.height
     px = max(20, min(CELL_PX, int(440 / max(w, h))))
     W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
@@ -253,23 +323,7 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
             cls = "cell last" if (gx, gy) in hl else "cell"
             out.append(f'<rect class="{cls}" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
                        f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"/>')
-            contents = [c for c in occupied.get((gx, gy), []) if c != spec.background]
-            for k, c in enumerate(contents[:4]):
-                shape, fill, line, ink = view.glyphs.get((spec.relation, c), ("circle", "#95a5a6", "#4d5656", "#fff"))
-                owner = view.owners.get((spec.relation, c))
-                n = len(contents[:4])
-                r = px * (0.36 if n == 1 else 0.2)
-                cx = x + px / 2 + (0 if n == 1 else (k % 2 - .5) * px / 2)
-                cy = y + px / 2 + (0 if n == 1 else (k // 2 - .5) * px / 2)
-                label = _label(c, owner)
-                size = max(8.0, r * (1.1 if len(label) == 1 else .85 if len(label) == 2 else .68))
-                side = f' data-owner="{escape(owner)}"' if owner else ""
-                out.append(f'<g class="piece"{side} pointer-events="none"><title>{escape(c)}'
-                           + (f" ({escape(owner)})" if owner else "") + '</title>'
-                           + _shape(shape, cx, cy, r, fill, line)
-                           + f'<text x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
-                             f'font-size="{size:.0f}" font-weight="bold" fill="{ink}">'
-                           + escape(label) + "</text></g>")
+            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), x + px / 2, y + px / 2, px))
     if nested:  # thick lines between the inner boards
         for k in range(0, w + 1, sub_w):
             x = LABEL_PX + k * px

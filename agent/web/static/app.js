@@ -40,7 +40,7 @@ const GGP = (() => {
     function mark() {  // highlight the cells that can be clicked next
       const board = document.querySelector('svg.board[data-board="0"]');
       if (!board) return;
-      for (const r of board.querySelectorAll("rect.cell")) {
+      for (const r of board.querySelectorAll(".cell")) {
         const xy = [+r.dataset.x, +r.dataset.y];
         const next = candidates(pending.concat([xy])).length > 0;
         r.classList.toggle("clickable", next);
@@ -48,7 +48,7 @@ const GGP = (() => {
       }
     }
     function onClick(ev) {
-      const r = ev.target.closest("rect.cell");
+      const r = ev.target.closest(".cell");
       if (!r || !r.closest('svg.board[data-board="0"]')) return;
       const xy = [+r.dataset.x, +r.dataset.y];
       const path = pending.concat([xy]);
