@@ -262,3 +262,11 @@ def test_past_matches_name_their_game(server, client):
     client.cookies.set("person", "bob")
     past = client.get("/").text.split('id="past"')[1].split("</table>")[0]
     assert '<td class="game">connectFour</td>' in past
+
+
+def test_a_relation_no_rule_defines_is_a_warning_on_the_page(client):
+    text = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    r = upload(client, (text + "\n(<= terminal (markedx 1))\n").encode(), "typo.kif")
+    assert r.status_code == 303
+    warnings = client.get(r.headers["location"]).text.split('id="warnings"')[1].split("</section>")[0]
+    assert "markedx" in warnings and "no rule or fact defines it" in warnings
