@@ -161,3 +161,58 @@ def _run_dask(fn, tasks, scheduler, done, advance) -> None:
         if futures:
             client.cancel(futures)
         client.close()
+
+
+class local_dask_cluster:
+    """A real Dask cluster on this machine for tests and benchmarks: a scheduler and
+    ``n_workers`` single-threaded workers, each a process of its own (``dask scheduler``,
+    ``dask worker``), on 127.0.0.1; ``with local_dask_cluster(2) as address:``."""
+
+    def __init__(self, n_workers: int, *, cwd=None, env=None, timeout: float = 120.0):
+        self.n_workers, self.cwd, self.env, self.timeout = n_workers, cwd, env, timeout
+        self.procs: list = []
+
+    def __enter__(self) -> str:
+        import socket
+        import subprocess
+        import time
+        from pathlib import Path
+        dask = Path(sys.executable).with_name("dask")
+        if not dask.is_file():
+            raise RuntimeError("the dask command (dask[distributed]) is not installed in this environment")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        address = f"tcp://127.0.0.1:{port}"
+        quiet = dict(cwd=self.cwd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                            "--no-dashboard"], **quiet))
+        try:
+            for _ in range(self.n_workers):
+                self.procs.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1",
+                                                    "--nworkers", "1", "--no-dashboard"], **quiet))
+            from distributed import Client
+            deadline = time.monotonic() + self.timeout
+            while True:
+                try:
+                    with Client(address, timeout="5s") as c:
+                        c.wait_for_workers(self.n_workers, timeout=self.timeout)
+                    return address
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(1)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        import subprocess
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.procs = []

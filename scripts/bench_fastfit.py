@@ -7,6 +7,9 @@ real local cluster, and how often a fitted model's live moves match the recorded
     python scripts/bench_fastfit.py dask --records /tmp/bench-records --json docs/benchmarks/fastfit-dask.json
     python scripts/bench_fastfit.py live --fit docs/reports/fit-connectFour-fast --game connectFour \\
         --json docs/benchmarks/fastfit-live-connectFour.json
+    python scripts/bench_fastfit.py report           # docs/benchmarks/fastfit.md from the JSON files
+    python scripts/bench_fastfit.py newplayer --game connectFour --player LearningPlayer \\
+        --prior docs/reports/fit-connectFour-fast --json docs/benchmarks/fastfit-newplayer-connectFour.json
 
 ``records``: the bots' corpus has no ~100-ply game, so a long game's cost is measured on
 matches made here: checkers (base repository, about 100 plies) between four simple players
@@ -29,7 +32,6 @@ import os
 import platform
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -140,46 +142,6 @@ def cmd_scale(a) -> None:
 
 # ---------------------------------------------------------------------------- dask
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cluster(n_workers):
-    dask = Path(sys.executable).with_name("dask")
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".cache" / "numba"))
-    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    for _ in range(n_workers):
-        procs.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                       "--no-dashboard"], cwd=ROOT, env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    from distributed import Client
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with Client(address, timeout="5s") as c:
-                c.wait_for_workers(n_workers, timeout=120)
-            return address, procs
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-
-
-def _stop(procs):
-    for p in reversed(procs):
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-
-
 def cmd_dask(a) -> None:
     from agent.engine.loader import load_engine
     from agent.modelling import evaluations as E
@@ -206,12 +168,11 @@ def cmd_dask(a) -> None:
         return cache
 
     local = timed("local pool, 2 processes", workers=2)
+    from agent.compute import local_dask_cluster
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".cache" / "numba"))
     for n in (1, 2):
-        address, procs = _cluster(n)
-        try:
+        with local_dask_cluster(n, cwd=ROOT, env=env) as address:
             got = timed(f"Dask, {n} worker process(es)", scheduler=address)
-        finally:
-            _stop(procs)
         same = all((got.data[k] == local.data[k]).all() for k, _ in keyed)
         rows[-1]["equals_local"] = bool(same)
     Path(a.json).write_text(json.dumps(rows, indent=1))
@@ -257,6 +218,124 @@ def cmd_live(a) -> None:
     Path(a.json).write_text(json.dumps(rows, indent=1))
 
 
+# ---------------------------------------------------------------------------- one new player
+
+def cmd_newplayer(a) -> None:
+    """A new player's matches fitted against an earlier fit (``--prior``), with another
+    experiment seed so that every decision is searched, as a person's new matches are."""
+    src = SHARED / "corpus" / "matches" / "ggp-base-local-petewall" / a.game
+    files = sorted(f for f in src.rglob("*.json") if a.player in json.loads(f.read_text())["playerNamesFromHost"])
+    tmp = Path(tempfile.mkdtemp(prefix="bench-newplayer-"))
+    for f in files[-a.matches:]:
+        shutil.copy(f, tmp / f"{f.parent.name}.{f.name}")
+    out = Path(tempfile.mkdtemp(prefix="bench-newplayer-fit-"))
+    cmd = [str(ROOT / ".venv" / "bin" / "ggp-persona"), "fit", str(tmp), "--games", str(SHARED / "corpus" / "games"),
+           "--game", a.game, "--player", a.player, "--prior", a.prior, "--out", str(out), "--seed", str(a.seed),
+           "--workers", "2"]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - t0
+    if r.returncode != 0:
+        raise SystemExit(r.stderr[-2000:])
+    res = json.loads((out / "results.json").read_text())
+    row = {"game": a.game, "player": a.player, "matches": a.matches, "decisions": res["data"]["counts"]["decisions"],
+           "searched": res["searched_decisions"], "command_wall_s": round(wall, 1), "stages": res["stages"],
+           "most_like": res["most_like"], "machine": machine()}
+    print(json.dumps(row), flush=True)
+    Path(a.json).write_text(json.dumps(row, indent=1))
+
+
+# ---------------------------------------------------------------------------- report
+
+def _load(path):
+    p = Path(path)
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def cmd_report(a) -> None:
+    """docs/benchmarks/fastfit.md from the JSON files of the other commands and the fit
+    reports' results.json: no figure typed by hand."""
+    b = ROOT / "docs" / "benchmarks"
+    out = ["# Fast fit: cost, scaling, Dask, one new player, live play", "",
+           "Made by `python scripts/bench_fastfit.py report` from the JSON beside it "
+           "(`docs/benchmarks/fastfit-*.json`); each JSON's command is in the script's docstring. "
+           "The machine: 2 cores, shared with other work during these runs: every row carries the "
+           "1-minute load average when it was written, and CPU seconds (this process and its "
+           "workers) beside wall seconds, so a row measured under load can be read for an idle machine "
+           "(CPU / cores).", ""]
+    out += ["## Shared evaluations per 1,000 decisions, per game", "",
+            "From each committed fast fit (a cold cache: every decision searched by that run).", "",
+            "| game | decisions searched | plan (simulations per search) | wall s / 1,000 | CPU s / 1,000 | "
+            "player models wall s | whole fit wall s | load |", "|---|---|---|---|---|---|---|---|"]
+    for game in ("connectFour", "nineBoardTicTacToe"):
+        res = _load(ROOT / "docs" / "reports" / f"fit-{game}-fast" / "results.json")
+        if not res:
+            continue
+        ev, n = res["stages"]["shared evaluations"], max(1, res["searched_decisions"])
+        total = sum(t["wall"] for t in res["stages"].values())
+        out.append(f"| {game} | {res['searched_decisions']} | {res['plan']['limit']} | {1000 * ev['wall'] / n:.1f} | "
+                   f"{1000 * ev['cpu'] / n:.1f} | {res['stages']['player models']['wall']:.0f} | {total:.0f} | "
+                   f"{res.get('machine', {}).get('load_1min', '—')} |")
+    scale = _load(b / "fastfit-scale.json")
+    if scale:
+        out += ["", "## Scaling with decisions (synthetic checkers, ~100 plies)", "",
+                "`scale`: the whole default fit on the first 1k, 10k and 40k decisions of the synthetic "
+                "checkers records (`records`), 2 local workers, a fresh cache each; the 40k run chose the "
+                "game's plan, the others used its simulations.", "",
+                "| decisions | evaluated | simulations | shared eval wall s / 1,000 | CPU s / 1,000 | "
+                "shared eval wall s | player models wall s | whole run wall s | whole run CPU s | load |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(scale, key=lambda r: r["decisions"]):
+            st = r["stages"]
+            cpu = sum(t["cpu"] for t in st.values())
+            out.append(f"| {r['decisions']} | {r['evaluated']} | {r['plan_limit']} | {r['eval_wall_per_1000']} | "
+                       f"{r['eval_cpu_per_1000']} | {st['shared evaluations']['wall']:.0f} | "
+                       f"{st['player models']['wall']:.0f} | {r['total_wall_s']:.0f} | {cpu:.0f} | "
+                       f"{r['machine']['load_1min']} |")
+        out += ["", "Per player model (seconds, wall): " + "; ".join(
+            f"{r['decisions']} decisions: " + ", ".join(f"{k} {v:.1f}" for k, v in r["player_fit_seconds"].items())
+            for r in sorted(scale, key=lambda r: r["decisions"]))]
+    dask = _load(b / "fastfit-dask.json")
+    if dask:
+        out += ["", "## Dask workers on a real local cluster", "",
+                "`dask`: a scheduler and N workers started as separate processes (`dask scheduler`, "
+                "`dask worker --nthreads 1`), the shared evaluations of the same synthetic checkers "
+                "decisions on each, after one warm-up round; the local pool for reference. "
+                "'equals local': every feature matrix identical to the local pool's.", "",
+                "| backend | decisions | simulations | wall s | wall s / 1,000 | equals local | load |",
+                "|---|---|---|---|---|---|---|"]
+        for r in dask:
+            out.append(f"| {r['backend']} | {r['decisions']} | {r['plan_limit']} | {r['wall_s']} | {r['per_1000_s']} | "
+                       f"{r.get('equals_local', '—')} | {r['machine']['load_1min']} |")
+    for game in ("connectFour", "nineBoardTicTacToe"):
+        new = _load(b / f"fastfit-newplayer-{game}.json")
+        if new:
+            out += ["", f"## One new player ({game})", "",
+                    f"`newplayer`: the last {new['matches']} matches of {new['player']} fitted with `--prior` "
+                    f"against the committed fit and another experiment seed, so that each of its "
+                    f"{new['decisions']} decisions is searched, as a person's new matches are: "
+                    f"{new['searched']} searched, **{new['command_wall_s']} s** for the whole command "
+                    f"(load {new['machine']['load_1min']}). Stages: " + ", ".join(
+                        f"{k} {v['wall']:.1f} s" for k, v in new["stages"].items()) +
+                    ". Most like: " + ", ".join(f"{k} {v:.3f}" for k, v in
+                                               new["most_like"].get(new["player"], {}).items()) + "."]
+    live_rows = []
+    for game in ("connectFour", "nineBoardTicTacToe"):
+        for r in _load(b / f"fastfit-live-{game}.json") or []:
+            live_rows.append(f"| {game} | {r['label']} | {r['decisions']} | {r['clock_s']} | {r['live_aar']} | "
+                             f"{r['report_argmax_aar']} [{r['report_argmax_lo']}, {r['report_argmax_hi']}] | "
+                             f"{r['median_decide_s']} / {r['max_decide_s']} | {r['machine']['load_1min']} |")
+    if live_rows:
+        out += ["", "## The fitted models play: live moves against the recorded ones", "",
+                "`live`: each bot's fitted persona decides a seeded sample of its test positions through "
+                "`agent.modelplay.decide` (what the server's player runs) at the given clock, with other "
+                "seeds than the fit's; 'live AAR' is how often its move is the recorded one, beside the "
+                "report's argmax AAR on all of the bot's test decisions (95 % interval).", "",
+                "| game | bot | decisions | clock s | live AAR | report argmax AAR | decide s median / max | load |",
+                "|---|---|---|---|---|---|---|---|"] + live_rows
+    Path(a.out).write_text("\n".join(out) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -281,8 +360,18 @@ def main() -> None:
     lv.add_argument("--decisions", type=int, default=150)
     lv.add_argument("--clock", type=float, default=2.0)
     lv.add_argument("--json", required=True)
+    n = sub.add_parser("newplayer")
+    n.add_argument("--game", required=True)
+    n.add_argument("--player", required=True)
+    n.add_argument("--prior", required=True)
+    n.add_argument("--matches", type=int, default=10)
+    n.add_argument("--seed", type=int, default=1)
+    n.add_argument("--json", required=True)
+    rp = sub.add_parser("report")
+    rp.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "fastfit.md"))
     a = ap.parse_args()
-    {"records": cmd_records, "scale": cmd_scale, "dask": cmd_dask, "live": cmd_live}[a.cmd](a)
+    {"report": cmd_report, "records": cmd_records, "scale": cmd_scale, "dask": cmd_dask, "live": cmd_live,
+     "newplayer": cmd_newplayer}[a.cmd](a)
 
 
 if __name__ == "__main__":

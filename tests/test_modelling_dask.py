@@ -4,10 +4,7 @@ those computed in this process for the same seed."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,48 +15,17 @@ from conftest import ROOT, SHARED, needs_shared
 DASK = Path(sys.executable).with_name("dask")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def cluster(tmp_path):
     if not DASK.is_file():
         pytest.skip("the dask command (dask[distributed]) is not installed in this environment")
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    from agent.compute import local_dask_cluster
     env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".cache" / "numba"))
-    procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], cwd=tmp_path, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        for _ in range(2):
-            procs.append(subprocess.Popen([str(DASK), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                           "--no-dashboard"], cwd=ROOT, env=env,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    with local_dask_cluster(2, cwd=ROOT, env=env) as address:
         from distributed import Client
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with Client(address, timeout="5s") as c:
-                    c.wait_for_workers(2, timeout=120)
-                    assert len(c.scheduler_info()["workers"]) == 2
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
+        with Client(address, timeout="5s") as c:
+            assert len(c.scheduler_info()["workers"]) == 2
         yield address
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 @needs_shared

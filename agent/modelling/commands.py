@@ -174,7 +174,8 @@ def cmd_fit(args) -> int:
 
 
 def _cmd_fast_fit(args) -> int:
-    from .fast import FastFitError, FastSettings, run
+    from .experiment import FitError
+    from .fast import FastSettings, run
     if not 0 < args.test_fraction < 1:
         raise ModellingUsage("--test-fraction must lie between 0 and 1")
     if args.scheduler and not args.scheduler.startswith("tcp://"):
@@ -191,7 +192,7 @@ def _cmd_fast_fit(args) -> int:
         res = run(ds, args.out, s, cache_root=Path(args.cache) / "evals", scheduler=args.scheduler,
                   workers=args.workers, progress=sys.stderr.isatty(), log=lambda m: print(m, flush=True),
                   compare=args.compare, prior=args.prior)
-    except FastFitError as e:
+    except FitError as e:
         raise ModellingUsage(str(e)) from None
     bar = res["bar"]
     total = sum(t["wall"] for t in res["stages"].values())

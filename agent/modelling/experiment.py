@@ -94,20 +94,26 @@ def _persona_metrics(qs, decisions, choice) -> dict:
                             choice=choice, is_q=True)
 
 
-def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress=True, log=print) -> dict:
-    out = Path(out_dir)
-    decisions = dataset.decisions
+def prepare(decisions, s) -> tuple:
+    """(game, labels, train, test) of a fit, or a FitError saying why it cannot run (both
+    fitters: the GA here and the fast fit)."""
     if not decisions:
         raise FitError("no decisions selected (check --player, --role, --labels)")
     games = sorted({d.game for d in decisions})
     if len(games) > 1:
         raise FitError(f"the selected records hold {len(games)} different games; fit one at a time "
                        f"with --game NAME")
-    labels = sorted({d.label for d in decisions})
     train, test = split(decisions, s)
     test = _cap_test(test, s.test_pms, s.seed)
     if not train or not test:
         raise FitError("the split left no training or no test decisions (too few player-matches)")
+    return games[0], sorted({d.label for d in decisions}), train, test
+
+
+def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress=True, log=print) -> dict:
+    out = Path(out_dir)
+    decisions = dataset.decisions
+    game, labels, train, test = prepare(decisions, s)
     scorer = Scorer(dataset.games, seed=s.seed, limit=s.limit, cache_file=out / "cache" / "q.pkl",
                     scheduler=scheduler, workers=workers, progress=progress)
     cfg = dict(population=s.population, generations=s.generations, patience=s.patience,
@@ -186,7 +192,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
     if pooled:
         atomic_write_bytes(pdir / "pooled.toml", pooled["persona"].to_toml().encode())
     result = {
-        "settings": asdict(s), "labels": labels, "game": games[0],
+        "settings": asdict(s), "labels": labels, "game": game,
         "compute": {"workers": workers, "scheduler": scheduler},
         "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
                  "train_player_matches": len({d.pm for d in train}),

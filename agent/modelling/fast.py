@@ -30,6 +30,7 @@ from . import choicemodel as CM
 from . import evaluation as EV
 from . import evaluations as E
 from .baselines import MoveFrequency
+from .experiment import FitError, prepare, slug
 from .fitting import stratified_subsample
 from .likelihood import fit_choice, log_probs_all, pad
 from .metrics import decision_metrics, random_metrics
@@ -40,8 +41,6 @@ EVAL_BUDGET_SECONDS = 20 * 60     # of which the shared evaluations, when a game
 PROBE_DECISIONS = 8
 
 
-class FastFitError(ValueError):
-    """A fit that cannot run as asked."""
 
 
 @dataclass
@@ -147,21 +146,10 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     from agent.engine.loader import load_engine
     from agent.search.features import calibrate
 
-    from .experiment import _cap_test, slug, split
     out = Path(out_dir)
     decisions = dataset.decisions
-    if not decisions:
-        raise FastFitError("no decisions selected (check --player, --role, --labels)")
-    games = sorted({d.game for d in decisions})
-    if len(games) > 1:
-        raise FastFitError(f"the selected records hold {len(games)} different games; fit one at a time with --game NAME")
-    game = games[0]
-    labels = sorted({d.label for d in decisions})
-    train, test = split(decisions, s)
+    game, labels, train, test = prepare(decisions, s)
     train_all = train
-    test = _cap_test(test, s.test_pms, s.seed)
-    if not train or not test:
-        raise FastFitError("the split left no training or no test decisions (too few player-matches)")
     clock = Clock()
     n_workers = 0 if workers == 0 else (workers or default_workers())
     modelled = cap_training(train, s.train_cap, s.seed)
@@ -260,6 +248,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         "mode": "fast", "settings": asdict(s), "labels": labels, "game": game, "plan": plan,
         "features": names,
         "compute": {"workers": workers, "scheduler": scheduler, "cpus": os.cpu_count()},
+        "machine": {"cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2)},
         "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
                  "train_decisions_all": len(train_all),
                  "train_player_matches": len({d.pm for d in train}),
@@ -288,19 +277,19 @@ def _prior_models(folder, game: str) -> dict:
     try:
         res_game = json.loads((folder / "results.json").read_text()).get("game")
     except (OSError, ValueError):
-        raise FastFitError(f"--prior {folder}: not the folder of a fit (no results.json)") from None
+        raise FitError(f"--prior {folder}: not the folder of a fit (no results.json)") from None
     if res_game != game:
-        raise FastFitError(f"--prior {folder}: that fit is of another game (or other rules)")
+        raise FitError(f"--prior {folder}: that fit is of another game (or other rules)")
     out = {}
     for f in sorted((folder / "personas").glob("*.toml")):
         try:
             p = load_persona(f)
         except PersonaError as e:
-            raise FastFitError(f"--prior: {e}") from None
+            raise FitError(f"--prior: {e}") from None
         if p.model is not None:
             out[f.stem] = model_of(p)[0]
     if "pooled" not in out:
-        raise FastFitError(f"--prior {folder}: no pooled model in its personas/ (fit several players first)")
+        raise FitError(f"--prior {folder}: no pooled model in its personas/ (fit several players first)")
     return out
 
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from agent.report import write_report
 
-from .fitreport import _fmt_ci, _matrix_figure, _metric_figure
+from .fitreport import _fmt_ci, comparison_sections, data_text, metric_figures
 
 
 def _stage_rows(result) -> list:
@@ -47,8 +47,7 @@ def compare_rows(result, folder) -> list:
 
 
 def write(out, result, per_decision, compare=()) -> None:
-    s, d, bar, plan = result["settings"], result["data"], result["bar"], result["plan"]
-    counts = d.get("counts", {})
+    s, d, plan = result["settings"], result["data"], result["plan"]
     intro = (f"Player models fitted by the fast fit (persona-model 4.6) to {len(result['labels'])} player(s) of "
              f"one game: shared evaluations of every decision (three searches of {plan['limit']} simulations: "
              f"the champion's, a broad one and a playout-free one of horizon {plan['shallow_horizon']}; a one-ply "
@@ -60,13 +59,9 @@ def write(out, result, per_decision, compare=()) -> None:
              f"{result['cached_decisions']} from the shared cache.")
     sections = [{
         "heading": "Data",
-        "text": (f"{counts.get('records', '?')} records, {counts.get('decisions', '?')} selected decisions "
-                 f"({d['train_decisions']} training in {d['train_player_matches']} player-matches, "
-                 f"{d['test_decisions']} test in {d['test_player_matches']} player-matches). Left out: "
-                 f"{counts.get('forced decisions left out (all roles)', 0)} forced (ply, role) pairs, "
-                 f"{counts.get('substituted moves left out', 0)} moves substituted by the server; "
-                 f"{counts.get('duplicate records dropped', 0)} duplicate records dropped."
-                 + (" Warnings: " + "; ".join(d["warnings"]) if d.get("warnings") else "")),
+        "text": data_text(d) + (f" Modelled: {d['train_decisions']} of {d.get('train_decisions_all')} training "
+                                f"decisions (at most {s['train_cap']} per player)."
+                                if d.get("train_decisions_all", d["train_decisions"]) > d["train_decisions"] else ""),
         "table": {"columns": ["player", "training decisions", "player-matches", "L2", "epsilon",
                               "CV log-lik.", "CV random", "fit seconds", "warnings"],
                   "rows": [[lab, m["decisions"], m["player_matches"], m["l2"], m["epsilon"],
@@ -89,37 +84,10 @@ def write(out, result, per_decision, compare=()) -> None:
                              "random: " + (", ".join(result["floor"]["models_below_random"]) or "none") + ".",
                      "table": {"columns": ["player", "model", "log-lik/decision", "exp(mean log-lik)",
                                            "AAR argmax", "expected AAR", "top-2", "top-5"], "rows": rows},
-                     "figures": [(_metric_figure(result, "logp", "log-likelihood per decision"), "metric_logp",
-                                  "Log-likelihood per decision"),
-                                 (_metric_figure(result, "argmax", "AAR of argmax"), "metric_argmax",
-                                  "Action agreement of the argmax move")]})
-    prow = [[p["label"], p["baseline"], p["metric"], f"{p['diff']:.4f}", f"[{p['lo']:.4f}, {p['hi']:.4f}]",
-             "yes" if p["beats"] else "no"] for p in result["paired"]]
-    per = bar["per_label"]
-    sections.append({"heading": "Paired differences: the player's model minus baseline",
-                     "text": (f"The bar (log-likelihood above champion, pooled and move-frequency; argmax AAR above "
-                              f"champion and pooled; every interval above 0): met for {bar['labels_meeting']} of "
-                              f"{len(per)} players ({', '.join(k for k, v in per.items() if v) or 'none'}). "
-                              f"Matrix diagonal largest in every row: {'yes' if bar['diagonal_all'] else 'no'}."),
-                     "table": {"columns": ["player", "baseline", "metric", "difference", "95 % interval",
-                                           "above 0"], "rows": prow}})
-    if len(result["labels"]) > 1:
-        sections.append({"heading": "Model x player matrix",
-                         "text": "Row: the player whose test decisions are scored; column: the model fitted to "
-                                 "a player. The diagonal should hold each row's largest value (bold).",
-                         "figures": [(_matrix_figure(result, "logp", "mean log-likelihood per decision"),
-                                      "matrix_logp", "Model x player: log-likelihood"),
-                                     (_matrix_figure(result, "argmax", "AAR of argmax"), "matrix_argmax",
-                                      "Model x player: AAR of argmax")]})
-        sections.append({"heading": "Attribution",
-                         "text": "Each player's test player-matches, in time order, cut into disjoint queries of k "
-                                 "matches; the players' models are ranked by the query's total log-likelihood. "
-                                 "Accuracy with a Wilson 95 % interval.",
-                         "table": {"columns": ["matches per query", "queries", "correct", "accuracy",
-                                               "95 % interval", "mean rank", "chance"],
-                                   "rows": [[a["k"], a["queries"], a["correct"], f"{a['accuracy']:.3f}",
-                                             f"[{a['lo']:.3f}, {a['hi']:.3f}]", f"{a['mean_rank']:.2f}",
-                                             f"{a['chance']:.3f}"] for a in result["attribution"]]}})
+                     "figures": metric_figures(result)})
+    sections += comparison_sections(result, subject="model",
+                                    bar_text="log-likelihood above champion, pooled and move-frequency; argmax AAR "
+                                             "above champion and pooled")
     if result.get("most_like"):
         sections.append({"heading": "Most like",
                          "text": f"Each player's test decisions scored by the models of the earlier fit "

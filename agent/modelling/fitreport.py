@@ -116,11 +116,66 @@ def _compute_text(c: dict) -> str:
             "Scoring ran in a local pool of the default size (one worker per core).")
 
 
+def data_text(d: dict) -> str:
+    """The data paragraph of both fit reports (``result["data"]``)."""
+    counts = d.get("counts", {})
+    return (f"{counts.get('records', '?')} records, {counts.get('decisions', '?')} selected decisions "
+            f"({d['train_decisions']} training in {d['train_player_matches']} player-matches, "
+            f"{d['test_decisions']} test in {d['test_player_matches']} player-matches). Left out: "
+            f"{counts.get('forced decisions left out (all roles)', 0)} forced (ply, role) pairs, "
+            f"{counts.get('substituted moves left out', 0)} moves substituted by the server. "
+            f"Duplicate records (same players, same moves): {d.get('duplicate_records', 0)} in "
+            f"{len(d.get('duplicate_groups', []))} groups"
+            f"{', dropped' if counts.get('duplicate records dropped') else ', kept'}. "
+            + (" Problems: " + "; ".join(d["problems"][:10]) if d.get("problems") else "")
+            + (" Warnings: " + "; ".join(d["warnings"]) if d.get("warnings") else ""))
+
+
+def metric_figures(result) -> list:
+    return [(_metric_figure(result, "logp", "log-likelihood per decision"), "metric_logp",
+             "Log-likelihood per decision"),
+            (_metric_figure(result, "argmax", "AAR of argmax"), "metric_argmax", "Action agreement of the argmax move")]
+
+
+def comparison_sections(result, *, subject: str, bar_text: str) -> list:
+    """The sections both fit reports share: paired differences against the baselines, the
+    model x player matrix and attribution.  ``subject``: what was fitted ("persona",
+    "model"); ``bar_text``: what the bar asks."""
+    bar = result["bar"]
+    per = bar["per_label"]
+    prow = [[p["label"], p["baseline"], p["metric"], f"{p['diff']:.4f}", f"[{p['lo']:.4f}, {p['hi']:.4f}]",
+             "yes" if p["beats"] else "no"] for p in result["paired"]]
+    out = [{"heading": f"Paired differences: the fitted {subject} minus baseline",
+            "text": (f"The bar ({bar_text}, interval above 0): met for {bar['labels_meeting']} of {len(per)} players "
+                     f"({', '.join(k for k, v in per.items() if v) or 'none'}). "
+                     f"Matrix diagonal largest in every row: {'yes' if bar['diagonal_all'] else 'no'}."),
+            "table": {"columns": ["player", "baseline", "metric", "difference", "95 % interval", "above 0"],
+                      "rows": prow}}]
+    if len(result["labels"]) > 1:
+        title = subject.capitalize()
+        out.append({"heading": f"{title} x player matrix",
+                    "text": f"Row: the player whose test decisions are scored; column: the {subject} fitted to "
+                            f"a player. The diagonal should hold each row's largest value (bold).",
+                    "figures": [(_matrix_figure(result, "logp", "mean log-likelihood per decision"),
+                                 "matrix_logp", f"{title} x player: log-likelihood"),
+                                (_matrix_figure(result, "argmax", "AAR of argmax"), "matrix_argmax",
+                                 f"{title} x player: AAR of argmax")]})
+        out.append({"heading": "Attribution",
+                    "text": f"Each player's test player-matches, in time order, cut into disjoint queries of k "
+                            f"matches; the fitted {subject}s are ranked by the total log-likelihood of the "
+                            f"query's decisions. Accuracy = share of queries whose top {subject} is the "
+                            f"player's own, with a Wilson 95 % interval.",
+                    "table": {"columns": ["matches per query", "queries", "correct", "accuracy",
+                                          "95 % interval", "mean rank", "chance"],
+                              "rows": [[a["k"], a["queries"], a["correct"], f"{a['accuracy']:.3f}",
+                                        f"[{a['lo']:.3f}, {a['hi']:.3f}]", f"{a['mean_rank']:.2f}",
+                                        f"{a['chance']:.3f}"] for a in result["attribution"]]}})
+    return out
+
+
 def write(out, result, per_decision) -> None:
     s = result["settings"]
     d = result["data"]
-    bar = result["bar"]
-    counts = d.get("counts", {})
     intro = (f"Personas fitted to {len(result['labels'])} player(s) of one game by the "
              f"{'thesis' if s['thesis'] else 'behaviour-likelihood'} GA (persona-model 4.5). "
              f"Sizes: {s['limit']} simulations per decision, population {s['population']}, at most "
@@ -131,16 +186,7 @@ def write(out, result, per_decision) -> None:
              f"{result['scored_decisions']} searches run by this invocation (the rest came from the cache).")
     sections = [{
         "heading": "Data",
-        "text": (f"{counts.get('records', '?')} records, {counts.get('decisions', '?')} selected decisions "
-                 f"({d['train_decisions']} training in {d['train_player_matches']} player-matches, "
-                 f"{d['test_decisions']} test in {d['test_player_matches']} player-matches). Left out: "
-                 f"{counts.get('forced decisions left out (all roles)', 0)} forced (ply, role) pairs, "
-                 f"{counts.get('substituted moves left out', 0)} moves substituted by the server. "
-                 f"Duplicate records (same players, same moves): {d.get('duplicate_records', 0)} in "
-                 f"{len(d.get('duplicate_groups', []))} groups"
-                 f"{', dropped' if counts.get('duplicate records dropped') else ', kept'}. "
-                 + (" Problems: " + "; ".join(d["problems"][:10]) if d.get("problems") else "")
-                 + (" Warnings: " + "; ".join(d["warnings"]) if d.get("warnings") else "")),
+        "text": data_text(d),
         "table": {"columns": ["player", "decisions", "test decisions", "test player-matches"],
                   "rows": [[lab, d.get("decisions_per_label", {}).get(lab, ""),
                             next((r["decisions"] for r in result["metrics"] if r["label"] == lab), 0),
@@ -168,40 +214,9 @@ def write(out, result, per_decision) -> None:
                      "table": {"columns": ["player", "model", "log-lik/decision", "exp(mean log-lik)",
                                            "AAR argmax", "AAR CHOOSE", "expected AAR", "top-2", "top-5",
                                            "Q-regret", "moves in C"], "rows": rows},
-                     "figures": [(_metric_figure(result, "logp", "log-likelihood per decision"), "metric_logp",
-                                  "Log-likelihood per decision"),
-                                 (_metric_figure(result, "argmax", "AAR of argmax"), "metric_argmax",
-                                  "Action agreement of the argmax move")]})
-    prow = [[p["label"], p["baseline"], p["metric"], f"{p['diff']:.4f}", f"[{p['lo']:.4f}, {p['hi']:.4f}]",
-             "yes" if p["beats"] else "no"] for p in result["paired"]]
-    per = bar["per_label"]
-    sections.append({"heading": "Paired differences: fitted minus baseline",
-                     "text": (f"The bar (fitted beats champion and pooled on log-likelihood and argmax AAR, "
-                              f"interval above 0): met for {bar['labels_meeting']} of {len(per)} players "
-                              f"({', '.join(k for k, v in per.items() if v) or 'none'}). "
-                              f"Matrix diagonal largest in every row: {'yes' if bar['diagonal_all'] else 'no'}."),
-                     "table": {"columns": ["player", "baseline", "metric", "difference", "95 % interval",
-                                           "above 0"], "rows": prow}})
-    if len(result["labels"]) > 1:
-        sections.append({"heading": "Persona x player matrix",
-                         "text": "Row: the player whose test decisions are scored; column: the persona fitted to "
-                                 "a player (with its own choice parameters). The diagonal should hold each row's "
-                                 "largest value (bold).",
-                         "figures": [(_matrix_figure(result, "logp", "mean log-likelihood per decision"),
-                                      "matrix_logp", "Persona x player: log-likelihood"),
-                                     (_matrix_figure(result, "argmax", "AAR of argmax"), "matrix_argmax",
-                                      "Persona x player: AAR of argmax")]})
-        at = result["attribution"]
-        sections.append({"heading": "Attribution",
-                         "text": "Each player's test player-matches, in time order, cut into disjoint queries of k "
-                                 "matches; the fitted personas are ranked by the total log-likelihood of the "
-                                 "query's decisions. Accuracy = share of queries whose top persona is the "
-                                 "player's own, with a Wilson 95 % interval.",
-                         "table": {"columns": ["matches per query", "queries", "correct", "accuracy",
-                                               "95 % interval", "mean rank", "chance"],
-                                   "rows": [[a["k"], a["queries"], a["correct"], f"{a['accuracy']:.3f}",
-                                             f"[{a['lo']:.3f}, {a['hi']:.3f}]", f"{a['mean_rank']:.2f}",
-                                             f"{a['chance']:.3f}"] for a in at]}})
+                     "figures": metric_figures(result)})
+    sections += comparison_sections(result, subject="persona",
+                                    bar_text="fitted beats champion and pooled on log-likelihood and argmax AAR")
     fits = dict(result["fits"])
     if result.get("pooled"):
         fits["pooled"] = result["pooled"]
