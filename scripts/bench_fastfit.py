@@ -114,33 +114,41 @@ def _dataset(records, n_decisions, cache):
 
 
 def cmd_scale(a) -> None:
-    from agent.modelling.fast import FastSettings, run
-    rows, limit = [], 0
+    from agent.engine.loader import load_engine
+    from agent.modelling.experiment import prepare
+    from agent.modelling.fast import FastSettings, cap_training, make_plan, run
     cache = Path(tempfile.mkdtemp(prefix="bench-decisions-"))
-    for n in sorted(a.sizes, reverse=True):
+    sizes = sorted(a.sizes)
+    # one plan for every size: the one a user's first fit of the largest would choose
+    big = _dataset(a.records, sizes[-1], cache)
+    _, _, train, test = prepare(big.decisions, FastSettings())
+    n_eval = len(cap_training(train, FastSettings().train_cap, 0)) + len(test)
+    plan = make_plan(load_engine(big.games[big.decisions[0].game]), big.decisions, 0, n_eval=n_eval,
+                     workers=a.workers)
+    print(f"plan for {n_eval} evaluated decisions: {plan}", flush=True)
+    rows = []
+    for n in sizes:
         ds = _dataset(a.records, n, cache)
         root = Path(tempfile.mkdtemp(prefix="bench-evals-"))
         out = Path(tempfile.mkdtemp(prefix="bench-fit-"))
         t0 = time.monotonic()
-        res = run(ds, out, FastSettings(limit=limit, n_boot=200), cache_root=root, workers=a.workers,
+        res = run(ds, out, FastSettings(limit=plan["limit"], n_boot=200), cache_root=root, workers=a.workers,
                   progress=sys.stderr.isatty(), log=lambda m: print(m, flush=True))
         wall = time.monotonic() - t0
-        limit = limit or res["plan"]["limit"]
         ev = res["stages"]["shared evaluations"]
         evaluated = res["searched_decisions"]
         rows.append({"decisions": len(ds.decisions), "evaluated": evaluated, "plan_limit": res["plan"]["limit"],
-                     "workers": a.workers, "total_wall_s": round(wall, 1), "stages": res["stages"],
+                     "plan_measured": plan["measured"], "workers": a.workers, "total_wall_s": round(wall, 1),
+                     "stages": res["stages"],
                      "eval_wall_per_1000": round(1000 * ev["wall"] / max(1, evaluated), 2),
                      "eval_cpu_per_1000": round(1000 * ev["cpu"] / max(1, evaluated), 2),
                      "player_fit_seconds": res["fit_seconds"], "bar": res["bar"],
                      "estimate_seconds": res["estimate_seconds"], "machine": machine()})
         print(json.dumps(rows[-1]), flush=True)
+        Path(a.json).write_text(json.dumps(rows, indent=1))      # each size kept as it finishes
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
-    Path(a.json).write_text(json.dumps(rows, indent=1))
 
-
-# ---------------------------------------------------------------------------- dask
 
 def cmd_dask(a) -> None:
     from agent.engine.loader import load_engine

@@ -81,7 +81,8 @@ def plan_for(engine, sample_items, *, decisions: int, workers: int, budget_secon
     between ``MIN_LIMIT`` and ``DEFAULT_LIMIT`` (the thesis's 1000).  The cost is measured
     here on a few recorded states (``sample_items`` = [(state, role, seed, moves)]): what
     does not depend on the simulations (look-ahead, playout-free search), and the time per
-    simulation of the two searches with playouts.  A plan is chosen once per game and kept
+    simulation of the two searches with playouts, in CPU time (a loaded machine does not
+    shrink the plan; the wall time is then longer).  A plan is chosen once per game and kept
     with the game's cache (``EvalCache.stored_plan``), so later fits, and their results,
     are the same whatever the machine's speed."""
     import time
@@ -92,16 +93,17 @@ def plan_for(engine, sample_items, *, decisions: int, workers: int, budget_secon
     probe = MIN_LIMIT
     items = list(sample_items)
     evaluate_items(engine, items[:1], {"limit": probe}, cal, facts)          # compiled code warm
-    t0 = time.monotonic()
+    # CPU time of this process: the cost of the work itself, whatever else the machine runs
+    t0 = time.process_time()
     for s, r, seed, moves in items:
         lookahead(engine, s, r, moves, cal, facts, seed)
     triples = [(s, r, seed) for s, r, seed, _ in items]
     search_batch(engine, triples, shallow_persona(probe), 0, thesis=True)
-    fixed = (time.monotonic() - t0) / max(1, len(items))
-    t0 = time.monotonic()
+    fixed = (time.process_time() - t0) / max(1, len(items))
+    t0 = time.process_time()
     for name in ("deep", "broad"):
         search_batch(engine, triples, PERSONAS[name](probe), 0, thesis=True)
-    per_sim = (time.monotonic() - t0) / max(1, len(items)) / probe
+    per_sim = (time.process_time() - t0) / max(1, len(items)) / probe
     per_decision = budget_seconds * max(1, workers) / max(1, decisions)
     limit = int(np.clip((per_decision - fixed) / max(per_sim, 1e-9) // 50 * 50, MIN_LIMIT, DEFAULT_LIMIT))
     return {"version": EVAL_VERSION, "limit": limit, "shallow_horizon": SHALLOW_HORIZON, "replies": REPLIES,
