@@ -2,9 +2,9 @@
 time per player model, scaling with decisions (1k, 10k, 40k) and with Dask workers on a
 real local cluster, and how often a fitted model's live moves match the recorded ones.
 
-    python scripts/bench_fastfit.py records --out /tmp/bench-records      # synthetic checkers records
-    python scripts/bench_fastfit.py scale --records /tmp/bench-records --json docs/benchmarks/fastfit-scale.json
-    python scripts/bench_fastfit.py dask --records /tmp/bench-records --json docs/benchmarks/fastfit-dask.json
+    python scripts/bench_fastfit.py records --out .cache/bench-records      # synthetic checkers records
+    python scripts/bench_fastfit.py scale --records .cache/bench-records --json docs/benchmarks/fastfit-scale.json
+    python scripts/bench_fastfit.py dask --records .cache/bench-records --json docs/benchmarks/fastfit-dask.json
     python scripts/bench_fastfit.py live --fit docs/reports/fit-connectFour-fast --game connectFour \\
         --json docs/benchmarks/fastfit-live-connectFour.json
     python scripts/bench_fastfit.py report           # docs/benchmarks/fastfit.md from the JSON files

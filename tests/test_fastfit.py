@@ -210,3 +210,30 @@ def test_fitted_persona_plays_a_whole_match(fitted, tmp_path):
     assert decisions
     assert all(not d.get("fallback") and "p" in d for d in decisions)
     assert all(d["move"] == max(d["p"], key=d["p"].get) for d in decisions)
+
+
+def _cli(*args):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".cache" / "numba"))
+    return subprocess.run([sys.executable, "-m", "agent.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=900)
+
+
+def test_cli_fit_is_the_fast_fit_and_attribute_reads_its_models(fitted, tmp_path):
+    base, ds, s, res = fitted
+    recs = base / "records"
+    common = [recs, "--game", TICTACTOE, "--cache", base / "cli-cache"]
+    r = _cli("fit", *common, "--out", tmp_path / "fit", "--limit", "40", "--workers", "0")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "shared evaluations:" in r.stdout and "bar met for" in r.stdout and "Traceback" not in r.stderr
+    got = json.loads((tmp_path / "fit" / "results.json").read_text())
+    assert got["mode"] == "fast" and got["plan"]["limit"] == 40
+    r2 = _cli("attribute", *common, "--player", "Lefty", "--personas", tmp_path / "fit" / "personas")
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    first = [line for line in r2.stdout.splitlines() if line.strip().startswith("1.")]
+    assert first and "Lefty" in first[0]               # Lefty's records are most like Lefty's model
+    # an earlier fit that is not one: one clear line
+    r3 = _cli("fit", *common, "--out", tmp_path / "f3", "--prior", tmp_path)
+    assert r3.returncode == 2 and "no results.json" in r3.stderr and "Traceback" not in r3.stderr
