@@ -262,3 +262,58 @@ def test_a_worker_ends_itself_when_the_server_is_gone():
     exits = []
     exit_when_orphaned(100, poll=0.0, getppid=lambda: next(parents), exit=exits.append)
     assert exits == [3]
+
+
+class _Machine:
+    """A state machine stand-in: every role may ``go`` or ``stay``; ``next`` adds the moves."""
+
+    roles = ["a", "b"]
+
+    def __init__(self, base=None, refuse=()):
+        self.base, self.refuse = base, refuse
+
+    def legal_moves(self, state, role):
+        return ["go", "stay"]
+
+    def next_state(self, state, joint):
+        from agent.reasoner.statemachine import InvalidQuery
+        if any(m in self.refuse for m in joint):
+            raise InvalidQuery(f"{joint} is never a legal move")
+        return frozenset(state) | {("did", m) for m in joint}
+
+    def is_terminal(self, state):
+        return False
+
+    def close(self):
+        pass
+
+
+class _Player:
+    def __init__(self, engine, prolog):
+        from agent.reasoner.statemachine import CachedStateMachine
+        self.engine, self.prolog, self.sm = engine, prolog, CachedStateMachine(engine)
+        self.engine_kind, self.role_index, self.ply, self.tree = "CompiledEngine", 0, 0, object()
+        self.state = frozenset({("s", "0")})
+        self.description = type("D", (), {"roles": ["a", "b"]})()
+
+    def observe(self, texts):
+        from agent.player import resolve_joint
+        joint, notes = resolve_joint(self.sm, self.state, texts, 2)
+        self.state = self.sm.next_state(self.state, joint)
+        self.ply += 1
+        return notes
+
+
+def test_a_joint_move_the_engine_cannot_apply_is_followed_on_prologs_state():
+    from agent.server.worker import observe_joint
+    base = [("s", "0"), ("did", "go"), ("did", "stay"), ("did", "jump")]
+    p = _Player(_Machine(base=base, refuse=("jump",)), _Machine())
+    notes, switched = observe_joint(p, ["jump", "go"])
+    assert not switched and p.ply == 1 and p.tree is None and p.engine_kind == "CompiledEngine"
+    assert p.state == {("s", "0"), ("did", "jump"), ("did", "go")}
+    assert any("the next state is Prolog's" in n for n in notes)
+    # a state with a fluent outside the engine's table: Prolog plays on
+    p = _Player(_Machine(base=base[:3], refuse=("jump",)), _Machine())
+    notes, switched = observe_joint(p, ["jump", "go"])
+    assert switched and p.engine_kind == "prolog" and p.engine is p.prolog and "Prolog plays the rest" in notes[-1]
+    assert p.sm.next_state(p.state, ["go", "go"]) >= p.state

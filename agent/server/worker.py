@@ -290,18 +290,23 @@ def observe_joint(player, move_texts) -> tuple[list, bool]:
     state = prolog.next_state(player.state, joint)
     notes.append(f"the {player.engine_kind} engine cannot apply this joint move ({why[:200]}); "
                  f"the next state is Prolog's, as the referee's")
-    switched = False
     base = getattr(player.engine, "base", None)
-    if base is not None and not set(state) <= set(base):
+    fits = base is None or set(state) <= set(base)
+    if fits:
+        try:  # an engine without a fluent table must still take the state
+            player.sm.is_terminal(state)
+            player.sm.legal_moves(state, player.role_index)
+        except Exception:
+            fits = False
+    if not fits:
+        notes.append(f"the state now holds fluents the {player.engine_kind} engine cannot represent: "
+                     f"Prolog plays the rest of the match")
         player.engine, player.sm, player.engine_kind = player.prolog, prolog, "prolog"
-        notes.append("the state now holds fluents the compiled engine cannot represent: "
-                     "Prolog plays the rest of the match")
-        switched = True
     player.state = state
     player.prev = tuple(joint)
     player.ply += 1
     player.tree = None
-    return notes, switched
+    return notes, not fits
 
 
 def legal_or_none(player) -> list:
