@@ -137,3 +137,15 @@ def test_big_rules_are_checked_for_the_role_without_being_parsed(monkeypatch):
     matches.check_readable(rules, "XPLAYER")
     with pytest.raises(RulesRefused, match="role white"):
         matches.check_readable(rules, "white")
+
+
+def test_a_huge_message_without_rules_is_refused_unread(monkeypatch):
+    """A PLAY of megabytes is no joint move a manager sends; read into a tree it would hold
+    the server as a huge START did."""
+    import agent.server.protocol as protocol
+
+    def no_tree(*args, **kwargs):
+        raise AssertionError("a tree was built")
+    monkeypatch.setattr(protocol, "read_first", no_tree)
+    with pytest.raises(ProtocolError, match="without rules"):
+        parse_message("( PLAY m ( " + "( mark 1 1 ) " * 200_000 + ") )")

@@ -240,11 +240,19 @@ def _scan_rules_message(text: str, kind: str) -> Message:
                    start_clock=start_clock, play_clock=play_clock)
 
 
+# Only START and PREVIEW carry rules; every other message is a few moves at most (a joint
+# move of chess is under 200 bytes).  A longer one is refused before it is read: its tree would
+# hold the server's interpreter as a huge START's did.
+MAX_PLAIN_MESSAGE = 1024 * 1024
+
+
 def parse_message(text: str) -> Message:
     """Parse one protocol message; raises ProtocolError (never anything else) when malformed."""
     head = _RULES_MESSAGE.match(text[:4096])
     if head is not None:
         return _scan_rules_message(text, head.group(1).lower())
+    if len(text) > MAX_PLAIN_MESSAGE:
+        raise ProtocolError(f"a message without rules of {len(text)} characters (at most {MAX_PLAIN_MESSAGE})")
     try:
         node = read_first(text)
     except GdlError as e:
