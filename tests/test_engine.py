@@ -1109,3 +1109,36 @@ def test_the_probe_keeps_the_moves_on_where_frame_axioms_read_them(shared_dir, e
     g = engines(corpus_rules(shared_dir, "base/games/checkers/v1"), engine_cache_dir)[0].game
     assert g.keep_moves == 1
     assert len(_walk_both_orders(g, seed=5, walks=1)) > 5
+
+
+def test_the_engine_cache_is_pruned_to_its_limit(tmp_path):
+    """The cache in the home folder only grew: past its limit the entries used longest ago
+    go (a hit counts as a use), never the one just written, and temporary files a killed
+    process left behind go after an hour."""
+    import os
+    import time
+    from agent.engine.cache import prune
+    now = time.time()
+    for i, age in enumerate((400, 300, 200, 100)):
+        f = tmp_path / f"k{i}.npz"
+        f.write_bytes(b"x" * 1000)
+        os.utime(f, (now - age, now - age))
+    stale, fresh = tmp_path / ".tmp-a.npz", tmp_path / ".tmp-b.npz"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    os.utime(stale, (now - 7200, now - 7200))
+    os.utime(tmp_path / "k1.npz")                   # k1 was just used
+    removed = prune(tmp_path, keep=tmp_path / "k0.npz", limit=2500)
+    assert sorted(p.name for p in removed) == [".tmp-a.npz", "k2.npz", "k3.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-b.npz", "k0.npz", "k1.npz"]
+    assert prune(tmp_path, limit=0) == []          # 0: no limit
+
+
+def test_a_cache_hit_marks_the_entry_used(tmp_path):
+    import os
+    desc = read_rules_file(GAMES_DIR / "ticTacToe.kif")
+    load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET)
+    (entry,) = list(tmp_path.glob("*.npz"))
+    os.utime(entry, (1, 1))
+    assert load_engine(desc, cache_dir=tmp_path, budget_seconds=BUILD_BUDGET).info["source"] == "cache"
+    assert entry.stat().st_mtime > 1

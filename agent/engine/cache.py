@@ -32,6 +32,67 @@ log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 
 
+# The cache only grew (issue 35): past this size the entries used longest ago go, and
+# temporary files a killed process left behind are removed after an hour.
+DEFAULT_LIMIT_MB = 2048
+STALE_TMP_SECONDS = 3600
+
+
+def cache_limit_bytes() -> int:
+    """``GGP_PERSONA_CACHE_MB`` (megabytes; 0: no limit), else ``DEFAULT_LIMIT_MB``."""
+    try:
+        mb = float(os.environ.get("GGP_PERSONA_CACHE_MB", DEFAULT_LIMIT_MB))
+    except ValueError:
+        mb = DEFAULT_LIMIT_MB
+    return int(mb * 1024 * 1024)
+
+
+def prune(cache_dir: Path, keep: Path | None = None, limit: int | None = None) -> list[Path]:
+    """Delete the least recently used entries until the cache is within ``limit`` bytes
+    (never ``keep``, the entry just written), and stale temporary files; returns what went.
+    Use is the modification time: ``load`` touches an entry it hits."""
+    import time
+    limit = cache_limit_bytes() if limit is None else limit
+    removed = []
+    entries = []
+    now = time.time()
+    try:
+        listing = list(Path(cache_dir).iterdir())
+    except OSError:
+        return removed
+    for f in listing:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if f.name.startswith(".tmp-"):
+            if now - st.st_mtime > STALE_TMP_SECONDS:
+                try:
+                    f.unlink()
+                    removed.append(f)
+                except OSError:
+                    pass
+        elif f.suffix == ".npz":
+            entries.append((st.st_mtime, st.st_size, f))
+    total = sum(size for _, size, _ in entries)
+    if limit <= 0 or total <= limit:
+        return removed
+    for _, size, f in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and f == Path(keep):
+            continue
+        try:
+            f.unlink()
+            removed.append(f)
+            total -= size
+        except OSError:
+            pass
+    if removed:
+        log.info("engine cache over %d MB: removed %d entries used longest ago", limit // 2 ** 20, len(removed))
+    return removed
+
+
 def default_cache_dir() -> Path:
     env = os.environ.get("GGP_PERSONA_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "ggp-persona" / "engines"
@@ -125,6 +186,7 @@ def save(path: Path, game: CompiledGame, tables: dict, canon: Canon, info: dict)
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    prune(path.parent, keep=path)
 
 
 def load(path: Path, canon: Canon):
@@ -144,6 +206,10 @@ def load(path: Path, canon: Canon):
                 v = z[k]
                 fields[k] = int(v) if v.ndim == 0 else v
         game = CompiledGame(**fields)
+        try:
+            os.utime(path)  # recently used: the last to go when the cache is pruned
+        except OSError:
+            pass
         tables = {"roles": [canon.back(_from_json(r)) for r in meta["roles"]],
                   "base": [canon.back(_from_json(f)) for f in meta["base"]],
                   "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]]}
