@@ -197,7 +197,11 @@ def cmd_live(a) -> None:
     from agent.modelling.fast import FastSettings
     from agent.modelplay import decide
     from agent.persona import load_persona
+    import csv
     res = json.loads((Path(a.fit) / "results.json").read_text())
+    with (Path(a.fit) / "decisions.csv").open(newline="") as f:
+        fitted_argmax = {(r["label"], r["match_id"], r["role"], r["ply"]): float(r["fitted_argmax"])
+                         for r in csv.DictReader(f)}
     ds = load_dataset([SHARED / "corpus" / "matches" / "ggp-base-local-petewall"],
                       repositories=[SHARED / "corpus" / "games"], game=a.game, drop_duplicates=True,
                       aliases={"ConfidenceAgent": "ConfidencePlayer"},
@@ -210,15 +214,18 @@ def cmd_live(a) -> None:
         persona = load_persona(Path(a.fit) / "personas" / f"{lab}.toml")
         ds_l = [d for d in test if d.label == lab]
         sample = rng.sample(ds_l, min(a.decisions, len(ds_l)))
-        agree, elapsed = [], []
+        agree, elapsed, same_sample = [], [], []
         for i, d in enumerate(sample):
+            same_sample.append(fitted_argmax[(lab, d.match_id, str(d.role), str(d.ply))])
             t0 = time.monotonic()
             f = decide(eng, d.state, d.role, list(d.moves), d.prev, persona, 10_000 + i, a.clock)
             elapsed.append(time.monotonic() - t0)
             agree.append(f["move"] == d.moves[d.chosen])
         report = next(r for r in res["metrics"] if r["label"] == lab and r["model"] == "fitted")
         rows.append({"label": lab, "decisions": len(sample), "clock_s": a.clock,
-                     "live_aar": round(float(np.mean(agree)), 3), "report_argmax_aar": round(report["argmax"], 3),
+                     "live_aar": round(float(np.mean(agree)), 3),
+                     "report_argmax_same_decisions": round(float(np.mean(same_sample)), 3),
+                     "report_argmax_aar": round(report["argmax"], 3),
                      "report_argmax_lo": round(report["argmax_lo"], 3), "report_argmax_hi": round(report["argmax_hi"], 3),
                      "median_decide_s": round(float(np.median(elapsed)), 3), "max_decide_s": round(max(elapsed), 3),
                      "machine": machine()})
@@ -230,9 +237,13 @@ def cmd_live(a) -> None:
 
 def cmd_newplayer(a) -> None:
     """A new player's matches fitted against an earlier fit (``--prior``), with another
-    experiment seed so that every decision is searched, as a person's new matches are."""
+    experiment seed so that every decision is searched, as a person's new matches are.
+    The matches are the bot's latest, which the earlier fit held out."""
     src = SHARED / "corpus" / "matches" / "ggp-base-local-petewall" / a.game
-    files = sorted(f for f in src.rglob("*.json") if a.player in json.loads(f.read_text())["playerNamesFromHost"])
+    recs = [(json.loads(f.read_text()), f) for f in src.rglob("*.json")]
+    # its latest matches: the later-matches test set of the fit it is ranked against
+    files = [f for r, f in sorted(recs, key=lambda rf: (rf[0]["startTime"], str(rf[1])))
+             if a.player in r["playerNamesFromHost"]]
     tmp = Path(tempfile.mkdtemp(prefix="bench-newplayer-"))
     for f in files[-a.matches:]:
         shutil.copy(f, tmp / f"{f.parent.name}.{f.name}")
@@ -331,6 +342,7 @@ def cmd_report(a) -> None:
     for game in ("connectFour", "nineBoardTicTacToe"):
         for r in _load(b / f"fastfit-live-{game}.json") or []:
             live_rows.append(f"| {game} | {r['label']} | {r['decisions']} | {r['clock_s']} | {r['live_aar']} | "
+                             f"{r.get('report_argmax_same_decisions', '—')} | "
                              f"{r['report_argmax_aar']} [{r['report_argmax_lo']}, {r['report_argmax_hi']}] | "
                              f"{r['median_decide_s']} / {r['max_decide_s']} | {r['machine']['load_1min']} |")
     if live_rows:
@@ -338,9 +350,11 @@ def cmd_report(a) -> None:
                 "`live`: each bot's fitted persona decides a seeded sample of its test positions through "
                 "`agent.modelplay.decide` (what the server's player runs) at the given clock, with other "
                 "seeds than the fit's; 'live AAR' is how often its move is the recorded one, beside the "
-                "report's argmax AAR on all of the bot's test decisions (95 % interval).", "",
-                "| game | bot | decisions | clock s | live AAR | report argmax AAR | decide s median / max | load |",
-                "|---|---|---|---|---|---|---|---|"] + live_rows
+                "report's argmax AAR on the same decisions (the fitted columns, CRN seeds) and on all of the "
+                "bot's test decisions (95 % interval).", "",
+                "| game | bot | decisions | clock s | live AAR | report argmax AAR, same decisions | "
+                "report argmax AAR, all test decisions | decide s median / max | load |",
+                "|---|---|---|---|---|---|---|---|---|"] + live_rows
     Path(a.out).write_text("\n".join(out) + "\n")
 
 
@@ -365,7 +379,7 @@ def main() -> None:
     lv = sub.add_parser("live")
     lv.add_argument("--fit", required=True)
     lv.add_argument("--game", required=True)
-    lv.add_argument("--decisions", type=int, default=150)
+    lv.add_argument("--decisions", type=int, default=250)
     lv.add_argument("--clock", type=float, default=2.0)
     lv.add_argument("--json", required=True)
     n = sub.add_parser("newplayer")

@@ -4,10 +4,11 @@ per (game, decision) and reused by every player and every later fit.
 For one decision (state, role, legal moves, CRN seed) ``evaluate_items`` gives a matrix
 with one row per legal move and one column per feature:
 
-- ``q_deep``, ``visits_deep``: the champion's thesis search (spec 2.8, full playouts) at the
-  plan's simulations: Q on the 0..100 scale (/100) and the move's share of the root visits.
-  The champion baseline is this search with its choice parameters fitted, so it costs
-  nothing more.
+- ``q_deep``, ``visits_deep``, ``best_deep``: the champion's thesis search (spec 2.8, full
+  playouts) at the plan's simulations: Q on the 0..100 scale (/100), the move's share of
+  the root visits, and whether it has the best Q.  The champion baseline is this search
+  with its choice parameters fitted, so it costs nothing more.
+- ``q_broad``, ``visits_broad``, ``best_broad``: the same of a broad search (``broad_persona``).
 - ``q_shallow``: a playout-free search (charge depth 0, horizon ``SHALLOW_HORIZON``): the
   leaf is the goal when terminal, else the charge default, so it is a minimax-like look at
   the next few plies (what the full-size GA settled on for every bot).
@@ -46,12 +47,14 @@ MIN_LIMIT = 50
 CHUNK = 40
 
 SEARCHES = ("deep", "broad", "shallow")
-FIXED = ("q_deep", "visits_deep", "best_deep", "q_broad", "visits_broad", "best_broad", "q_shallow", "ends", "ends_win", "ends_loss", "goal",
-         "threat", "chance", "mobility", "opp_mobility", "d_own_facts", "d_opp_facts")
+FIXED = ("q_deep", "visits_deep", "best_deep", "q_broad", "visits_broad", "best_broad", "q_shallow",
+         "ends", "ends_win", "ends_loss", "goal", "threat", "chance", "mobility", "opp_mobility",
+         "d_own_facts", "d_opp_facts")
 
 LOOK = FIXED.index("ends")   # the look-ahead's columns start here
+_C = {name: i - LOOK for i, name in enumerate(FIXED) if i >= LOOK}   # their places in its rows
 
-_ENGINES: dict = {}   # per worker process: game key -> (engine, calibration)
+_ENGINES: dict = {}   # per worker process: game key -> (engine, calibration, fact index)
 
 
 # ---------------------------------------------------------------------------- the plan
@@ -177,20 +180,21 @@ def lookahead(engine, state, role: int, moves, calibration, facts, seed: int) ->
             own1, rel1 = fact_counts(s1, facts, rels)
             d_own = own1[role] - own0[role]
             d_opp = (own1.sum() - own1[role]) - (own0.sum() - own0[role])
-            row[8] = np.tanh(d_own / 4.0)
-            row[9] = np.tanh(d_opp / 4.0)
+            row[_C["d_own_facts"]] = np.tanh(d_own / 4.0)
+            row[_C["d_opp_facts"]] = np.tanh(d_opp / 4.0)
             if len(rels):
                 row[len(FIXED) - LOOK:] = np.clip((rel1 - rel0) / span_rel, -1.0, 1.0)
             if engine.is_terminal(s1):
                 g = _goals(engine, s1)
                 win, loss = _winner_share(g, role)
-                row[0], row[1], row[2], row[3] = 1.0, win, loss, g[role] / 100.0
+                row[_C["ends"]], row[_C["ends_win"]], row[_C["ends_loss"]] = 1.0, win, loss
+                row[_C["goal"]] = g[role] / 100.0
             else:
                 g = _goals(engine, s1)
-                row[3] = g[role] / 100.0
+                row[_C["goal"]] = g[role] / 100.0
                 legal1 = [engine.legal_moves(s1, i) for i in range(n_roles)]
-                row[6] = np.log1p(len(legal1[role])) / 5.0
-                row[7] = np.log1p(sum(len(m) for i, m in enumerate(legal1) if i != role)) / 5.0
+                row[_C["mobility"]] = np.log1p(len(legal1[role])) / 5.0
+                row[_C["opp_mobility"]] = np.log1p(sum(len(m) for i, m in enumerate(legal1) if i != role)) / 5.0
                 nxt = _joint_sample(legal1, {}, rng, REPLIES)
                 threat = chance = 0.0
                 for jm2 in nxt:
@@ -199,7 +203,7 @@ def lookahead(engine, state, role: int, moves, calibration, facts, seed: int) ->
                         win2, loss2 = _winner_share(_goals(engine, s2), role)
                         threat += loss2
                         chance += win2
-                row[4], row[5] = threat / len(nxt), chance / len(nxt)
+                row[_C["threat"]], row[_C["chance"]] = threat / len(nxt), chance / len(nxt)
             acc += row
         out[j] = acc / len(joints)
     return out
