@@ -157,7 +157,6 @@ def _moves(node: Node) -> list | None:
     return [to_move(n) for n in node.items]
 
 
-_WS = " \t\n\x0b\f\r"
 _RULES_MESSAGE = re.compile(r"[ \t\n\x0b\f\r]*\([ \t\n\x0b\f\r]*(start|preview)(?=[ \t\n\x0b\f\r()]|$)",
                             re.IGNORECASE)
 _TOKEN = re.compile(rb"[ \t\n\x0b\f\r]*(?:([()])|([^ \t\n\x0b\f\r()]+))")
