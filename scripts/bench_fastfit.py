@@ -116,16 +116,15 @@ def _dataset(records, n_decisions, cache):
 def cmd_scale(a) -> None:
     from agent.engine.loader import load_engine
     from agent.modelling.experiment import prepare
-    from agent.modelling.fast import FastSettings, cap_training, make_plan, run
+    from agent.modelling.fast import FastSettings, make_plan, run
     cache = Path(tempfile.mkdtemp(prefix="bench-decisions-"))
     sizes = sorted(a.sizes)
     # one plan for every size: the one a user's first fit of the largest would choose
     big = _dataset(a.records, sizes[-1], cache)
     _, _, train, test = prepare(big.decisions, FastSettings())
-    n_eval = len(cap_training(train, FastSettings().train_cap, 0)) + len(test)
-    plan = make_plan(load_engine(big.games[big.decisions[0].game]), big.decisions, 0, n_eval=n_eval,
-                     workers=a.workers)
-    print(f"plan for {n_eval} evaluated decisions: {plan}", flush=True)
+    plan, modelled = make_plan(load_engine(big.games[big.decisions[0].game]), train, test, 0,
+                               cap=FastSettings().train_cap, workers=a.workers)
+    print(f"plan for {len(modelled) + len(test)} evaluated decisions: {plan}", flush=True)
     rows = []
     for n in sizes:
         ds = _dataset(a.records, n, cache)
@@ -156,8 +155,7 @@ def cmd_dask(a) -> None:
     from agent.modelling.fast import _items, make_plan
     ds = _dataset(a.records, a.decisions, Path(tempfile.mkdtemp(prefix="bench-decisions-")))
     game = ds.decisions[0].game
-    plan = make_plan(load_engine(ds.games[game]), ds.decisions, 0, n_eval=len(ds.decisions), workers=2,
-                     limit=a.limit)
+    plan, _ = make_plan(load_engine(ds.games[game]), ds.decisions, [], 0, cap=0, workers=2, limit=a.limit)
     keyed = _items(ds.decisions, 0)
     rows = []
 

@@ -237,3 +237,24 @@ def test_cli_fit_is_the_fast_fit_and_attribute_reads_its_models(fitted, tmp_path
     # an earlier fit that is not one: one clear line
     r3 = _cli("fit", *common, "--out", tmp_path / "f3", "--prior", tmp_path)
     assert r3.returncode == 2 and "no results.json" in r3.stderr and "Traceback" not in r3.stderr
+
+
+def test_training_is_capped_only_where_the_budget_binds(tmp_path):
+    """Departure pinned (README): training decisions are capped per player only when the
+    game's plan cannot give every decision the thesis's 1000 simulations."""
+    from agent.modelling.fast import make_plan
+    ds, _ = _synthetic(n_pm=30, per=6)
+    train, test = ds[:150], ds[150:]
+    plan = {"version": E.EVAL_VERSION, "limit": E.DEFAULT_LIMIT, "shallow_horizon": E.SHALLOW_HORIZON,
+            "replies": E.REPLIES, "measured": {"fixed_ms": 1.0, "per_simulation_ms": 0.01, "decisions": 180,
+                                               "workers": 2, "budget_seconds": 1200}}
+    E.EvalCache.store_plan(tmp_path, "g", plan)
+    got, modelled = make_plan(None, train, test, 0, cap=40, workers=2, cache_root=tmp_path, game="g")
+    assert got["limit"] == E.DEFAULT_LIMIT and modelled == train
+    E.EvalCache.store_plan(tmp_path, "g", {**plan, "limit": 300})
+    got, modelled = make_plan(None, train, test, 0, cap=40, workers=2, cache_root=tmp_path, game="g")
+    assert got["limit"] == 300 and len(modelled) == 40 and set(modelled) <= set(train)
+    # the simulations a budget affords, from the measured costs
+    m = {"fixed_ms": 10.0, "per_simulation_ms": 0.2, "workers": 2, "budget_seconds": 1200}
+    assert E.affordable_limit(m, 24000) == 450          # (100 ms - 10 ms) / 0.2 ms = 450
+    assert E.affordable_limit(m, 10) == E.DEFAULT_LIMIT and E.affordable_limit(m, 10 ** 7) == E.MIN_LIMIT

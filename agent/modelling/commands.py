@@ -58,8 +58,8 @@ def add_fit(p) -> None:
                    help="fast fit: an earlier fit of the same game; its pooled model is the prior and baseline "
                         "(not refitted), and each player is ranked against its models")
     p.add_argument("--train-cap", type=int, default=3000, metavar="N",
-                   help="fast fit: model at most N training decisions per player, spread over its matches "
-                        "(default 3000; 0: all)")
+                   help="fast fit: where the budget cannot give every decision 1000 simulations, model at "
+                        "most N training decisions per player, spread over its matches (default 3000; 0: all)")
     p.add_argument("--limit", type=int, default=None,
                    help=f"simulations per decision (GA default {d.limit}; fast fit default: from the rules, "
                         f"at most 1000)")

@@ -107,11 +107,18 @@ def plan_for(engine, sample_items, *, decisions: int, workers: int, budget_secon
     for name in ("deep", "broad"):
         search_batch(engine, triples, PERSONAS[name](probe), 0, thesis=True)
     per_sim = (time.process_time() - t0) / max(1, len(items)) / probe
-    per_decision = budget_seconds * max(1, workers) / max(1, decisions)
-    limit = int(np.clip((per_decision - fixed) / max(per_sim, 1e-9) // 50 * 50, MIN_LIMIT, DEFAULT_LIMIT))
-    return {"version": EVAL_VERSION, "limit": limit, "shallow_horizon": SHALLOW_HORIZON, "replies": REPLIES,
-            "measured": {"fixed_ms": round(1000 * fixed, 2), "per_simulation_ms": round(1000 * per_sim, 4),
-                         "decisions": decisions, "workers": workers, "budget_seconds": budget_seconds}}
+    measured = {"fixed_ms": round(1000 * fixed, 2), "per_simulation_ms": round(1000 * per_sim, 4),
+                "decisions": decisions, "workers": workers, "budget_seconds": budget_seconds}
+    return {"version": EVAL_VERSION, "limit": affordable_limit(measured, decisions), "shallow_horizon": SHALLOW_HORIZON,
+            "replies": REPLIES, "measured": measured}
+
+
+def affordable_limit(measured: dict, decisions: int) -> int:
+    """The simulations per search (a multiple of 50 in [MIN_LIMIT, DEFAULT_LIMIT]) that
+    evaluate ``decisions`` within the measured budget."""
+    per_decision = measured["budget_seconds"] * max(1, measured["workers"]) / max(1, decisions)
+    room = (per_decision - measured["fixed_ms"] / 1000) / max(measured["per_simulation_ms"] / 1000, 1e-9)
+    return int(np.clip(room // 50 * 50, MIN_LIMIT, DEFAULT_LIMIT))
 
 
 def estimate_seconds(plan: dict, decisions: int, workers: int) -> float:

@@ -92,19 +92,28 @@ def _items(decisions, seed: int) -> list:
     return out
 
 
-def make_plan(engine, decisions, seed: int, *, n_eval: int, workers: int, limit: int = 0,
-              cache_root=None, game: str = "") -> dict:
-    """The game's plan: the one kept with its cache, else measured here for ``n_eval``
-    decisions on ``workers`` (and kept); ``limit`` overrides its simulations."""
+def make_plan(engine, train, test, seed: int, *, cap: int, workers: int, limit: int = 0,
+              cache_root=None, game: str = "") -> tuple:
+    """(plan, modelled training decisions).  The game's plan is the one kept with its cache,
+    else measured here and kept.  Training decisions are capped at ``cap`` per player only
+    where the budget binds: when the plan cannot give every decision the thesis's 1000
+    simulations (a long game, many decisions), the cap keeps the searches deeper; where it
+    can, no decision is thrown away.  ``limit`` overrides the plan's simulations."""
     plan = E.EvalCache.stored_plan(cache_root, game)
+    capped = cap_training(train, cap, seed)
     if plan is None:
-        sample = stratified_subsample(sorted(decisions, key=lambda d: d.key), PROBE_DECISIONS + 1, (seed, "plan"))
-        plan = E.plan_for(engine, [it for _, it in _items(sample, seed)], decisions=n_eval, workers=workers,
+        everything = train + test
+        sample = stratified_subsample(sorted(everything, key=lambda d: d.key), PROBE_DECISIONS + 1, (seed, "plan"))
+        plan = E.plan_for(engine, [it for _, it in _items(sample, seed)], decisions=len(everything), workers=workers,
                           budget_seconds=EVAL_BUDGET_SECONDS)
+        if plan["limit"] < E.DEFAULT_LIMIT and len(capped) < len(train):
+            n = len(capped) + len(test)
+            plan = {**plan, "limit": E.affordable_limit(plan["measured"], n),
+                    "measured": {**plan["measured"], "decisions": n}}
         E.EvalCache.store_plan(cache_root, game, plan)
     if limit:
         plan = {**plan, "limit": int(limit)}
-    return plan
+    return plan, (train if plan["limit"] >= E.DEFAULT_LIMIT else capped)
 
 
 def cap_training(train, cap: int, seed: int) -> list:
@@ -152,18 +161,18 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     train_all = train
     clock = Clock()
     n_workers = 0 if workers == 0 else (workers or default_workers())
-    modelled = cap_training(train, s.train_cap, s.seed)
-    evaluated = modelled + test
     engine = load_engine(dataset.games[game])
-    plan = clock.run("plan", make_plan, engine, evaluated, s.seed, n_eval=len(evaluated),
-                     workers=max(1, n_workers), limit=s.limit, cache_root=cache_root, game=game)
+    plan, modelled = clock.run("plan", make_plan, engine, train, test, s.seed, cap=s.train_cap,
+                               workers=max(1, n_workers), limit=s.limit, cache_root=cache_root, game=game)
+    evaluated = modelled + test
     cache = E.EvalCache(cache_root, game, plan)
     keyed = _items(evaluated, s.seed)
     needed = sum(k not in cache.data for k, _ in keyed)
     estimate = E.estimate_seconds(plan, needed, max(1, n_workers)) if needed and not scheduler else None
     if len(modelled) < len(train):
         log(f"modelling {len(modelled)} of {len(train)} training decisions (at most {s.train_cap} per player, "
-            f"spread over its matches; --train-cap 0 takes all)")
+            f"spread over its matches, since the plan cannot give them all {E.DEFAULT_LIMIT} simulations; "
+            f"--train-cap 0 takes all)")
     log(f"shared evaluations: {needed} decisions to search ({len(keyed) - needed} cached); plan: "
         f"{plan['limit']} simulations per search"
         + (f", about {estimate / 60:.1f} min with {max(1, n_workers)} worker(s)" if estimate is not None else ""))
