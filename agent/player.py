@@ -405,9 +405,14 @@ class Player:
         searches) paid while loading, not in the first move's clock."""
         if self.persona is None or self.persona.model is None or self.search_kind != "agent.search":
             return
-        from agent.modelplay import warm
+        from agent.modelplay import model_of, warm
         try:
-            warm(self.sm if self.engine is self.prolog else self.engine, self.state, self.role_index, self.persona)
+            if self.engine is self.prolog:
+                # the fast engine usually takes over (upgrade warms on it): calibrating on
+                # Prolog would spend the start clock on random playouts through Prolog
+                model_of(self.persona)
+                return
+            warm(self.engine, self.state, self.role_index, self.persona)
         except Exception as e:  # the first decision pays it then
             log.warning("warming the fitted model failed: %s", e)
 
