@@ -101,7 +101,9 @@ def model_table(all_results) -> str:
     and the stages' wall and CPU seconds."""
     out = ["| game | model | training decisions | L2 | eps | CV log-lik. (random) |", "|---|---|---|---|---|---|"]
     for res in all_results:
-        models = dict(res.get("models") or {})
+        if "models" not in res:      # a GA fit: choice_table
+            continue
+        models = dict(res["models"])
         if res.get("pooled"):
             models["pooled"] = res["pooled"]
         for name, m in models.items():
