@@ -33,7 +33,8 @@ if [ "$MODE" = fast ]; then
       --games "$SHARED/corpus/games" --game "$game" --alias ConfidenceAgent=ConfidencePlayer \
       --drop-duplicates --out "$OUT/fit-$game-fast" --cache "${CACHE:-.cache/modelling}" \
       --workers "${WORKERS:-2}" ${SCHEDULER:+--scheduler "$SCHEDULER"} \
-      --compare "$OUT/fit-$game-full" --compare "$OUT/fit-$game"
+      --compare "$OUT/fit-$game-full" --compare "$OUT/fit-$game" \
+      $([ -d "$OUT/fit-$game-thesis" ] && echo --compare "$OUT/fit-$game-thesis")
   done
   exit 0
 fi

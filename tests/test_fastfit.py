@@ -258,3 +258,14 @@ def test_training_is_capped_only_where_the_budget_binds(tmp_path):
     m = {"fixed_ms": 10.0, "per_simulation_ms": 0.2, "workers": 2, "budget_seconds": 1200}
     assert E.affordable_limit(m, 24000) == 450          # (100 ms - 10 ms) / 0.2 ms = 450
     assert E.affordable_limit(m, 10) == E.DEFAULT_LIMIT and E.affordable_limit(m, 10 ** 7) == E.MIN_LIMIT
+
+
+def test_above_the_budget_it_says_the_cost_and_the_way_to_dask(fitted, tmp_path, monkeypatch):
+    base, ds, s, res = fitted
+    from agent.modelling import fast
+    monkeypatch.setattr(fast, "BUDGET_SECONDS", 0)      # any run is then above it
+    said = []
+    run(ds, tmp_path / "out", s, cache_root=tmp_path / "evals", workers=0, progress=False, log=said.append)
+    text = "\n".join(said)
+    assert "decisions to search" in text and "min with 1 worker" in text
+    assert "above the 0-minute budget" in text and "--scheduler tcp://" in text
