@@ -125,7 +125,8 @@ def cmd_scale(a) -> None:
     plan, modelled = make_plan(load_engine(big.games[big.decisions[0].game]), train, test, 0,
                                cap=FastSettings().train_cap, workers=a.workers)
     print(f"plan for {len(modelled) + len(test)} evaluated decisions: {plan}", flush=True)
-    rows = []
+    old = json.loads(Path(a.json).read_text()) if a.append and Path(a.json).is_file() else []
+    rows = [r for r in old if r["decisions"] > sizes[-1] or r["decisions"] < sizes[0] * 0.9]
     for n in sizes:
         ds = _dataset(a.records, n, cache)
         root = Path(tempfile.mkdtemp(prefix="bench-evals-"))
@@ -137,6 +138,7 @@ def cmd_scale(a) -> None:
         ev = res["stages"]["shared evaluations"]
         evaluated = res["searched_decisions"]
         rows.append({"decisions": len(ds.decisions), "evaluated": evaluated, "plan_limit": res["plan"]["limit"],
+                     "modelled_training": res["data"]["train_decisions"],
                      "plan_measured": plan["measured"], "workers": a.workers, "total_wall_s": round(wall, 1),
                      "stages": res["stages"],
                      "eval_wall_per_1000": round(1000 * ev["wall"] / max(1, evaluated), 2),
@@ -369,6 +371,7 @@ def main() -> None:
     s.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 40000])
     s.add_argument("--workers", type=int, default=2)
     s.add_argument("--json", required=True)
+    s.add_argument("--append", action="store_true", help="keep the rows of other sizes already in --json")
     d = sub.add_parser("dask")
     d.add_argument("--records", required=True)
     d.add_argument("--decisions", type=int, default=1000)
