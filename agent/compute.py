@@ -86,12 +86,25 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence, *, scheduler: str | Non
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 
 
+def _die_with_parent() -> None:
+    """Pool worker initializer: on Linux, end this worker when the process that started it
+    dies (a killed fit left its workers searching for an hour otherwise)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))   # PR_SET_PDEATHSIG
+        except OSError:      # no libc by that name: the worker ends when it next reads its queue
+            pass
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
     """One pool per size, kept across calls: a GA generation after another would otherwise
     pay the start of every worker (imports, numba's cached kernels) each time."""
     pool = _POOLS.get(workers)
     if pool is None:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_die_with_parent)
         _POOLS[workers] = pool
     return pool
 

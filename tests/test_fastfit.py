@@ -269,3 +269,42 @@ def test_above_the_budget_it_says_the_cost_and_the_way_to_dask(fitted, tmp_path,
     text = "\n".join(said)
     assert "decisions to search" in text and "min with 1 worker" in text
     assert "above the 0-minute budget" in text and "--scheduler tcp://" in text
+
+
+def test_pool_workers_end_with_a_killed_fit(tmp_path):
+    """A fit killed with -9 leaves no worker searching on (Linux: PR_SET_PDEATHSIG)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's")
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nfrom agent.compute import run_tasks\n"
+                      "def slow(x):\n    time.sleep(60)\n    return x\n"
+                      "if __name__ == '__main__':\n    run_tasks(slow, [1, 2], workers=2, progress=False)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        kids = []
+        while len(kids) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            out = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout
+            kids = [int(p) for p in out.split()]
+        assert kids, "the pool never started"
+        time.sleep(3)                        # the workers are in their tasks now
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 30
+        alive = kids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.5)
+            alive = [k for k in alive if os.path.exists(f"/proc/{k}") and
+                     "Z" not in open(f"/proc/{k}/stat").read().split()[2]]
+        # the resource tracker is no pool worker: only processes running our task count
+        alive = [k for k in alive if "resource_tracker" not in open(f"/proc/{k}/cmdline").read()]
+        assert not alive
+    finally:
+        if parent.poll() is None:
+            parent.kill()
