@@ -283,11 +283,12 @@ def cmd_report(a) -> None:
            "workers) beside wall seconds, so a row measured under load can be read for an idle machine "
            "(CPU / cores).", ""]
     out += ["## Shared evaluations per 1,000 decisions, per game", "",
-            "From each committed fast fit (a cold cache: every decision searched by that run).", "",
+            "From each game's first fast fit with a fresh cache (`fastfit-cold-<game>.json`: its stages, "
+            "copied from its results.json, with the command).", "",
             "| game | decisions searched | plan (simulations per search) | wall s / 1,000 | CPU s / 1,000 | "
-            "player models wall s | whole fit wall s | load |", "|---|---|---|---|---|---|---|---|"]
+            "player models wall s | all stages wall s | load |", "|---|---|---|---|---|---|---|---|"]
     for game in ("connectFour", "nineBoardTicTacToe"):
-        res = _load(ROOT / "docs" / "reports" / f"fit-{game}-fast" / "results.json")
+        res = _load(b / f"fastfit-cold-{game}.json")
         if not res:
             continue
         ev, n = res["stages"]["shared evaluations"], max(1, res["searched_decisions"])
