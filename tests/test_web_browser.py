@@ -22,6 +22,44 @@ PERSONA = "phlegmatic"
 TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes to warm up (up to 300 s)
 
 
+def person_records(folder: Path, person: str, n: int = 6, seed: int = 0) -> list:
+    """``n`` finished ticTacToe matches of ``person`` (a human who takes the first legal move
+    in the rules' order, mostly) against a random persona, recorded as the page records
+    them: ggp-base Match JSON with the rules, the person's name and ``isPlayerHuman``."""
+    import random
+
+    from agent.engine.loader import load_engine
+    from agent.matchlog import rules_urn
+    from gdl.kif import read_rules_file
+    from gdl.terms import render
+    from agent.match.rules import read_rules
+    text, _ = read_rules((GAMES / "ticTacToe.kif").read_text())   # the rules list as START sends it
+    eng = load_engine(read_rules_file(GAMES / "ticTacToe.kif"))
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(n):
+        me = i % 2
+        names = [person, "random"] if me == 0 else ["random", person]
+        s, moves = eng.initial_state(), []
+        while not eng.is_terminal(s):
+            joint = []
+            for r in range(2):
+                legal = eng.legal_moves(s, r)
+                joint.append(legal[0] if r == me and rng.random() < 0.9 else rng.choice(legal))
+            moves.append([render(m) for m in joint])
+            s = eng.next_state(s, joint)
+        rec = {"matchId": f"web.{person}.{i:010x}.ticTacToe", "playerNamesFromHost": names,
+               "isPlayerHuman": [r == me for r in range(2)], "startTime": 1_700_000_000_000 + 60_000 * i,
+               "moves": moves, "errors": [["", ""] for _ in moves], "isCompleted": True, "isAborted": False,
+               "goalValues": [(g or [0])[0] for g in eng.goal_values(s)], "startClock": 10, "playClock": 5,
+               "x-rules": text, "gameMetaURL": rules_urn(text)}
+        path = folder / f"web.{person}.{i:010x}.ticTacToe.json"
+        path.write_text(json.dumps(rec))
+        out.append(path)
+    return out
+
+
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
     why = missing()
@@ -32,7 +70,7 @@ def web(tmp_path_factory):
     from playwright.sync_api import sync_playwright
     logs = tmp_path_factory.mktemp("match_logs")
     games = [SHARED / "corpus" / "games"] if SHARED.is_dir() else []
-    server = WebServer(logs, games)
+    server = WebServer(logs, games, env={"GGP_PERSONA_WEB_STYLE_LIMIT": "60"})   # a small fit
     pw = sync_playwright().start()
     browser = launch(pw)
     try:
@@ -319,3 +357,45 @@ def test_scrambled_hex_is_played_on_hexagons(web, page, tmp_path):
     page.once("dialog", lambda d: d.accept())
     page.click("#resign")
     page.wait_for_selector("#result:not([hidden])")
+
+
+def test_learn_my_style_then_play_the_clone(web, page):
+    """A person's recorded ticTacToe matches -> Learn my style -> the result (predictability
+    with intervals, whom they play most like, the thin-data warning) -> Play my clone."""
+    _, _, logs = web
+    person_records(logs, "carol", 6)
+    person_records(logs, "dave", 3, seed=1)
+    # too few matches: the start page and the fit both say how many more are needed
+    page.fill("#name", "dave")
+    page.click("#name-form button")
+    page.wait_for_selector("#style-games")
+    assert "2 more to go" in page.locator("#style-games").inner_text()
+    refused = page.request.post("/style", form={"game": "ticTacToe"})
+    assert refused.status == 400 and "finish 2 more" in refused.text() and "Traceback" not in refused.text()
+    # enough: one click, a progress bar, then the result
+    page.fill("#name", "carol")
+    page.click("#name-form button")
+    page.wait_for_selector("#style-games")
+    page.locator("#style-games tr", has_text="ticTacToe").locator(".learn-btn").click()
+    page.wait_for_url("**/style/*")
+    page.wait_for_selector("#style-result", timeout=TURN_TIMEOUT_MS)
+    metrics = page.locator("#style-metrics").inner_text()
+    assert "your model" in metrics and "random" in metrics and "champion" in metrics and "[" in metrics
+    assert "Thin data" in page.locator("#style-warnings").inner_text()     # 6 matches are few
+    assert page.locator("#like-table tr").count() > 2
+    assert page.locator("#most-like").inner_text()
+    shots = Path(os.environ.get("GGP_PERSONA_SCREENSHOTS", "") or logs)
+    page.screenshot(path=str(shots / "learn-my-style.png"), full_page=True)
+    style_url = page.url
+    # the clone is kept with the matches and listed on the start page
+    clones = list((logs / "clones").glob("*/style.json"))
+    assert len(clones) == 1
+    page.goto("/")
+    assert "carol's clone" in page.locator("#clones").inner_text()
+    page.goto(style_url)
+    page.click("#play-clone")
+    page.wait_for_url("**/play/*")
+    assert wait_turn_or_end(page)                     # the clone's match started: carol's turn
+    click_a_move(page)
+    assert wait_turn_or_end(page)                     # the clone answered
+    assert page.locator("#history li").count() >= 2

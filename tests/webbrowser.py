@@ -40,7 +40,7 @@ def free_port() -> int:
 class WebServer:
     """``ggp-persona web`` in a process of its own, on a free loopback port."""
 
-    def __init__(self, log_dir, games=(), timeout: float = 120, extra=()):
+    def __init__(self, log_dir, games=(), timeout: float = 120, extra=(), env=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-c", "import sys; from agent.cli import main; sys.exit(main(sys.argv[1:]))",
@@ -48,7 +48,7 @@ class WebServer:
         for g in games:
             args += ["--games", str(g)]
         args += list(extra)
-        env = dict(os.environ)
+        env = dict(os.environ, **(env or {}))
         env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env)
         deadline = time.monotonic() + timeout

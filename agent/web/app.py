@@ -44,6 +44,36 @@ MAX_RECORD_BYTES = 20_000_000
 MAX_UPLOADS = 50
 MAX_PROBLEMS_SHOWN = 50   # an upload's problems listed on its page (and how many more)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+STYLE_MIN_MATCHES = 5     # finished matches of a game before "learn my style" fits a model
+STYLE_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
+
+
+def style_settings() -> dict:
+    """The fast fit's settings for "learn my style" (``GGP_PERSONA_WEB_STYLE_LIMIT``: the
+    simulations per search, smaller in tests)."""
+    import os
+    s = {"n_boot": 300}
+    limit = os.environ.get("GGP_PERSONA_WEB_STYLE_LIMIT", "")
+    if limit.isdigit() and int(limit) > 0:
+        s["limit"] = int(limit)
+    return s
+
+
+@dataclass
+class StyleJob:
+    """One "learn my style" fit: runs in the ``style`` worker; its folder is
+    ``<log dir>/clones/<jid>`` (progress.txt while it runs, style.json and the clone after)."""
+    jid: str
+    person: str
+    game: str             # the game's name in the match ids
+    game_key: str         # the page's key of the game (to play the clone on)
+    folder: Path
+    matches: int
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    task: object = None
+    result: dict | None = None
+    error: str | None = None
 
 
 @dataclass
@@ -132,6 +162,7 @@ class WebApp:
         self.work = Workers(workers)
         self.replays: OrderedDict = OrderedDict()   # record digest -> the replay (a future)
         self.verdicts: dict = {}                    # record digest -> the check (a future)
+        self.styles: dict = {}                      # job id -> StyleJob
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html"]))
 
@@ -140,7 +171,132 @@ class WebApp:
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
 
     def personas(self) -> list:
-        return list_personas(self.persona_folders) + self.uploaded_personas
+        return list_personas(self.persona_folders) + self.uploaded_personas + \
+            [(f"{c['person']}'s clone ({c['game']})", c["clone"]) for c in self.clones()]
+
+    # ------------------------------------------------------------------ learn my style
+    @property
+    def clone_dir(self) -> Path:
+        return self.log_dir / "clones"
+
+    def clones(self, person: str | None = None) -> list[dict]:
+        """The clones fitted on this server (newest first): their style.json, with the job id."""
+        out = []
+        if not self.clone_dir.is_dir():
+            return out
+        for f in self.clone_dir.glob("*/style.json"):
+            try:
+                d = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(d, dict) or not d.get("clone") or (person and d.get("person") != person):
+                continue
+            clone = f.parent / str(d["clone"])
+            if not clone.is_file():
+                continue
+            out.append(dict(d, jid=f.parent.name, clone=str(clone), mtime=f.stat().st_mtime))
+        return sorted(out, key=lambda d: -d["mtime"])
+
+    def finished_by_game(self, person: str) -> dict:
+        """{game name: [record files]} of the person's finished matches, by game."""
+        out: dict = {}
+        for m in self.past_matches(person):
+            if m["completed"] and not m["aborted"] and m["game"]:
+                out.setdefault(m["game"], []).append(self.log_dir / m["file"])
+        return out
+
+    def style_games(self, person: str) -> list[dict]:
+        return [{"game": g, "matches": len(fs), "missing": max(0, STYLE_MIN_MATCHES - len(fs))}
+                for g, fs in sorted(self.finished_by_game(person).items())]
+
+    def game_key_of(self, name: str, record: Path | None = None) -> str | None:
+        """The page's key of the game a match id names (a server game, an upload, or else the
+        rules the record carries, added as an upload)."""
+        for g in self.games.values():
+            if _game_label(g.title) == name:
+                return g.key
+        for k in self.uploads:
+            if _game_label(k.split("/")[-1]) == name or k.split("/")[-1].startswith(name + "-"):
+                return k
+        if record is None:
+            return None
+        try:
+            text = json.loads(record.read_text(encoding="utf-8")).get("x-rules")
+        except (OSError, ValueError, AttributeError):
+            return None
+        if not isinstance(text, str):
+            return None
+        key = f"upload/{name}-{bv.game_key(text)}"
+        self.uploads[key] = text
+        self.upload_warnings.setdefault(key, [])
+        return key
+
+    def start_style(self, person: str, game: str) -> StyleJob:
+        files = self.finished_by_game(person).get(game, [])
+        if len(files) < STYLE_MIN_MATCHES:
+            raise ValueError(f"{len(files)} finished match{'es' if len(files) != 1 else ''} of {game} so far: "
+                             f"finish {STYLE_MIN_MATCHES - len(files)} more to learn your style")
+        for j in self.styles.values():     # one fit per person and game at a time
+            if j.person == person and j.game == game and j.ended is None:
+                return j
+        jid = f"{person}.{game}.{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}.{uuid.uuid4().hex[:4]}"
+        key = self.game_key_of(game, files[0]) or ""
+        job = StyleJob(jid, person, game, key, self.clone_dir / jid, len(files))
+        job.folder.mkdir(parents=True, exist_ok=True)
+        prior = self.log_dir / "fits" / game        # an earlier fast fit of the game, if kept
+        prior_arg = str(prior) if (prior / "results.json").is_file() else None
+        self.styles[jid] = job
+
+        async def fit():
+            try:
+                res = await self.work.run("style", work.learn_style, [str(f) for f in files], person,
+                                          str(job.folder), str(self.clone_dir / ".evaluations"), prior_arg,
+                                          style_settings())
+                res["game"], res["game_key"] = game, key
+                res["seconds"] = round(time.monotonic() - job.started, 1)
+                if res.get("clone"):       # kept relative to its folder (no machine paths in it)
+                    res["clone"] = str(Path(res["clone"]).relative_to(job.folder))
+                res.pop("report", None)
+                from agent.matchlog import atomic_write_bytes
+                atomic_write_bytes(job.folder / "style.json", json.dumps(res, indent=1).encode())
+                job.result = res
+            except Exception as e:   # shown as a sentence on the page
+                job.error = f"Your style could not be learned: {work.clean_message(e)}"
+            finally:
+                job.ended = time.monotonic()
+        job.task = asyncio.ensure_future(fit())
+        return job
+
+    def style_progress(self, job: StyleJob) -> dict:
+        """How far a fit is, from its progress lines: a fraction and the latest line."""
+        try:
+            lines = (job.folder / "progress.txt").read_text(encoding="utf-8").splitlines()
+        except OSError:
+            lines = []
+        frac = 0.02
+        for ln in lines:
+            if ln.startswith("reading"):
+                frac = max(frac, 0.05)
+            elif "of your decisions" in ln:
+                frac = max(frac, 0.1)
+            elif ln.startswith("shared evaluations"):
+                frac = max(frac, 0.3)
+            elif ln.startswith("scoring you as"):
+                frac = min(0.95, max(frac, 0.45) + 0.04)
+        if job.ended is not None:
+            frac = 1.0
+        status = "running" if job.ended is None else ("failed" if job.error else "done")
+        return {"status": status, "progress": round(frac, 2), "message": lines[-1] if lines else "starting",
+                "seconds": round((job.ended or time.monotonic()) - job.started), "error": job.error}
+
+    def style_result(self, jid: str) -> dict | None:
+        job = self.styles.get(jid)
+        if job is not None and job.result is not None:
+            return dict(job.result, jid=jid, clone=str(job.folder / job.result["clone"]) if job.result.get("clone") else None)
+        for c in self.clones():
+            if c["jid"] == jid:
+                return c
+        return None
 
     def game_text(self, game: Game) -> str:
         if game.path is None:
@@ -421,6 +577,8 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         games = list(w.games.values()) + [Game(k, f"{k.split('/')[-1]} (uploaded)", None) for k in w.uploads]
         return w.page("index.html", person=person, games=games, personas=w.personas(),
                       past=w.past_matches(person), defaults=w.defaults,
+                      style_games=w.style_games(person) if person else [], min_matches=STYLE_MIN_MATCHES,
+                      clones=w.clones(),
                       logs=sorted((f.name for f in w.log_dir.glob("*.json")), reverse=True)[:50]
                       if w.log_dir.is_dir() else [])
 
@@ -606,6 +764,55 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             s.advice.clear()
             return JSONResponse({"error": f"{Path(s.persona).stem} could not look at this position: "
                                           f"{work.clean_message(e)}"}, status_code=503)
+
+    # ------------------------------------------------------------------ learn my style
+    @api.post("/style")
+    async def style_start(request: Request, game: str = Form("")):
+        person = person_of(request)
+        if not person:
+            return _error_page(w, "Your style cannot be learned yet", [Problem(
+                "error", "give your name first (on the start page)", "name")])
+        try:
+            job = w.start_style(person, game)
+        except ValueError as e:
+            return _error_page(w, "Your style cannot be learned yet", [Problem("error", str(e), game or "game")])
+        return RedirectResponse(f"/style/{job.jid}", status_code=303)
+
+    @api.get("/style/{jid}", response_class=HTMLResponse)
+    async def style_page(jid: str):
+        job = w.styles.get(jid) if STYLE_ID_RE.match(jid) else None
+        res = w.style_result(jid) if STYLE_ID_RE.match(jid) else None
+        if job is None and res is None:
+            return _error_page(w, "No such style", [Problem("error", f"no fit {jid!r} on this server", "style")], 404)
+        prog = w.style_progress(job) if job is not None else {"status": "done", "progress": 1.0}
+        return w.page("style.html", jid=jid, job=job, res=res, prog=prog,
+                      person=res["person"] if res else job.person, game=res["game"] if res else job.game)
+
+    @api.get("/api/style/{jid}")
+    async def style_state(jid: str):
+        job = w.styles.get(jid)
+        if job is None:
+            if STYLE_ID_RE.match(jid) and w.style_result(jid) is not None:
+                return {"status": "done", "progress": 1.0}
+            return JSONResponse({"error": "no such fit"}, status_code=404)
+        return w.style_progress(job)
+
+    @api.post("/style/{jid}/play")
+    async def style_play(request: Request, jid: str, role: int = Form(0)):
+        res = w.style_result(jid) if STYLE_ID_RE.match(jid) else None
+        if res is None or not res.get("clone"):
+            return _error_page(w, "No clone to play", [Problem("error", f"no finished fit {jid!r} on this server", "style")], 404)
+        person = person_of(request) or res["person"]
+        key = res.get("game_key") or w.game_key_of(res["game"])
+        game = find_game(key) if key else None
+        if game is None:
+            return _error_page(w, "The match cannot start", [Problem(
+                "error", f"the game {res['game']} is no longer on this server", "game")])
+        sid, err = await start_play(person, game, role, res["clone"], w.defaults["start_clock"],
+                                    w.defaults["play_clock"], 0)
+        if err is not None:
+            return err
+        return RedirectResponse(f"/play/{sid}", status_code=303)
 
     # ------------------------------------------------------------------ replay
     @api.get("/replay", response_class=HTMLResponse)

@@ -251,10 +251,10 @@ class Workers:
     """Pools of worker processes by kind of work: ``play`` (positions of matches being
     played), ``page`` (game pages: loading rules, previews), ``replay`` (drawing a record's
     steps), ``check`` (checking a record on its rules: long for a long match) and
-    ``advice`` (the persona's search).  Work of one kind never waits on another kind's.
+    ``advice`` (the persona's search) and ``style`` (fitting a person's model: one at a time).  Work of one kind never waits on another kind's.
     Processes start on first use (``warm`` starts one per pool)."""
 
-    SIZES = {"play": 2, "page": 2, "replay": 1, "check": 1, "advice": 2}
+    SIZES = {"play": 2, "page": 2, "replay": 1, "check": 1, "advice": 2, "style": 1}
 
     def __init__(self, sizes: dict | None = None):
         self.sizes = dict(self.SIZES, **(sizes or {}))
@@ -269,7 +269,8 @@ class Workers:
 
     def warm(self) -> None:
         for kind in self.sizes:
-            self.pool(kind).submit(warm)
+            if kind != "style":      # a fit is rare: its worker starts when one is asked for
+                self.pool(kind).submit(warm)
 
     async def run(self, kind: str, fn, *args):
         loop = asyncio.get_running_loop()
@@ -292,3 +293,80 @@ class Workers:
                 if proc.is_alive():
                     proc.terminate()
         self.pools.clear()
+
+
+# ------------------------------------------------------------------ learn my style
+STYLE_PRESET_LIMIT = 200    # simulations per decision when a preset persona is scored
+
+
+def learn_style(files: list, person: str, out_dir: str, cache_root: str, prior: str | None,
+                settings: dict) -> dict:
+    """Fits ``person``'s model from their own records (the fast fitter) and ranks whom they
+    play most like: the models of an earlier fit of the game (``prior``), or else the preset
+    personas scored by the GA scorer.  Progress lines go to ``out_dir/progress.txt``; the
+    answer is plain data for the page (also kept as ``out_dir/style.json``)."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from agent.modelling.dataset import load_dataset
+    from agent.modelling.fast import FastSettings, run
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    progress = out / "progress.txt"
+
+    def log(msg) -> None:
+        with progress.open("a", encoding="utf-8") as f:
+            f.write(str(msg).replace("\n", " ")[:300] + "\n")
+
+    log("reading your matches")
+    ds = load_dataset(files, players={person}, progress=False)
+    if not ds.decisions:
+        raise ValueError("none of your moves in these matches was a choice (every one was forced)")
+    if len({d.game for d in ds.decisions}) > 1:
+        raise ValueError("these matches were played on different rules")
+    log(f"{len(ds.decisions)} of your decisions; fitting your model")
+    res = run(ds, out / "fit", FastSettings(**settings), cache_root=cache_root, workers=0,
+              progress=False, log=log, prior=prior)
+    rows = {r["model"]: r for r in res.get("metrics", []) if r.get("label") == person}
+    model = (res.get("models") or {}).get(person) or {}
+    clones = sorted((out / "fit" / "personas").glob("*.toml"))
+    like, like_kind = [], ""
+    ml = (res.get("most_like") or {}).get(person)
+    if ml:
+        like_kind = "the models of the earlier fit of this game"
+        like = [{"name": k, "per_decision": float(v)} for k, v in ml.items()]
+    else:
+        from agent.modelling.likelihood import log_probs, pad
+        from agent.modelling.scoring import Scorer
+        from agent.persona import load_persona, preset_names
+        like_kind = "the preset personas"
+        scores = {}
+        for name in preset_names():
+            log(f"scoring you as {name}")
+            pe = load_persona(name)
+            limit = min(pe.limit or STYLE_PRESET_LIMIT, STYLE_PRESET_LIMIT)
+            scorer = Scorer(ds.games, seed=0, limit=limit, workers=0, progress=False,
+                            cache_file=Path(cache_root) / "style-q.pkl")
+            (qs,) = scorer.q([pe], ds.decisions, description=f"scoring {name}")
+            scorer.save()
+            Q, mask = pad(qs)
+            lp = log_probs(Q, mask, [d.chosen for d in ds.decisions], pe.random_error, pe.nice_threshold, pe.kappa)
+            scores[name] = float(np.mean(lp))
+        like = [{"name": k, "per_decision": v} for k, v in sorted(scores.items(), key=lambda kv: -kv[1])]
+    keep = ("logp", "logp_lo", "logp_hi", "argmax", "argmax_lo", "argmax_hi")
+    answer = {
+        "person": person, "decisions": len(ds.decisions),
+        "matches": len({d.match_id for d in ds.decisions}),
+        "metrics": {m: {k: r.get(k) for k in keep} for m, r in rows.items()},
+        "warnings": [str(x) for x in model.get("warnings") or []],
+        "like": like, "like_kind": like_kind,
+        "clone": str(clones[0]) if clones else None,
+        "report": str(out / "fit" / "report.html"),
+        "stages": res.get("stages", {}),
+    }
+    (out / "style.json").write_text(json.dumps(answer, indent=1), encoding="utf-8")
+    log("done")
+    return answer
