@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.webbrowser import WebServer, launch, missing  # noqa: E402
+from tests.webbrowser import WebServer, launch, missing, person_records  # noqa: E402
 
 # (file name, game key on the page, random plies played before the shot); keys under
 # games/base/ need --games <corpus games>.
@@ -70,11 +70,24 @@ def shoot_warnings(page, url: str, out: Path, tmp: Path) -> None:
     print(f"wrote {out / 'upload-warnings.png'}")
 
 
+def shoot_style(page, url: str, out: Path, logs: Path) -> None:
+    """Learn my style: six recorded ticTacToe matches of a person, fitted with one click."""
+    person_records(logs, "alice", 6)
+    page.goto(f"{url}/")
+    page.fill("#name", "alice")
+    page.click("#name-form button")
+    page.locator("#style-games tr", has_text="ticTacToe").locator(".learn-btn").click()
+    page.wait_for_selector("#style-result", timeout=600_000)
+    page.screenshot(path=str(out / "learn-my-style.png"), full_page=True)
+    print(f"wrote {out / 'learn-my-style.png'}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", default=str(ROOT.parent / "shared" / "corpus" / "games"),
                     help="a game repository folder (default ../shared/corpus/games)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    ap.add_argument("--only-style", action="store_true", help="only the learn-my-style result")
     args = ap.parse_args(argv)
     why = missing()
     if why:
@@ -92,6 +105,10 @@ def main(argv=None) -> int:
                 browser = launch(pw)
                 page = browser.new_page(viewport={"width": 1100, "height": 800})
                 page.set_default_timeout(180_000)
+                if args.only_style:
+                    shoot_style(page, server.url, out, Path(logs))
+                    browser.close()
+                    return 0
                 for name, key, plies in track(SHOTS, description="screenshots"):
                     target = out / f"{name}.png"
                     resp = page.goto(f"{server.url}/game?key={key}&preview={plies}")
@@ -113,6 +130,7 @@ def main(argv=None) -> int:
                     print(f"wrote {out / 'replay-connectFour.png'}")
                 shoot_play(page, server.url, out)
                 shoot_warnings(page, server.url, out, Path(logs))
+                shoot_style(page, server.url, out, Path(logs))
                 browser.close()
         finally:
             server.stop()

@@ -2,6 +2,7 @@
 shared by the browser tests and the screenshot script."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -70,3 +71,42 @@ class WebServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def person_records(folder: Path, person: str, n: int = 6, seed: int = 0) -> list:
+    """``n`` finished ticTacToe matches of ``person`` (a human who takes the first legal move
+    in the rules' order, mostly) against a random persona, recorded as the page records
+    them: ggp-base Match JSON with the rules, the person's name and ``isPlayerHuman``."""
+    import random
+
+    from agent.engine.loader import load_engine
+    from agent.matchlog import rules_urn
+    from gdl.kif import read_rules_file
+    from gdl.terms import render
+    from agent.match.rules import read_rules
+    text, _ = read_rules((ROOT / "games" / "ticTacToe.kif").read_text())   # the rules list as START sends it
+    eng = load_engine(read_rules_file(ROOT / "games" / "ticTacToe.kif"))
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(n):
+        me = i % 2
+        names = [person, "random"] if me == 0 else ["random", person]
+        s, moves = eng.initial_state(), []
+        while not eng.is_terminal(s):
+            joint = []
+            for r in range(2):
+                legal = eng.legal_moves(s, r)
+                joint.append(legal[0] if r == me and rng.random() < 0.9 else rng.choice(legal))
+            moves.append([render(m) for m in joint])
+            s = eng.next_state(s, joint)
+        rec = {"matchId": f"web.{person}.{i:010x}.ticTacToe", "playerNamesFromHost": names,
+               "isPlayerHuman": [r == me for r in range(2)], "startTime": 1_700_000_000_000 + 60_000 * i,
+               "moves": moves, "errors": [["", ""] for _ in moves], "isCompleted": True, "isAborted": False,
+               "goalValues": [(g or [0])[0] for g in eng.goal_values(s)], "startClock": 10, "playClock": 5,
+               "x-rules": text, "gameMetaURL": rules_urn(text)}
+        path = folder / f"web.{person}.{i:010x}.ticTacToe.json"
+        path.write_text(json.dumps(rec))
+        out.append(path)
+    return out
+
