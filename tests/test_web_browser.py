@@ -334,12 +334,18 @@ def test_learn_my_style_then_play_the_clone(web, page):
     assert "2 more to go" in page.locator("#style-games").inner_text()
     refused = page.request.post("/style", form={"game": "ticTacToe"})
     assert refused.status == 400 and "finish 2 more" in refused.text() and "Traceback" not in refused.text()
+    page.goto("/game?key=games/ticTacToe")
+    assert "finish 2 more" in page.locator("#game-style").inner_text()
+    page.goto("/")
     # enough: one click, a progress bar, then the result
     page.fill("#name", "carol")
     page.click("#name-form button")
     page.wait_for_selector("#style-games")
-    page.locator("#style-games tr", has_text="ticTacToe").locator(".learn-btn").click()
+    assert page.locator("#style-games tr", has_text="ticTacToe").locator(".learn-btn").count() == 1
+    page.goto("/game?key=games/ticTacToe")           # the game's page has the button too
+    page.click("#game-style .learn-btn")
     page.wait_for_url("**/style/*")
+    assert page.locator("#style-running progress, #style-result").count() == 1   # a progress bar, or done
     page.wait_for_selector("#style-result", timeout=TURN_TIMEOUT_MS)
     metrics = page.locator("#style-metrics").inner_text()
     assert "your model" in metrics and "random" in metrics and "champion" in metrics and "[" in metrics

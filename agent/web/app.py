@@ -648,7 +648,9 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         except Exception as e:
             return cannot_play(game, e)
         warnings = w.upload_warnings.get(key, [])
-        return w.page("game.html", game=game, roles=gd.roles,
+        person = person_of(request)
+        mine = [g for g in w.style_games(person) if g["game"] == _game_label(game.title)] if person else []
+        return w.page("game.html", game=game, roles=gd.roles, style=mine[0] if mine else None,
                       personas=w.personas(), defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
                       warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))
