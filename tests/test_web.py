@@ -270,3 +270,32 @@ def test_a_relation_no_rule_defines_is_a_warning_on_the_page(client):
     assert r.status_code == 303
     warnings = client.get(r.headers["location"]).text.split('id="warnings"')[1].split("</section>")[0]
     assert "markedx" in warnings and "no rule or fact defines it" in warnings
+
+
+def test_learn_my_style_says_what_is_missing_and_why_a_fit_failed(server, client):
+    """Fewer than 5 finished matches: how many more; a fit that fails: a plain sentence."""
+    import time
+    _, logs = server
+    client.cookies.set("person", "eve")
+    r = client.post("/style", data={"game": "ticTacToe"})
+    assert r.status_code == 400 and "finish 5 more" in r.text and "Traceback" not in r.text
+    for i in range(5):     # finished matches whose rules cannot be replayed
+        (logs / f"web.eve.{i:010x}.ticTacToe.json").write_text(json.dumps({
+            "matchId": f"web.eve.{i:010x}.ticTacToe", "playerNamesFromHost": ["eve", "p"],
+            "isPlayerHuman": [True, False], "isCompleted": True, "goalValues": [0, 100],
+            "moves": [["(mark 1 1)", "noop"]], "x-rules": "( (role white) (role black) (init (cell 1)) )",
+            "startTime": 0}))
+    assert "Learn my style" in client.get("/").text
+    r = client.post("/style", data={"game": "ticTacToe"})
+    assert r.status_code == 303
+    url = r.headers["location"]
+    jid = url.rsplit("/", 1)[1]
+    for _ in range(600):
+        state = client.get(f"/api/style/{jid}").json()
+        if state["status"] != "running":
+            break
+        time.sleep(0.5)
+    assert state["status"] == "failed"
+    page = client.get(url).text
+    assert "Your style could not be learned" in page and "Traceback" not in page
+    assert str(logs) not in page

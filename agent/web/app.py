@@ -286,7 +286,7 @@ class WebApp:
         if job.ended is not None:
             frac = 1.0
         status = "running" if job.ended is None else ("failed" if job.error else "done")
-        return {"status": status, "progress": round(frac, 2), "message": lines[-1] if lines else "starting",
+        return {"status": status, "progress": round(frac, 2), "message": work.clean_message(lines[-1]) if lines else "starting",
                 "seconds": round((job.ended or time.monotonic()) - job.started), "error": job.error}
 
     def style_result(self, jid: str) -> dict | None:

@@ -324,6 +324,10 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, prior: 
     log("reading your matches")
     ds = load_dataset(files, players={person}, progress=False)
     if not ds.decisions:
+        problems = (ds.summary or {}).get("problems") or []
+        if problems:
+            raise ValueError(f"{len(problems)} of your matches could not be replayed on their rules "
+                             f"(the first: {problems[0]})")
         raise ValueError("none of your moves in these matches was a choice (every one was forced)")
     if len({d.game for d in ds.decisions}) > 1:
         raise ValueError("these matches were played on different rules")
