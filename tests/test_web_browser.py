@@ -367,3 +367,4 @@ def test_learn_my_style_then_play_the_clone(web, page):
     click_a_move(page)
     assert wait_turn_or_end(page)                     # the clone answered
     assert page.locator("#history li").count() >= 2
+    assert "carol-clone" in page.locator("body").inner_text()

@@ -395,13 +395,23 @@ class WebApp:
                     except Exception:
                         pass
 
+    def persona_name(self, spec: str) -> str:
+        """A persona's name on the page and in records: a person's clone is "<person>-clone"."""
+        p = Path(spec)
+        try:
+            if p.suffix == ".toml" and p.resolve().is_relative_to(self.clone_dir.resolve()):
+                return f"{p.stem}-clone"
+        except (OSError, ValueError):
+            pass
+        return p.stem
+
     def persona_player(self, spec: str, fresh: bool = False):
         """The persona's player, kept between matches so that only the first match waits
         for its processes to warm up; ``fresh``: a second seat of the same match (a
         player serves a match id once)."""
         from agent.match.players import make_player
         def make():
-            return make_player(f"persona:{spec}", name=Path(spec).stem, log_dir=self.log_dir / "personas")
+            return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas")
         if fresh:
             return make()
         if spec not in self.kept_players:
@@ -470,7 +480,7 @@ class WebApp:
                  "error": (errs[r] if r < len(errs) else "") or ""} for r, m in enumerate(jm)]})
         return {"sid": s.sid, "status": s.status, "ply": ply, "roles": s.roles, "players": s.players,
                 "human_role": s.human_role, "to_move": to_move, "your_turn": mine, "thinking": thinking,
-                "persona": Path(s.persona).stem, "game": s.game.title, "game_key": s.game.key,
+                "persona": self.persona_name(s.persona), "game": s.game.title, "game_key": s.game.key,
                 "play_clock": s.play_clock,
                 "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
                 else max(0.0, clock - waited),
@@ -721,7 +731,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         s = w.plays.get(sid)
         if s is None:
             return _error_page(w, "No such match", [Problem("error", f"no match {sid!r} on this server", "match")], 404)
-        return w.page("play.html", s=s, legend=bv.legend(s.data.view), persona_name=Path(s.persona).stem)
+        return w.page("play.html", s=s, legend=bv.legend(s.data.view), persona_name=w.persona_name(s.persona))
 
     @api.get("/api/play/{sid}")
     async def play_state(sid: str):
@@ -764,7 +774,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return await w.advice(s)
         except Exception as e:
             s.advice.clear()
-            return JSONResponse({"error": f"{Path(s.persona).stem} could not look at this position: "
+            return JSONResponse({"error": f"{w.persona_name(s.persona)} could not look at this position: "
                                           f"{work.clean_message(e)}"}, status_code=503)
 
     # ------------------------------------------------------------------ learn my style
@@ -805,8 +815,12 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         if res is None or not res.get("clone"):
             return _error_page(w, "No clone to play", [Problem("error", f"no finished fit {jid!r} on this server", "style")], 404)
         person = person_of(request) or res["person"]
-        key = res.get("game_key") or w.game_key_of(res["game"])
+        key = res.get("game_key") or ""
         game = find_game(key) if key else None
+        if game is None:     # an upload gone with a restart: the rules the person's records carry
+            records = w.finished_by_game(res["person"]).get(res["game"]) or [None]
+            key = w.game_key_of(res["game"], records[0])
+            game = find_game(key) if key else None
         if game is None:
             return _error_page(w, "The match cannot start", [Problem(
                 "error", f"the game {res['game']} is no longer on this server", "game")])
