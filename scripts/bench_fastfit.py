@@ -300,18 +300,23 @@ def cmd_report(a) -> None:
     if scale:
         out += ["", "## Scaling with decisions (synthetic checkers, ~100 plies)", "",
                 "`scale`: the whole default fit on the first 1k, 10k and 40k decisions of the synthetic "
-                "checkers records (`records`), 2 local workers, a fresh cache each; the 40k run chose the "
-                "game's plan, the others used its simulations.", "",
+                "checkers records (`records`), 2 local workers, a fresh cache each, with one plan for every "
+                "size (the one the largest would get). 'simulations' is each row's plan: the 1k and 10k rows "
+                "(450) were measured with the plan's first probe of 9 recorded states, which underestimated "
+                "a checkers decision's cost; the 40k row (300) is the default fit as it stands, with a probe "
+                "of 30. 'idle projection': the whole run's CPU seconds over the machine's 2 cores, what the "
+                "run would take with nothing else running.", "",
                 "| decisions | evaluated | simulations | shared eval wall s / 1,000 | CPU s / 1,000 | "
-                "shared eval wall s | player models wall s | whole run wall s | whole run CPU s | load |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "shared eval wall s | player models wall s | whole run wall s | whole run CPU s | "
+                "idle projection min | load |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(scale, key=lambda r: r["decisions"]):
             st = r["stages"]
             cpu = sum(t["cpu"] for t in st.values())
             out.append(f"| {r['decisions']} | {r['evaluated']} | {r['plan_limit']} | {r['eval_wall_per_1000']} | "
                        f"{r['eval_cpu_per_1000']} | {st['shared evaluations']['wall']:.0f} | "
                        f"{st['player models']['wall']:.0f} | {r['total_wall_s']:.0f} | {cpu:.0f} | "
-                       f"{r['machine']['load_1min']} |")
+                       f"{cpu / 2 / 60:.1f} | {r['machine']['load_1min']} |")
         out += ["", "Per player model (seconds, wall): " + "; ".join(
             f"{r['decisions']} decisions: " + ", ".join(f"{k} {v:.1f}" for k, v in r["player_fit_seconds"].items())
             for r in sorted(scale, key=lambda r: r["decisions"]))]
