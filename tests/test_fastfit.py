@@ -308,3 +308,21 @@ def test_pool_workers_end_with_a_killed_fit(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_move_counts_come_from_earlier_time_blocks_only():
+    """Departure pinned (README): a training decision's move counts are those of the
+    player's earlier time blocks, never its own block's or a later one's."""
+    ds, xs = _synthetic(n_pm=9, per=2)
+    ds = [Decision(d.game, d.match_id, d.role, d.ply, d.player, d.label, d.start, frozenset({("s",)}),
+                   ("a", "b", "c", "d"), 1, None) for d in ds]     # one state, always move b
+    fold = CM._folds([d.pm for d in ds], [d.start for d in ds], 3)
+    mats = CM._training_matrices(ds, xs, {}, fold)
+    state_freq = 1 + 2       # the shared column, no tokens, then (move, after prev, in state)
+    for d, f, x in zip(ds, fold, mats):
+        seen = x[1, state_freq]                                  # the frequency of b in this state
+        assert seen == (0.0 if f == 0 else 1.0), (d.start, f, seen)
+    # eps may be 1: the uniform choice itself
+    assert 1.0 in CM.EPS_GRID
+    lp = CM.mix(np.log(np.array([0.9, 0.1])), np.log(np.array([2.0, 2.0])), 1.0)
+    assert np.allclose(np.exp(lp), 0.5)
