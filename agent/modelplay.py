@@ -15,6 +15,7 @@ of the legal moves.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -25,6 +26,20 @@ from agent.modelling import evaluations as E
 LOOKAHEAD_SHARE = 0.25        # of the time left, kept for the look-ahead and the model
 
 _LOADED: dict = {}            # id(persona) -> (persona, ChoiceModel, plan)
+_FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # engine -> FactIndex
+
+
+def _game_of(engine):
+    """(calibration, fact index) of the engine's game, both kept as long as the engine (the
+    index memoises which roles each fact mentions, over every decision of the match)."""
+    from agent.search.features import FactIndex, calibrate
+    try:
+        facts = _FACTS.get(engine)
+        if facts is None:
+            facts = _FACTS[engine] = FactIndex(engine.roles)
+    except TypeError:            # not weak-referenceable: a fresh index
+        facts = FactIndex(engine.roles)
+    return calibrate(engine), facts
 
 
 def model_persona_toml(name: str, model: CM.ChoiceModel, plan: dict) -> str:
@@ -66,24 +81,20 @@ def align(shared: np.ndarray, live_names: list, fitted_names: list) -> np.ndarra
 def warm(engine, state, role: int, persona) -> None:
     """Parse the model, calibrate the game on ``engine`` and run each search once briefly,
     so the first decision is not charged for them."""
-    from agent.search.features import FactIndex, calibrate
     _, plan = model_of(persona)
-    cal = calibrate(engine)
+    cal, facts = _game_of(engine)
     legal = engine.legal_moves(state, role)
     if legal and not engine.is_terminal(state):
-        E.evaluate_state(engine, state, role, legal, 0, {**plan, "limit": min(plan["limit"], 20)}, cal,
-                         FactIndex(engine.roles))
+        E.evaluate_state(engine, state, role, legal, 0, {**plan, "limit": min(plan["limit"], 20)}, cal, facts)
 
 
 def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None) -> dict:
     """The model's move for ``role`` in ``state``: {move, moves, q (the deep search's Q),
     visits, p (the model's probabilities), simulations}."""
-    from agent.search.features import FactIndex, calibrate
     model, plan = model_of(persona)
-    cal = calibrate(engine)
+    cal, facts = _game_of(engine)
     deadline = None if seconds is None else time.monotonic() + seconds * (1 - LOOKAHEAD_SHARE)
-    x, runs = E.evaluate_state(engine, state, role, legal, seed, plan, cal, FactIndex(engine.roles),
-                               deadline=deadline)
+    x, runs = E.evaluate_state(engine, state, role, legal, seed, plan, cal, facts, deadline=deadline)
     x = align(x, E.feature_names(cal), model.shared_names)
     lp = model.log_probs(x, state, prev, legal)
     best = int(np.argmax(lp))

@@ -13,6 +13,7 @@ Moves and states are keys, nothing else: no game knowledge.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter, defaultdict
 
@@ -31,8 +32,10 @@ def _text(t) -> str:
         return repr(t)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def state_key(state) -> str:
-    """A state as a short, stable key (the counts are kept in persona files)."""
+    """A state as a short, stable key (the counts are kept in persona files).  Memoised:
+    every model scored on a decision asks for the same state's key."""
     text = "\n".join(sorted(_text(f) for f in state))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

@@ -135,16 +135,12 @@ def log_probs(rows: Rows, w: np.ndarray, eps: float) -> np.ndarray:
 def fit_logit(rows: Rows, l2: float, prior: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
     """argmin of -sum log softmax(chosen) + l2/2 |w - prior|^2 (convex; L-BFGS from
     ``start``, default the prior)."""
+    chosen_x = rows.X[rows.chosen].sum(axis=0)
+
     def f(w):
-        z = rows.X @ w
-        top = np.maximum.reduceat(z, rows.start)
-        e = np.exp(z - top[rows.seg])
-        s = np.add.reduceat(e, rows.start)
-        p = e / s[rows.seg]
-        nll = -(z[rows.chosen].sum() - (np.log(s) + top).sum())
-        grad = -(rows.X[rows.chosen].sum(axis=0) - p @ rows.X)
+        ls = _log_softmax(rows, w)
         d = w - prior
-        return nll + 0.5 * l2 * d @ d, grad + l2 * d
+        return -ls[rows.chosen].sum() + 0.5 * l2 * d @ d, np.exp(ls) @ rows.X - chosen_x + l2 * d
     res = minimize(f, (prior if start is None else start).copy(), jac=True, method="L-BFGS-B",
                    options={"maxiter": 500})
     return res.x

@@ -191,14 +191,12 @@ def lookahead(engine, state, role: int, moves, calibration, facts, seed: int) ->
             row[_C["d_opp_facts"]] = np.tanh(d_opp / 4.0)
             if len(rels):
                 row[len(FIXED) - LOOK:] = np.clip((rel1 - rel0) / span_rel, -1.0, 1.0)
+            g = _goals(engine, s1)
+            row[_C["goal"]] = g[role] / 100.0
             if engine.is_terminal(s1):
-                g = _goals(engine, s1)
                 win, loss = _winner_share(g, role)
                 row[_C["ends"]], row[_C["ends_win"]], row[_C["ends_loss"]] = 1.0, win, loss
-                row[_C["goal"]] = g[role] / 100.0
             else:
-                g = _goals(engine, s1)
-                row[_C["goal"]] = g[role] / 100.0
                 legal1 = [engine.legal_moves(s1, i) for i in range(n_roles)]
                 row[_C["mobility"]] = np.log1p(len(legal1[role])) / 5.0
                 row[_C["opp_mobility"]] = np.log1p(sum(len(m) for i, m in enumerate(legal1) if i != role)) / 5.0
@@ -229,16 +227,16 @@ def _engine(task):
 def _matrix(engine, state, role, seed, moves, runs: dict, calibration, facts) -> np.ndarray:
     """One decision's matrix from its search results (``runs[name]``) and the look-ahead."""
     x = np.zeros((len(moves), len(FIXED) + len(calibration.relations)), np.float32)
-    for k, name in enumerate(SEARCHES):
+    for name in SEARCHES:
         res = runs[name]
         pos = {m: j for j, m in enumerate(res.moves)}
         q = np.array([float(res.q[pos[m]]) for m in moves])
-        x[:, 3 * k] = q / 100.0
+        x[:, FIXED.index(f"q_{name}")] = q / 100.0
         if name == "shallow":          # playout-free: visits and ties say little
             continue
         n = np.array([float(res.visits[pos[m]]) for m in moves])
-        x[:, 3 * k + 1] = n / max(1.0, n.sum())
-        x[:, 3 * k + 2] = q == q.max()
+        x[:, FIXED.index(f"visits_{name}")] = n / max(1.0, n.sum())
+        x[:, FIXED.index(f"best_{name}")] = q == q.max()
     x[:, LOOK:] = lookahead(engine, state, role, moves, calibration, facts, seed)
     return x
 

@@ -2,9 +2,9 @@
 player, evaluated against the baselines on the held-out player-matches.
 
 Stages, each timed (wall and CPU, this process and its workers):
-1. plan: the deep search's simulations, from the rules (``evaluations.plan_for``), and a
-   cost estimate from a few decisions; above ``BUDGET_SECONDS`` the run says what it
-   would cost and how ``--scheduler`` sends it to Dask;
+1. plan: the searches' simulations, from their CPU cost measured on a few recorded states
+   and kept with the game's cache (``make_plan``, ``evaluations.plan_for``); the run says
+   what it will cost and, above ``BUDGET_SECONDS``, how ``--scheduler`` sends it to Dask;
 2. shared evaluations of every selected decision (``EvalCache``: on disk, shared by every
    fit of the same game; resumable, a second fit searches nothing);
 3. the pooled model on all training decisions, then each player's, pulled towards the
@@ -39,8 +39,6 @@ from .scoring import decision_seed
 BUDGET_SECONDS = 30 * 60          # the whole default fit of a game (spec 4.6 item 4)
 EVAL_BUDGET_SECONDS = 20 * 60     # of which the shared evaluations, when a game's plan is chosen
 PROBE_DECISIONS = 30              # recorded states the plan's cost is measured on (9 underestimated it by 20 %)
-
-
 
 
 @dataclass
@@ -126,10 +124,6 @@ def cap_training(train, cap: int, seed: int) -> list:
     return out
 
 
-def shared_matrices(cache: E.EvalCache, decisions, seed: int) -> list:
-    return [cache.data[k] for k, _ in _items(decisions, seed)]
-
-
 def _champion_metrics(qdeep_train, train, qdeep_test, test) -> tuple:
     Q, mask = pad(qdeep_train)
     choice = fit_choice(Q, mask, [d.chosen for d in train])
@@ -185,8 +179,9 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     clock.run("shared evaluations", cache.fill, game, dataset.games[game], keyed,
               scheduler=scheduler, workers=workers, progress=progress)
     train = modelled
-    x_train = dict(zip([d.key for d in train], shared_matrices(cache, train, s.seed)))
-    x_test = shared_matrices(cache, test, s.seed)
+    shared = {d.key: cache.data[k] for d, (k, _) in zip(evaluated, keyed)}
+    x_train = {d.key: shared[d.key] for d in train}
+    x_test = [shared[d.key] for d in test]
 
     prior_models = _prior_models(prior, game) if prior else {}
 
@@ -209,12 +204,20 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
 
     def evaluate():
         idx = EV.label_index(test, labels)
+        # each player's model on every test decision, once: its own metrics, the matrix and
+        # attribution all read these
+        logp_all = {lab: CM.held_out_log_probs(models[lab], test, x_test) for lab in labels}
+
+        def metrics_of(col, rows_idx):
+            lps = [logp_all[col][i] for i in rows_idx]
+            return decision_metrics(lps, lps, [test[i].chosen for i in rows_idx], is_q=False)
+
         per_label, champ_choice, freq = {}, {}, {}
         for lab in labels:
             ds = [test[i] for i in idx[lab]]
             xs = [x_test[i] for i in idx[lab]]
             tr = [d for d in train if d.label == lab]
-            m = {"fitted": _model_metrics(models[lab], ds, xs), "random": random_metrics([len(d.moves) for d in ds])}
+            m = {"fitted": metrics_of(lab, idx[lab]), "random": random_metrics([len(d.moves) for d in ds])}
             if pooled is not None:
                 m["pooled"] = _model_metrics(pooled, ds, xs)
             m["champion"], champ_choice[lab] = _champion_metrics(
@@ -225,12 +228,6 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
             m["move-frequency"] = decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
             per_label[lab] = m
         rows, diffs, per_decision = EV.compare(test, labels, per_label, n_boot=s.n_boot, seed=s.seed)
-        logp_all = {lab: CM.held_out_log_probs(models[lab], test, x_test) for lab in labels}
-
-        def metrics_of(col, rows_idx):
-            lps = [logp_all[col][i] for i in rows_idx]
-            return decision_metrics(lps, lps, [test[i].chosen for i in rows_idx], is_q=False)
-
         ml, ma, diagonal = EV.matrix(test, labels, metrics_of)
         most_like = {}
         for lab in labels:
@@ -256,7 +253,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     result = {
         "mode": "fast", "settings": asdict(s), "labels": labels, "game": game, "plan": plan,
         "features": names,
-        "compute": {"workers": workers, "scheduler": scheduler, "cpus": os.cpu_count()},
+        "compute": {"workers": workers, "scheduler": scheduler},
         "machine": {"cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2)},
         "data": {**dataset.summary, "train_decisions": len(train), "test_decisions": len(test),
                  "train_decisions_all": len(train_all),
@@ -268,7 +265,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         "metrics": rows, "paired": diffs,
         "matrix": {"rows": labels, "columns": labels, "logp": ml, "argmax": ma, "diagonal_max": diagonal},
         "attribution": attribution, "most_like": most_like, "prior": str(prior) if prior else None,
-        "searched_decisions": cache.computed, "cached_decisions": len(decisions) - cache.computed,
+        "searched_decisions": cache.computed, "cached_decisions": len(keyed) - cache.computed,
         "estimate_seconds": estimate, "stages": clock.stages, "fit_seconds": fit_seconds,
         "bar": EV.bar(labels, diffs, diagonal, pooled is not None),
         "floor": _floor(rows),
@@ -306,6 +303,7 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
                       progress=True) -> list:
     """log P of each decision's recorded move under a fitted model persona (the shared
     evaluations of its plan, from the cache or computed): attribution of new records."""
+    from agent.engine.loader import load_engine
     from agent.modelplay import align, model_of
     from agent.search.features import calibrate
     model, plan = model_of(persona)
@@ -318,7 +316,6 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
         cache = E.EvalCache(cache_root, game, plan)
         keyed = _items(ds, seed)
         cache.fill(game, dataset.games[game], keyed, scheduler=scheduler, workers=workers, progress=progress)
-        from agent.engine.loader import load_engine
         names = E.feature_names(calibrate(load_engine(dataset.games[game])))
         for i, d, (k, _) in zip(idx, ds, keyed):
             x = align(cache.data[k], names, model.shared_names)
@@ -329,7 +326,7 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
 def _model_json(m) -> dict:
     w = m.weights_by_name()
     top = sorted(w.items(), key=lambda kv: -abs(kv[1]))[:12]
-    return {"epsilon": m.eps, **{k: v for k, v in m.info.items()}, "top_weights": dict(top)}
+    return {"epsilon": m.eps, **m.info, "top_weights": dict(top)}
 
 
 def _floor(rows) -> dict:

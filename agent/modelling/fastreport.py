@@ -26,13 +26,13 @@ def _stage_rows(result) -> list:
     return rows
 
 
-def compare_rows(result, folder) -> list:
+def compare_rows(per_decision, folder) -> list:
     """Mean test log-likelihood and argmax AAR of another fit's models, per player, on the
     decisions both fits hold (joined by match, role and ply)."""
     path = Path(folder) / "decisions.csv"
     if not path.is_file():
         return []
-    ours = {(r["label"], r["match_id"], str(r["role"]), str(r["ply"])) for r in result.get("_per_decision", [])}
+    ours = {(r["label"], r["match_id"], str(r["role"]), str(r["ply"])) for r in per_decision}
     acc: dict = {}
     with path.open(newline="") as f:
         for r in csv.DictReader(f):
@@ -104,9 +104,7 @@ def write(out, result, per_decision, compare=()) -> None:
                                                        **({"pooled": result["pooled"]} if result["pooled"] else {})}
                                         .items()]}})
     if compare:
-        result["_per_decision"] = per_decision
-        crow = [r for folder in compare for r in compare_rows(result, folder)]
-        result.pop("_per_decision")
+        crow = [r for folder in compare for r in compare_rows(per_decision, folder)]
         if crow:
             sections.append({"heading": "Beside the GA modes (spec 4.5)",
                              "text": "The fitted personas of earlier GA fits on the same records, on the test "
