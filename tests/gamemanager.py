@@ -247,6 +247,27 @@ class GameManager:
 
 # ------------------------------------------------------------------------- the server under test
 
+def finished(record: dict) -> bool:
+    return record["isCompleted"] or record["isAborted"]
+
+
+def wait_for_record(server, match_id, until=finished, wait=30.0):
+    """The server's record of a match once ``until(record)`` holds (by default: completed
+    or aborted), read again every 0.2 s for at most ``wait`` seconds; then the last one read
+    (None when there was none)."""
+    import json
+    path = server.log_dir / f"{match_id}.json"
+    deadline = time.monotonic() + wait
+    d = None
+    while time.monotonic() < deadline:
+        if path.exists():
+            d = json.loads(path.read_text())
+            if until(d):
+                return d
+        time.sleep(0.2)
+    return d
+
+
 class ServerProcess:
     """``python -m agent.server`` on a free port, as a context manager; stderr goes to
     ``log_path`` so a failing test can show what the server said."""

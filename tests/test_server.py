@@ -3,9 +3,7 @@ kind (the server answers sensibly and keeps serving), per-match personas, endpoi
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
-import time
 
 import httpx
 import pytest
@@ -13,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamemanager import (ServerProcess, parse_term, play_message, raw_request, rules_list,
-                         split_response, start_message)
+                         split_response, start_message, wait_for_record)
 
 from conftest import ROOT
 
@@ -33,17 +31,9 @@ def server(tmp_path_factory):
         assert s.alive(), s.log_text()
 
 
-def record(server, match_id, wait=10.0):
+def record(server, match_id):
     """The match record once the server has finished writing it."""
-    path = server.log_dir / f"{match_id}.json"
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if path.exists():
-            d = json.loads(path.read_text())
-            if d["isCompleted"] or d["isAborted"]:
-                return d
-        time.sleep(0.2)
-    return json.loads(path.read_text())
+    return wait_for_record(server, match_id, wait=10.0)
 
 
 # --------------------------------------------------------------------------- transport

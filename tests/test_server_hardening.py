@@ -5,7 +5,6 @@ manager gives, the 1 s it waits for INFO and ABORT), never against how fast this
 """
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from exploding_game import exploding_rules
 from gamemanager import (ServerProcess, parse_term, play_message, raw_request, rules_list,
-                         split_response, start_message)
+                         split_response, start_message, wait_for_record)
 
 from conftest import ROOT
 
@@ -38,17 +37,7 @@ def server(tmp_path_factory):
         assert s.alive(), s.log_text()
 
 
-def record(server, match_id, until=lambda d: d["isCompleted"] or d["isAborted"], wait=30.0):
-    path = server.log_dir / f"{match_id}.json"
-    deadline = time.monotonic() + wait
-    d = None
-    while time.monotonic() < deadline:
-        if path.exists():
-            d = json.loads(path.read_text())
-            if until(d):
-                return d
-        time.sleep(0.2)
-    return d
+record = wait_for_record
 
 
 def timed_send(server, body, timeout=60.0):

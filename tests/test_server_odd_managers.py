@@ -4,12 +4,10 @@ sends neither; other managers do.)  No timing assertions: each reply only has to
 sensible, and leave the player alive and in step with the match."""
 from __future__ import annotations
 
-import json
-import time
 
 import pytest
 
-from gamemanager import ServerProcess, play_message, start_message
+from gamemanager import ServerProcess, play_message, start_message, wait_for_record
 
 # A counter to 4: role a has two moves while the game runs and none once it is over (the
 # state after a step past the end has no legal move at all); b always waits.
@@ -34,17 +32,7 @@ def server(tmp_path_factory):
         assert s.alive(), s.log_text()
 
 
-def record(server, match_id, wait=30.0):
-    path = server.log_dir / f"{match_id}.json"
-    deadline = time.monotonic() + wait
-    d = None
-    while time.monotonic() < deadline:
-        if path.exists():
-            d = json.loads(path.read_text())
-            if d["isCompleted"] or d["isAborted"]:
-                return d
-        time.sleep(0.2)
-    return d
+record = wait_for_record
 
 
 def start_on_engine(server, mid):
