@@ -24,6 +24,12 @@ from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
+# Nodes of a tree grown on a clock: a state machine's search (at most a few thousand
+# simulations a second) reaches this only over many decisions of reuse; every node keeps its
+# state as terms too (a few KB in chess), so this bounds the tree's memory.  A full pool
+# degrades (simulations go on from the frontier), it does not stop the search.
+CLOCKED_NODES = 50_000
+
 
 def cached(sm):
     """One query cache per state machine, kept across decisions (states recur a lot)."""
@@ -120,7 +126,9 @@ class _Ctx:
             out.append(i)
         need = max(len(t) for t in st.move_terms)
         if need > st.arrays.mast_n.shape[1]:
-            st.arrays = T.grow(st.arrays, n_move_ids=max(need, 2 * st.arrays.mast_n.shape[1]))
+            m = max(need, 2 * st.arrays.mast_n.shape[1])
+            st.arrays = T.grow(st.arrays, n_move_ids=m,
+                               max_amaf_rows=amaf_rows(st.capacity, self.R, m))
         return out
 
     def expand(self, node: int) -> bool:
@@ -316,12 +324,20 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
     if sm.is_terminal(state):
         raise ValueError("cannot search from a terminal state")
-    want = max_nodes or ((n_limit + 1) if n_limit else 50_000)
+    want = max_nodes or ((n_limit + 1) if n_limit else CLOCKED_NODES)
+    if seconds is not None and max_nodes is None:
+        # on a clock the persona's ``limit`` (the tournament preset's is 10 million) is not
+        # what this driver can reach: its arrays would be sized for it (TREE_BYTES), and
+        # every widening of the slots copied them, in the time and memory of the search
+        want = min(want, CLOCKED_NODES)
     st = tree if (tree is not None and tree.kind == "sm" and tree.root_state == state) else None
     if st is not None:
         T.reset_mast(st.arrays)
-        if max_nodes is None and st.nodes + want > st.capacity:
-            st = compact_into(st, 0, st.nodes + want)    # room for this decision's nodes
+        room = st.nodes + want                           # room for this decision's nodes
+        if seconds is not None:
+            room = min(room, max(CLOCKED_NODES, st.nodes))  # on a clock: the bound holds
+        if max_nodes is None and room > st.capacity:
+            st = compact_into(st, 0, room)
     else:
         st = new_sm_tree(sm, state, want)
     rng = make_rng(seed)

@@ -96,8 +96,12 @@ def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
     )
 
 
-def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0) -> Tree:
-    """A copy with room for more move ids or slots (driver A learns moves as it goes)."""
+def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0, max_amaf_rows: int = 0) -> Tree:
+    """A copy with room for more move ids or slots (driver A learns moves as it goes).
+    ``max_amaf_rows`` (with more move ids): the AMAF rows the wider table may keep.  Each
+    row is R x move ids wide, so a game with thousands of moves (chess) would otherwise
+    multiply the table's bytes with every widening (gigabytes); the nodes whose rows are
+    dropped go without AMAF statistics, as nodes beyond the row budget always did."""
     R = tree.mast_n.shape[0]
     M = max(n_move_ids, tree.mast_n.shape[1])
     S = max(max_slots, tree.slot_move.shape[0])
@@ -106,9 +110,16 @@ def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0) -> Tree:
         slot_q=np.resize(tree.slot_q, S), slot_child=np.resize(tree.slot_child, S))
     if M > tree.mast_n.shape[1]:
         A = tree.amaf_n.shape[0]
+        if max_amaf_rows > 0 and max_amaf_rows < A:
+            A = max_amaf_rows
+            amaf_row = tree.amaf_row.copy()
+            amaf_row[amaf_row >= A] = -1
+            meta = tree.meta.copy()
+            meta[M_AMAF] = min(int(meta[M_AMAF]), A)
+            t = t._replace(amaf_row=amaf_row, meta=meta)
         m0 = tree.mast_n.shape[1]
-        amaf_n = np.zeros((A, R, M), np.int32); amaf_n[:, :, :m0] = tree.amaf_n
-        amaf_q = np.zeros((A, R, M), np.float32); amaf_q[:, :, :m0] = tree.amaf_q
+        amaf_n = np.zeros((A, R, M), np.int32); amaf_n[:, :, :m0] = tree.amaf_n[:A]
+        amaf_q = np.zeros((A, R, M), np.float32); amaf_q[:, :, :m0] = tree.amaf_q[:A]
         mast_n = np.zeros((R, M), np.int64); mast_n[:, :m0] = tree.mast_n
         mast_q = np.zeros((R, M), np.float64); mast_q[:, :m0] = tree.mast_q
         t = t._replace(amaf_n=amaf_n, amaf_q=amaf_q, mast_n=mast_n, mast_q=mast_q,

@@ -1,0 +1,70 @@
+"""Chess played by search (issue #35, defect 1): the player's memory stays bounded.
+
+The player process went over the 2,048 MB worker cap at ply 2-8 of every chess match and was
+killed.  Two causes, both in the state-machine driver's tree (``agent.search.driver_sm``):
+
+- on a clock it sized its node pool for the persona's ``limit`` (the tournament preset's
+  is 10 million: the whole ``TREE_BYTES``), and each widening of the slots copied those
+  arrays, touching every page;
+- its AMAF table (rows x roles x move ids) kept its rows when the move ids widened, so a
+  game with thousands of distinct moves multiplied its bytes with each widening.
+
+Memory is asserted through the arrays' sizes, never through timing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from agent.search import tree as T
+from agent.search.common import AMAF_BYTES, amaf_rows
+
+CHESS = "corpus/games/base/games/chess/v0/chess.kif"
+
+
+def tree_bytes(arrays) -> int:
+    return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+
+
+def test_widening_move_ids_keeps_amaf_within_budget():
+    R, N = 2, 50_000
+    t = T.new_tree(R, 16, N, 4 * N, amaf_rows(N, R, 256))
+    T.reset_root(t, False, np.zeros(R))
+    for n in range(1, 20_000):      # nodes holding AMAF rows, as a search makes them
+        T._init_node(t, n, False, np.zeros(R))
+    t.meta[T.M_NODES] = 20_000
+    M = 16
+    while M < 8192:                  # chess's move ids: thousands
+        M *= 2
+        t = T.grow(t, n_move_ids=M, max_amaf_rows=amaf_rows(N, R, M))
+        assert t.amaf_n.nbytes + t.amaf_q.nbytes <= AMAF_BYTES
+    A = t.amaf_n.shape[0]
+    assert t.amaf_n.shape[2] == 8192
+    assert int(t.meta[T.M_AMAF]) <= A
+    assert int(t.amaf_row.max()) < A           # no node points past the kept rows
+    assert (t.amaf_row[:A] == np.arange(A)).all()
+
+
+def test_chess_search_on_a_clock_keeps_its_tree_small(shared_dir):
+    """The tournament persona (limit 10 million) on the non-ground chess engine: the tree
+    is sized for what a clocked state-machine search reaches, the AMAF table within its
+    budget, over two decisions with the tree reused."""
+    from agent.engine.nonground import NonGroundEngine
+    from agent.persona import load_persona
+    from agent.search import advance, search
+    from agent.search.driver_sm import CLOCKED_NODES
+    from gdl.kif import read_rules_file
+
+    sm = NonGroundEngine(read_rules_file(shared_dir / CHESS))
+    persona = load_persona("tournament")
+    assert persona.limit >= 1_000_000
+    state, tree = sm.initial_state(), None
+    for ply in range(2):
+        me = ply % 2
+        r = search(sm, state, me, persona, seed=ply, limit=persona.limit, seconds=1.5, tree=tree)
+        a = r.tree.arrays
+        assert r.tree.capacity <= CLOCKED_NODES
+        assert a.amaf_n.nbytes + a.amaf_q.nbytes <= AMAF_BYTES
+        assert tree_bytes(a) < 160 * 2 ** 20, tree_bytes(a) // 2 ** 20
+        joint = [r.move if i == me else sm.legal_moves(state, i)[0] for i in range(2)]
+        state = sm.next_state(state, joint)
+        tree = advance(r.tree, joint)
