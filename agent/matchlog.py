@@ -11,6 +11,8 @@ completed), previewClock/startClock/playClock, playerNamesFromHost, scrambled.  
                 move, simulations, elapsed seconds, search used, whether a fallback was sent
   x-notes       problems seen during the match (illegal or unparsable moves, late workers, ...)
   x-player      our name; x-refused: why a START was refused
+  x-peak-rss-mb the largest resident memory the server's watchdog saw per worker process
+                (referee, player, grounder), in MB, sampled every ``memory_poll`` seconds
 
 Vocabulary: everything is spelled as the manager sent it (scrambled names stay scrambled, so
 the record agrees with ``x-rules``); ``scrambled`` is false because the record is consistent

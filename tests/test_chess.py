@@ -68,3 +68,22 @@ def test_chess_search_on_a_clock_keeps_its_tree_small(shared_dir):
         joint = [r.move if i == me else sm.legal_moves(state, i)[0] for i in range(2)]
         state = sm.next_state(state, joint)
         tree = advance(r.tree, joint)
+
+
+CHESS_TRACES = ("base-chess_200-v1", "base-alexChess-v1", "base-speedChess-v1", "benderng-chess-v0")
+
+
+def test_chess_variants_replay_exactly_on_the_nonground_engine(shared_dir):
+    """Every chess reference trace besides base chess v0 (in ``test_traces.py``) on the engine
+    chess is played with: a few seconds each."""
+    from agent.engine.nonground import NonGroundEngine
+    from agent.tracecheck import check_trace, load_trace, rules_path_for
+    from gdl.kif import read_rules_file
+
+    for name in CHESS_TRACES:
+        path = shared_dir / "reference" / "prover" / f"{name}.json"
+        trace = load_trace(path)
+        sm = NonGroundEngine(read_rules_file(rules_path_for(trace, path)))
+        report = check_trace(sm, trace)
+        assert report.exact, (name, report.summary())
+        assert report.steps > 0

@@ -70,6 +70,11 @@ def test_exploding_rules_end_the_match_cleanly(server):
     why = (d or {}).get("x-end-reason", "")
     assert f"{WORKER_MB} MB cap" in why or "the referee failed" in why, (d and d.get("x-notes"), server.log_text())
     assert d["isAborted"]
+    # The record keeps the largest memory the watchdog saw per worker process.
+    peak = d.get("x-peak-rss-mb", {})
+    assert set(peak) <= {"referee", "player", "grounder"} and peak.get("referee", 0) > 0, peak
+    if f"{WORKER_MB} MB cap" in why:
+        assert max(peak.values()) > WORKER_MB, peak
     # Later messages for the ended match get proper answers; the server is fine.
     reply = server.send(play_message(mid, ["noop", "( mark v1 )"]))
     assert reply and reply not in ("busy", ""), reply

@@ -839,6 +839,9 @@ class MatchManager:
                         proc = getattr(m, kind)
                         r = rss(proc)
                         used += r
+                        peak = m.record.extra.setdefault("x-peak-rss-mb", {})
+                        if r and r / 2 ** 20 > peak.get(kind, 0):   # as sampled, for the record
+                            peak[kind] = round(r / 2 ** 20)
                         if r <= cap:
                             continue
                         what = (f"the {kind} process used {r / 2 ** 20:.0f} MB, over the "
