@@ -201,7 +201,9 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
     capacity = max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node))
     slots = max(src.slot_move.shape[0], capacity * per_node)
-    dst = T.new_tree(R, M, capacity, slots, amaf_rows(capacity, R, M), src.state.shape[1])
+    # a tree made with one AMAF row (no RAVE: nothing reads them) keeps one
+    rows = amaf_rows(capacity, R, M) if src.amaf_n.shape[0] > 1 else 1
+    dst = T.new_tree(R, M, capacity, slots, rows, src.state.shape[1])
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
     T.compact(src, dst, new_root, mapping)
     states = []

@@ -128,7 +128,7 @@ class _Ctx:
         if need > st.arrays.mast_n.shape[1]:
             m = max(need, 2 * st.arrays.mast_n.shape[1])
             st.arrays = T.grow(st.arrays, n_move_ids=m,
-                               max_amaf_rows=amaf_rows(st.capacity, self.R, m))
+                               max_amaf_rows=min(st.arrays.amaf_n.shape[0], amaf_rows(st.capacity, self.R, m)))
         return out
 
     def expand(self, node: int) -> bool:
@@ -298,11 +298,14 @@ class _Ctx:
                                      facts, cal.relations)
 
 
-def new_sm_tree(sm, state, max_nodes: int) -> SearchTree:
+def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True) -> SearchTree:
+    """``amaf=False`` (a persona without RAVE: nothing reads or writes AMAF statistics):
+    one AMAF row, which compaction keeps at one, instead of up to ``AMAF_BYTES`` copied at
+    every widening of the move ids."""
     R = len(sm.roles)
     m0 = 16
     max_nodes = node_capacity(max_nodes, R, 0, 4)
-    arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256))
+    arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256) if amaf else 1)
     st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
     term = sm.is_terminal(state)
     goals = np.zeros(R)
@@ -339,7 +342,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         if max_nodes is None and room > st.capacity:
             st = compact_into(st, 0, room)
     else:
-        st = new_sm_tree(sm, state, want)
+        st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
     ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis)
