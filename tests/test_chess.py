@@ -87,3 +87,27 @@ def test_chess_variants_replay_exactly_on_the_nonground_engine(shared_dir):
         report = check_trace(sm, trace)
         assert report.exact, (name, report.summary())
         assert report.steps > 0
+
+
+def test_chess_match_decisions_are_searched_within_memory(shared_dir, tmp_path):
+    """Our player on chess through the server's match machinery (the player process, the
+    grounder that gives up and hands over the non-ground engine, the memory watchdog): every
+    decision with a choice comes from the search, none is a fallback, and the player's peak
+    memory stays far below the 2,048 MB cap it used to pass at ply 2-8."""
+    import asyncio
+    import json
+
+    from agent.match.players import PersonaPlayer, RandomPlayer
+    from agent.match.runner import run_match
+
+    players = [PersonaPlayer("tournament", "persona", log_dir=tmp_path / "players", seed=1),
+               RandomPlayer(seed=2)]
+    asyncio.run(run_match((shared_dir / CHESS).read_text(), players, start_clock=20, play_clock=8,
+                          out_dir=tmp_path, max_plies=10))
+    ours = json.loads(next((tmp_path / "players").glob("*.json")).read_text())
+    choices = [d for d in ours["x-decisions"] if len(d.get("legal", [])) > 1]
+    assert len(choices) >= 4, ours["x-decisions"]
+    assert not [d for d in choices if d.get("fallback") or d.get("fallback_move")], choices
+    assert all(d["search"] == "agent.search" and d["simulations"] > 0 for d in choices), choices
+    peak = ours.get("x-peak-rss-mb", {})
+    assert 0 < peak.get("player", 0) < 1024, peak
