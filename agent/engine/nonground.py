@@ -379,6 +379,7 @@ class NonGroundEngine:
         self.inference_limit = inference_limit
         self._sizes = {"tables": 1 << 14, "answers": 1 << 16, "depth": 256, "state_rows": 256}
         self.W = new_work(self.c, **self._sizes)
+        self._out = np.empty(1 << 12, np.int32)   # answers of ``_ask_many``
         self._state = None
         self._does = None
         self.info: dict = {}   # set by load_engine
@@ -494,6 +495,42 @@ class NonGroundEngine:
             if does is not None:
                 self._set_does(does)
 
+    def _ask_many(self, rels: list, calls: list) -> list:
+        """``_ask`` of several queries in one evaluator call (``NK.ask_many``): a list of
+        row lists, one per query."""
+        c = self.c
+        n = len(rels)
+        width = int(max(int(c.width[r]) for r in rels)) if rels else 0
+        rels_a = np.array(rels, np.int32)
+        calls_a = np.full((n, width + 1), NK.FREE, np.int32)
+        for i, call in enumerate(calls):
+            calls_a[i, :len(call)] = call
+        counts = np.zeros(n, np.int64)
+        while True:
+            W = self.W
+            status, k = NK.ask_many(self.P, W, rels_a, calls_a, self._out, counts)
+            if status == NK.OK:
+                break
+            if status == NK.E_OUT:          # more answers than the buffer holds: grow it
+                self._out = np.empty(2 * self._out.shape[0], np.int32)
+                continue
+            try:
+                self._grow(status, "the query")
+            except ReasonerError:
+                self._fresh()
+                raise
+            state, does = self._state, self._does
+            self._state = None
+            self._load(state)
+            if does is not None:
+                self._set_does(does)
+        out, pos = [], 0
+        for i, rel in enumerate(rels):
+            w, m = int(c.width[rel]), int(counts[i])
+            out.append(list(map(tuple, self._out[pos:pos + m * w].reshape(m, w).tolist())))
+            pos += m * w
+        return out
+
     def _grow(self, status: int, what: str) -> None:
         """A new work space with the full pool four times larger; the status's exception
         when growing cannot help (or the pool is at its cap)."""
@@ -540,9 +577,9 @@ class NonGroundEngine:
         self._load(frozenset(state))
         role = self._role_sym[role_index]
         out = []
-        for rel in self._legal:
-            w = int(self.c.width[rel])
-            for row in self._ask(rel, [role] + [NK.FREE] * (w - 1)):
+        calls = [[role] + [NK.FREE] * (int(self.c.width[rel]) - 1) for rel in self._legal]
+        for rel, rows in zip(self._legal, self._ask_many(self._legal, calls)):
+            for row in rows:
                 out.append(self._decoded(rel, row[1:]))
         # canonical order (gdl.terms.canonical_sorted), each move's text rendered once
         return sorted(set(out), key=self._text)
@@ -561,8 +598,9 @@ class NonGroundEngine:
         self._set_does(joint_move)
         out = set()
         try:
-            for rel in self._next:
-                for row in self._ask(rel, [NK.FREE] * int(self.c.width[rel])):
+            calls = [[NK.FREE] * int(self.c.width[rel]) for rel in self._next]
+            for rel, rows in zip(self._next, self._ask_many(self._next, calls)):
+                for row in rows:
                     out.add(self._decoded(rel, row))
         finally:
             self._does = None

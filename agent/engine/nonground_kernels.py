@@ -691,7 +691,7 @@ def answer_rows(W, t, out):
 Game = namedtuple("Game", (
     "legal_rels legal_does next_rels next_true term_rel goal_rel role_syms sym_int "
     "six_ix six_rel six_mask"))
-E_STATE, E_NO_MOVE, E_CAP, E_GOAL = 7, 8, 9, 10
+E_STATE, E_NO_MOVE, E_CAP, E_GOAL, E_OUT = 7, 8, 9, 10, 11
 NOT_INT = -(1 << 62)     # G.sym_int of a symbol that is not an integer
 
 
@@ -757,6 +757,44 @@ def _nth(P, W, rel, call, t, n):
                 return P.fact_vals, P.rel_fact_start[rel] + row * P.rel_width[rel]
             n -= 1
     return P.fact_vals, 0
+
+
+@njit(cache=True)
+def ask_many(P, W, rels, calls, out_vals, out_count):
+    """Several queries in one call (the state machine's legal and next queries ask a
+    relation per shape, and each call from Python costs more than a chess table): the
+    answers of ``(rels[i], calls[i])``, in ``_ask``'s order, their values one after the other
+    in ``out_vals``, ``out_count[i]`` rows each.  (status, index of the query that failed or
+    values written); E_OUT when ``out_vals`` is too small (the caller grows it).  Each
+    query has its own inference count, as when asked alone."""
+    pos = 0
+    for i in range(rels.shape[0]):
+        rel = rels[i]
+        call = calls[i]
+        W.reg[R_INF] = 0
+        st, t, n = _ask(P, W, rel, call)
+        if st != OK:
+            return st, i
+        w = P.rel_width[rel]
+        if pos + n * w > out_vals.shape[0]:
+            return E_OUT, i
+        out_count[i] = n
+        if t >= 0:
+            a = W.tab_head[t]
+            while a >= 0:
+                s = W.ans_start[a]
+                for j in range(w):
+                    out_vals[pos + j] = W.ans_vals[s + j]
+                pos += w
+                a = W.ans_next[a]
+        else:
+            for row in range(P.rel_fact_count[rel]):
+                if _fact_ok(P, rel, row, call):
+                    s = P.rel_fact_start[rel] + row * w
+                    for j in range(w):
+                        out_vals[pos + j] = P.fact_vals[s + j]
+                    pos += w
+    return OK, pos
 
 
 @njit(cache=True)
