@@ -8,7 +8,10 @@ completed), previewClock/startClock/playClock, playerNamesFromHost, scrambled.  
   x-rules       the rules list exactly as received (the record replays without a repository)
   x-persona     {"name": ..., "parameters": {...}} of the persona that played
   x-decisions   one entry per PLAY we answered: ply, legal moves, chosen move, q and visits per
-                move, simulations, elapsed seconds, search used, whether a fallback was sent
+                move, simulations (= playouts, the leaf evaluations that walked the game, +
+                proven_descents, the tree descents that ended in a terminal or proven node;
+                both null when the search used does not tell them apart), elapsed seconds,
+                search used, whether a fallback was sent
   x-notes       problems seen during the match (illegal or unparsable moves, late workers, ...)
   x-player      our name; x-refused: why a START was refused
   x-peak-rss-mb the largest resident memory the server's watchdog saw per worker process

@@ -177,7 +177,8 @@ def flat_monte_carlo(sm, state, role_index: int, deadline: float, rng: random.Ra
     best = max(legal, key=lambda m: (stats[m][1] / stats[m][0]) if stats[m][0] else -1.0)
     return {"move": best, "moves": legal,
             "q": [stats[m][1] / stats[m][0] if stats[m][0] else None for m in legal],
-            "visits": [stats[m][0] for m in legal], "simulations": sims}
+            "visits": [stats[m][0] for m in legal], "simulations": sims, "playouts": sims,
+            "proven_descents": 0}
 
 
 def result_fields(result) -> dict:
@@ -201,6 +202,10 @@ def result_fields(result) -> dict:
     if sims is None and "visits" in out:
         sims = sum(out["visits"])
     out["simulations"] = None if sims is None else int(sims)
+    for k in ("playouts", "proven_descents"):   # what the simulations were (agent.search)
+        v = get(k, None)
+        if v is not None:
+            out[k] = int(v)
     return out
 
 
@@ -332,7 +337,8 @@ class Player:
         fields = None
         error = None
         if len(legal) == 1 and not ponder:
-            fields = {"move": legal[0], "moves": legal, "simulations": 0}
+            fields = {"move": legal[0], "moves": legal, "simulations": 0, "playouts": 0,
+                      "proven_descents": 0}
             kind = "forced"
             if on_best is not None:
                 on_best(render_spaced(legal[0]), 0)
@@ -361,6 +367,8 @@ class Player:
             "move": render_spaced(move),
             "search": kind,
             "simulations": fields.get("simulations"),
+            "playouts": fields.get("playouts"),
+            "proven_descents": fields.get("proven_descents"),
             "elapsed": round(time.monotonic() - t0, 4),
             "fallback": False,
         }

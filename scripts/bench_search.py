@@ -97,12 +97,17 @@ def baseline(kind: str):
     return persona_from_dict(d, kind, check_ranges=False)
 
 
+def _searched(res) -> dict:
+    """Playouts run and proven descents, from a version whose results tell them apart."""
+    return {k: int(getattr(res, k)) for k in ("playouts", "proven_descents") if hasattr(res, k)}
+
+
 def local_player(persona, solver: bool):
     """A player searching in this process: (state, role, history, seed, kw) -> decision."""
     def decide(eng, s, r, history, seed, kw):
         res = search(eng, s, r, persona, seed=seed, solver=solver, **kw)
         return {"move": res.move, "simulations": res.simulations, "elapsed": res.elapsed,
-                "nodes": res.nodes, "pool_full": res.pool_full}
+                "nodes": res.nodes, "pool_full": res.pool_full, **_searched(res)}
     return decide
 
 
@@ -131,6 +136,9 @@ def play_game(eng, players, mode: str, budget, seed: int) -> dict:
             st["searches"] += 1
             st["pool_full"] += d["pool_full"]
             st["nodes_max"] = max(st["nodes_max"], d["nodes"])
+            for k in ("playouts", "proven_descents"):   # versions that tell them apart
+                if k in d:
+                    st[k] = st.get(k, 0) + d[k]
         history.append([render(m) for m in joint])
         s = eng.next_state(s, joint)
         ply += 1
@@ -364,7 +372,7 @@ def versus_child(args) -> None:
         res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **req["kw"])
         print(json.dumps({"move": render(res.move), "simulations": int(res.simulations),
                           "elapsed": res.elapsed, "nodes": int(res.nodes),
-                          "pool_full": int(res.pool_full)}), flush=True)
+                          "pool_full": int(res.pool_full), **_searched(res)}), flush=True)
 
 
 def subprocess_rev(root: Path) -> str:

@@ -43,6 +43,8 @@ def test_limit_caps_simulations_in_live_play(tmp_path, use_engine):
     d = p.decide(time.monotonic() + 600.0)    # the limit ends it (a cold numba cache compiles first)
     assert d["search"] == "agent.search" and d["simulations"] == 100
     assert sum(d["visits"].values()) == 100 and d["move"] in d["legal"]
+    # the record says what the simulations were: playouts run and descents to proven nodes
+    assert d["playouts"] + d["proven_descents"] == 100 and d["playouts"] > 0
 
 
 def test_clock_caps_simulations_when_shorter(tmp_path):

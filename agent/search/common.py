@@ -53,6 +53,10 @@ class SearchResult:
     proven: np.ndarray | None = None    # per move: the proven goal of the deciding role or NaN
     nodes: int = 0
     pool_full: int = 0                  # expansions refused for lack of room (degradation)
+    # what the simulations were (tree.M_PLAYOUTS, M_PROVEN_ENDS): playouts actually run, and
+    # descents that ended in a terminal or proven node (no playout: they cost a descent)
+    playouts: int = 0
+    proven_descents: int = 0
 
     @property
     def best(self):
@@ -162,6 +166,25 @@ class Progress:
         if move != self.last:
             self.last, self.when = move, now
             self.callback(move, sims)
+
+
+def start_counts(arrays: T.Tree) -> None:
+    """Zero what a decision searched (a reused tree carries the last decision's counts)."""
+    arrays.meta[T.M_PLAYOUTS] = 0
+    arrays.meta[T.M_PROVEN_ENDS] = 0
+
+
+def searched(arrays: T.Tree) -> dict:
+    """The ``SearchResult`` fields that say what a decision searched."""
+    return {"playouts": int(arrays.meta[T.M_PLAYOUTS]),
+            "proven_descents": int(arrays.meta[T.M_PROVEN_ENDS])}
+
+
+def root_settled(arrays: T.Tree, params) -> bool:
+    """With the solver on, the root is proven: its value is known and ``choose`` plays the
+    proof (the nearest win, a draw before a loss), so more simulations would only re-descend
+    to proven nodes and count as work.  The search stops."""
+    return params[P_SOLVER] > 0 and bool(arrays.proven[0])
 
 
 def root_proven(arrays: T.Tree, me: int) -> np.ndarray:

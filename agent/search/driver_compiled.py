@@ -23,7 +23,7 @@ from . import params as P
 from . import rng as RNG
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
-                     root_proven)
+                     root_proven, root_settled, searched, start_counts)
 from .jitguard import guard
 from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT, build
 from .rng import make_rng
@@ -135,7 +135,8 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 
 @njit(cache=True)
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort):
-    """Run ``n_sims`` simulations from node 0 (spec 2.8); NO_LEGAL_MOVE on broken rules."""
+    """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
+    proves the root), NO_LEGAL_MOVE on broken rules."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     cd = int(params[P_CHARGE_DEPTH])
@@ -179,7 +180,9 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     h = K.hot_borrowed(K.hot(g, vals))   # vals and g are arguments: they outlive the loop
     nb = h[K.H_NB]
     mast_q, mast_n = tree.mast_q, tree.mast_n
-    for _ in range(n_sims):
+    for done in range(n_sims):
+        if solver and tree.proven[0] == 1:
+            return done     # common.root_settled: nothing left to search
         at = -1  # the node whose state vals holds, when known
         node = 0
         depth = 0
@@ -230,6 +233,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
         extra = 0
         npm = 0
         if tree.terminal[node] == 1 or (solver and node != 0 and tree.proven[node] == 1):
+            tree.meta[T.M_PROVEN_ENDS] += 1
             exact = True
             charged = False
             end_terminal = tree.terminal[node] == 1
@@ -241,6 +245,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if at != node:
                     K.load_state(g, cur, vals)
         else:
+            tree.meta[T.M_PLAYOUTS] += 1
             charged = True
             if at != node:
                 f = K.load_into(h, tree.state[node])
@@ -428,6 +433,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             raise RuntimeError("a role has no legal move in a non-terminal state")
     rng = make_rng(seed)
     w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
+    start_counts(st.arrays)
     sims = 0
     deadline = None if seconds is None else t0 + seconds
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
@@ -439,11 +445,14 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
         if deadline is None and on_progress is None:
             n = n_limit - sims
         c0 = time.perf_counter()
-        if simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
-                    rmask, relmask, data.rank, data.sort) < 0:
+        ran = simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
+                       rmask, relmask, data.rank, data.sort)
+        if ran < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
-        sims += n
+        sims += ran
         progress(st, sims)
+        if root_settled(st.arrays, params):
+            break
         if deadline is not None:
             now = time.perf_counter()
             if now >= deadline:
@@ -465,7 +474,8 @@ def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
     moves = [data.move_terms[me][ids[j]] for j in order]
     return SearchResult(move=data.move_terms[me][ids[k]], moves=moves, q=q[order], visits=n[order],
                         simulations=sims, elapsed=time.perf_counter() - t0, tree=st,
-                        proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
+                        proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]),
+                        **searched(a))
 
 
 def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True,

@@ -17,7 +17,7 @@ from . import features as F
 from . import leaf as L
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
-                     root_proven)
+                     root_proven, root_settled, searched, start_counts)
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -221,10 +221,12 @@ class _Ctx:
         pm: list = []
         s = st.states[node]
         if a.terminal[node] or (solver and node != 0 and a.proven[node]):
+            a.meta[T.M_PROVEN_ENDS] += 1
             exact, charged, goals, n_steps = True, False, a.pval[node].copy(), 0
             extra = int(a.pdepth[node])
             end_terminal = bool(a.terminal[node])
         else:
+            a.meta[T.M_PLAYOUTS] += 1     # (st.arrays: the playout may grow a copy of it)
             charged = True
             exact, goals, s, n_steps, end_terminal = self.playout(s, pm, mobility)
         if self.util is not None:
@@ -352,8 +354,9 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
     progress(ctx.st, 0)
     if deadline is not None and not thesis:
         ctx.widen_root(progress)
+    start_counts(ctx.st.arrays)
     sims = 0
-    while (n_limit is None or sims < n_limit) and not ctx.late():
+    while (n_limit is None or sims < n_limit) and not ctx.late() and not root_settled(ctx.st.arrays, params):
         sims += ctx.simulate()
         progress(ctx.st, sims)
     progress(ctx.st, sims, final=True)
@@ -366,4 +369,4 @@ def finish(st: SearchTree, params, rp, rng, me: int, sims: int, t0: float) -> Se
     moves = [st.move_terms[me][i] for i in ids]
     return SearchResult(move=moves[k], moves=moves, q=q, visits=n, simulations=sims,
                         elapsed=time.perf_counter() - t0, tree=st, proven=root_proven(a, me),
-                        nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]))
+                        nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]), **searched(a))

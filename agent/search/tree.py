@@ -44,8 +44,11 @@ Tree = namedtuple("Tree", [
     "seen", "set_r", "set_m",
 ])
 
-# meta entries
-M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS = range(5)
+# meta entries.  What one decision searched (the drivers zero these two when it starts):
+# M_PLAYOUTS simulations whose leaf was evaluated by walking the game (a playout, or a cut-off
+# at charge_depth 0), M_PROVEN_ENDS simulations that ended in a terminal or proven node (a
+# tree descent only, the value known: no playout).  Their sum is the simulations run.
+M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS = range(7)
 N_META = 8
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
@@ -540,7 +543,13 @@ def choose(tree, params, q, n, rng):
                 ok[k] = False
                 lost += 1
         if lost == cnt:
-            ok[:] = True
+            # every move loses: the one that loses latest (the opponent may still err, and
+            # it is the proof's own value, as try_prove reads it)
+            far = 0
+            for k in range(1, cnt):
+                if tree.pdepth[tree.slot_child[off + k]] > tree.pdepth[tree.slot_child[off + far]]:
+                    far = k
+            return far
     most = 0
     for k in range(cnt):
         if ok[k] and n[k] > most:

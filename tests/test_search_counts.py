@@ -1,0 +1,123 @@
+"""What a search did is told apart (issue #34): ``playouts`` (leaf evaluations that walked the
+game) and ``proven_descents`` (tree descents that ended in a terminal or proven node, no
+playout) add up to the simulations, on both drivers, and reach the player's decision record.
+A root the solver has proven ends the search: no simulation re-descends to a known value.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from agent.engine import load_engine
+from agent.persona import load_persona
+from agent.search import driver_compiled, driver_sm
+from agent.player import result_fields
+from gdl.kif import read_rules_file
+
+pytest.importorskip("pyswip")
+
+GAMES = Path(__file__).resolve().parents[1] / "games"
+DRIVERS = [driver_sm, driver_compiled]
+
+
+@pytest.fixture(scope="module")
+def c4():
+    return load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")
+
+
+def _late_state(eng, plies, seed):
+    """A non-terminal state ``plies`` random plies in (late: the solver proves nodes there)."""
+    rng = random.Random(seed)
+    while True:
+        s = eng.initial_state()
+        for _ in range(plies):
+            s2 = eng.next_state(s, [rng.choice(eng.legal_moves(s, r)) for r in range(len(eng.roles))])
+            if eng.is_terminal(s2):
+                break
+            s = s2
+        else:
+            return s
+
+
+def _mover(eng, s):
+    return next((r for r in range(len(eng.roles)) if len(eng.legal_moves(s, r)) > 1), 0)
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=["sm", "compiled"])
+def test_playouts_and_proven_descents_add_up(c4, driver):
+    champion = load_persona("champion")
+    seen_proven = False
+    for seed in range(4):
+        s = _late_state(c4, 24, seed)
+        res = driver.search(c4, s, _mover(c4, s), champion, seed=seed, limit=400)
+        assert res.playouts + res.proven_descents == res.simulations
+        assert res.playouts >= 0 and res.proven_descents >= 0
+        seen_proven |= res.proven_descents > 0
+        fields = result_fields(res)
+        assert (fields["playouts"], fields["proven_descents"]) == (res.playouts, res.proven_descents)
+    assert seen_proven, "late connectFour positions: some descents end in proven nodes"
+    # from the start nothing is proven within a few hundred simulations: all are playouts
+    s0 = c4.initial_state()
+    res = driver.search(c4, s0, 0, champion, seed=1, limit=200)
+    assert res.playouts == res.simulations == 200 and res.proven_descents == 0
+
+
+def _winning_state(eng):
+    """A state where the mover has a move that ends the game with 100 for it."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        s = eng.initial_state()
+        while not eng.is_terminal(s):
+            r = _mover(eng, s)
+            R = len(eng.roles)
+            for m in eng.legal_moves(s, r):
+                joint = [m if q == r else eng.legal_moves(s, q)[0] for q in range(R)]
+                s2 = eng.next_state(s, joint)
+                if eng.is_terminal(s2) and eng.goal_values(s2)[r] and max(eng.goal_values(s2)[r]) == 100:
+                    return s, r, m
+            s = eng.next_state(s, [rng.choice(eng.legal_moves(s, q)) for q in range(len(eng.roles))])
+    raise AssertionError("no state with an immediate win found")
+
+
+@pytest.mark.parametrize("driver", DRIVERS, ids=["sm", "compiled"])
+def test_proven_root_stops_the_search(c4, driver):
+    champion = load_persona("champion")
+    s, r, win = _winning_state(c4)
+    res = driver.search(c4, s, r, champion, seed=3, limit=5000)
+    assert res.move == win
+    # the root is proven as soon as the winning child is: far fewer than 5000 simulations
+    # (each would be a descent to the known win), and the count says so
+    assert res.simulations < 5000
+    assert res.playouts + res.proven_descents == res.simulations
+    # on a clock as well: the search returns long before its time is up, with the win
+    res2 = driver.search(c4, s, r, champion, seed=3, seconds=30.0)
+    assert res2.move == win and res2.simulations < 5000
+
+
+def test_solver_off_searches_its_whole_limit(c4):
+    """Without the solver (thesis mode: fitting reads every simulation) nothing stops early."""
+    champion = load_persona("champion")
+    s, r, _ = _winning_state(c4)
+    res = driver_compiled.search(c4, s, r, champion, seed=3, limit=300, thesis=True)
+    assert res.simulations == 300 and res.playouts + res.proven_descents == 300
+
+
+def test_all_lost_root_plays_the_latest_loss():
+    """When every move is proven lost, the move whose loss is farthest is played."""
+    import numpy as np
+    from agent.search import tree as T
+    from agent.search.params import P_ME, P_MIN_SHARE, P_SOLVER, N_PARAMS
+    from agent.search.rng import make_rng
+    t = T.new_tree(2, 4, 16, 64, 1)
+    T.reset_root(t, 0, np.zeros(2))
+    assert T.init_slots(t, 0, np.array([3, 1], np.int32), np.array([0, 1, 2, 0], np.int32))
+    for k, depth in enumerate([2, 6, 4]):
+        c = T.add_child(t, 0, np.array([k, 3], np.int32), 1, np.array([0.0, 100.0]))
+        t.pdepth[c] = depth
+    p = np.zeros(N_PARAMS)
+    p[P_SOLVER], p[P_ME], p[P_MIN_SHARE] = 1.0, 0, 0.1
+    q = np.array([5.0, 0.0, 1.0])
+    n = np.array([10, 1, 5], np.int64)
+    assert T.choose(t, p, q, n, make_rng(1)) == 1
