@@ -13,6 +13,8 @@ Memory is asserted through the arrays' sizes, never through timing.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from agent.search import tree as T
@@ -111,3 +113,32 @@ def test_chess_match_decisions_are_searched_within_memory(shared_dir, tmp_path):
     assert all(d["search"] == "agent.search" and d["simulations"] > 0 for d in choices), choices
     peak = ours.get("x-peak-rss-mb", {})
     assert 0 < peak.get("player", 0) < 1024, peak
+
+
+class _Conn:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def test_grounder_announces_the_nonground_engine_while_chess_still_grounds(shared_dir):
+    """Chess does not ground: the grounder announces the non-ground engine after a quarter
+    of its budget or 5 s (``engine_interim``), long before grounding gives up, and reports
+    its final engine; a game that grounds at once gets no interim message."""
+    from agent.match.rules import read_rules
+    from agent.server.worker import run_grounder
+
+    conn = _Conn()
+    run_grounder(conn, read_rules((shared_dir / CHESS).read_text())[0], 12.0)
+    kinds = [m[0] for m in conn.sent]
+    assert kinds == ["engine_interim", "engine"], conn.sent
+    assert conn.sent[0][1]["kind"] == "NonGroundEngine"
+    assert conn.sent[1][1]["ok"] and conn.sent[1][1]["kind"] == "NonGroundEngine", conn.sent
+    assert conn.sent[0][1]["seconds"] < conn.sent[1][1]["seconds"]
+
+    conn = _Conn()
+    ttt = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
+    run_grounder(conn, read_rules(ttt)[0], 60.0)
+    assert [m[0] for m in conn.sent] == ["engine"] and conn.sent[0][1]["kind"] == "CompiledEngine", conn.sent

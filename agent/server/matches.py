@@ -39,6 +39,7 @@ ACTIVE = ("starting", "playing")
 ENDED = "ended"  # ended by us (memory): later PLAYs get fallback moves, STOP/ABORT forget it
 
 
+LAST_WAIT_SLACK = 0.1  # seconds before the clock when a PLAY still without a legal move is answered
 EVICT_SLACK = 30.0  # seconds a manager may take beyond its clock before its match counts as overdue
 INTERRUPTED = "interrupted: "  # x-end-reason of a match the server could not finish
 _UNFINISHED = re.compile(r'"isCompleted":\s*false,\s*"isAborted":\s*false')
@@ -261,7 +262,8 @@ class Match:
             self.player_status = "ready"
         elif kind == "upgraded":
             info = msg[1]
-            self.engine_status = "upgraded" if info.get("engine") != "prolog" else "none"
+            if not info.get("interim"):
+                self.engine_status = "upgraded" if info.get("engine") != "prolog" else "none"
             rec.extra["x-engine"] = info.get("engine")
             rec.note(f"player switched to {info.get('engine')} at ply {self.ply}")
             for n in info.get("notes", []):
@@ -304,7 +306,13 @@ class Match:
         self._notify()
 
     def on_grounder(self, msg) -> None:
-        if msg[0] == "engine":
+        if msg[0] == "engine_interim":
+            # still grounding: the player leaves Prolog for the non-ground engine meanwhile
+            # (the start is still answered when grounding ends or at the start deadline)
+            if self.player is not None and self.engine_status is None:
+                log.info("%s: interim %s built in %ss", self.id, msg[1].get("kind"), msg[1].get("seconds"))
+                self.player.send(("engine", "nonground", "interim"))
+        elif msg[0] == "engine":
             info = msg[1]
             if info.get("ok"):
                 log.info("%s: %s built in %ss", self.id, info.get("kind"), info.get("seconds"))
@@ -705,9 +713,12 @@ class MatchManager:
         if (m.decisions.get(req) is None and m.known_legal(ply) is None and ply not in m.over
                 and m.status in ACTIVE and m.ref_status not in ("failed", "dead")):
             # No legal move known yet (a slow referee on a loaded machine): wait for it up to
-            # the clock itself.  Managers accept replies until the clock + 1 s or more
-            # (ggp-facts 3.1), and a late legal move beats a guess that may be illegal.
-            await m.wait_until(lambda: m.known_legal(ply) is not None, received + m.play_clock)
+            # just before the clock (a late legal move beats a guess that may be illegal).  Up
+            # to the clock itself, the guesses of an exploding game reached the manager 1-16 ms
+            # after it: within ggp-base's grace, but late by the clock it gave.
+            await m.wait_until(lambda: m.known_legal(ply) is not None or m.status not in ACTIVE
+                               or m.ref_status in ("failed", "dead"),
+                               received + m.play_clock - LAST_WAIT_SLACK)
         move, entry = m.choose(req, ply, received)
         m.record.add_decision(entry)
         if entry["fallback"]:

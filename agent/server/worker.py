@@ -151,8 +151,11 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
         role_index = role_index_of(desc, role_text)
         send_initial_legal(conn, desc, role_index)
         try:
-            # Prolog at once; the exact compiled engine where Prolog runs out of its limits
-            referee = open_referee(desc, STANDBY_BUDGET, engine="standby")
+            # Prolog at once; the exact compiled engine where Prolog runs out of its limits, as
+            # the match's grounder left it in the cache (or the non-ground engine): grounding
+            # here too, after Prolog ran out of stack on an exploding game, doubled the
+            # referee's memory and ended the match only at the watchdog's cap, 15-25 s later
+            referee = open_referee(desc, STANDBY_BUDGET, engine="standby", build=False)
             log.info("referee on the %s engine: %s", referee.engine, referee.reason)
             sm = CachedStateMachine(referee.sm)
             state = sm.initial_state()
@@ -227,11 +230,21 @@ def send_initial_legal(conn, desc, role_index: int) -> None:
 # ------------------------------------------------------------------------- grounder
 
 GROUNDING_SHARE = 0.85
+INTERIM_SHARE, INTERIM_MIN = 0.25, 5.0   # seconds of grounding before the interim engine
 
 
 def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
     """Build the compiled engine (it lands in the engine cache, where the player picks it
-    up); say whether it worked.  The server kills this process when its time is up."""
+    up); say whether it worked.  The server kills this process when its time is up.
+
+    A game still grounding after ``INTERIM_SHARE`` of the budget (and ``INTERIM_MIN``
+    seconds: a short start clock is spent on grounding alone) may not ground at all
+    (chess): the non-ground engine is built meanwhile on a thread (grounding runs in Prolog,
+    which releases the interpreter) and announced with ``engine_interim``, so the player
+    leaves Prolog long before grounding gives up.  On a loaded machine grounding's budget and
+    the non-ground build after it ended past the start clock, and chess's first moves were
+    searched on Prolog, where one query overran the play clock."""
+    import threading
     from agent.player import parse_rules_text, RulesRefused
     if nice:
         try:
@@ -239,22 +252,44 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
         except OSError:
             pass
     t0 = time.monotonic()
+    lock, done = threading.Lock(), threading.Event()
+
+    def send(msg) -> None:
+        with lock:
+            conn.send(msg)
+
+    def interim(desc) -> None:
+        if done.wait(max(budget * INTERIM_SHARE, INTERIM_MIN)):
+            return
+        try:
+            from agent.engine.nonground import NonGroundEngine
+            NonGroundEngine(desc).close()    # the player's own build of the same rules will work
+        except Exception:  # the final answer says what works
+            return
+        with lock:
+            if not done.is_set():
+                conn.send(("engine_interim", {"kind": "NonGroundEngine",
+                                              "seconds": round(time.monotonic() - t0, 2)}))
     try:
         desc = parse_rules_text(rules_text)
         from agent.engine import load_engine
+        threading.Thread(target=interim, args=(desc,), daemon=True, name="interim").start()
         # grounding gets most of the start clock; the rest is for the non-ground engine, which
         # a game that does not ground needs (chess: about a second to build)
         engine = load_engine(desc, budget_seconds=budget * GROUNDING_SHARE)
     except (RulesRefused, ImportError) as e:
-        conn.send(("engine", {"ok": False, "reason": str(e)}))
+        done.set()
+        send(("engine", {"ok": False, "reason": str(e)}))
         return
     except Exception as e:
-        conn.send(("engine", {"ok": False, "reason": f"{type(e).__name__}: {e}"}))
+        done.set()
+        send(("engine", {"ok": False, "reason": f"{type(e).__name__}: {e}"}))
         return
+    done.set()
     info = dict(getattr(engine, "info", {}) or {})
     ok = type(engine).__name__ != "PrologReasoner"
-    conn.send(("engine", {"ok": ok, "kind": type(engine).__name__, "reason": info.get("reason"),
-                          "seconds": round(time.monotonic() - t0, 2)}))
+    send(("engine", {"ok": ok, "kind": type(engine).__name__, "reason": info.get("reason"),
+                     "seconds": round(time.monotonic() - t0, 2)}))
 
 
 # ------------------------------------------------------------------------- player
@@ -375,8 +410,12 @@ def run_player(conn, cfg: dict) -> None:
                 log.warning("player: cannot take the referee's state: %s", e)
         engines = [m for m in batch if m[0] == "engine"]
         if engines and not on_prolog:
-            notes = player.upgrade(5.0, engine=engines[-1][1])
-            conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes}))
+            kind, interim = engines[-1][1], len(engines[-1]) > 2 and engines[-1][2] == "interim"
+            if kind == "nonground" and player.engine_kind == "NonGroundEngine":
+                notes = []  # already on it (the grounder's interim engine): keep engine and tree
+            else:
+                notes = player.upgrade(5.0, engine=kind)
+            conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes, "interim": interim}))
         plays = [m for m in batch if m[0] == "play"]
         for i, play in enumerate(plays):
             _, req, move_texts, deadline = play[:4]
