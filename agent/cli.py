@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 PROG = "ggp-persona"
 
@@ -266,22 +267,28 @@ def add_web(sub) -> None:
     p.add_argument("--personas", action="append", default=[], metavar="DIR",
                    help="a folder of persona TOML files (e.g. fitted ones) besides the presets; repeatable")
     p.add_argument("--log-dir", default="match_logs", help="where match records go (default match_logs)")
+    p.add_argument("--fits", action="append", default=[], metavar="DIR",
+                   help="an earlier fast fit (the fit command's --out folder) or a folder of them; "
+                        "Learn my style tells which of its fitted bots a person plays most like; repeatable")
     p.add_argument("--start-clock", type=int, default=10, help="default start clock, whole seconds")
     p.add_argument("--play-clock", type=int, default=5, help="default play clock of the persona, whole seconds")
     p.set_defaults(func=cmd_web)
 
 
 def cmd_web(args) -> int:
-    for d in args.games + args.personas:
+    for d in args.games + args.personas + args.fits:
         if not os.path.isdir(d):
             raise UsageError(f"not a folder: {d}")
+    for d in args.fits:
+        if not (Path(d, "results.json").is_file() or any(Path(d).glob("*/results.json"))):
+            raise UsageError(f"--fits {d}: neither a fit's folder (results.json) nor a folder of fits")
     if not (0 < args.port < 65536):
         raise UsageError(f"bad port {args.port}")
     import uvicorn
 
     from agent.web.app import create_app
     app = create_app(args.games, args.personas, args.log_dir,
-                     start_clock=args.start_clock, play_clock=args.play_clock)
+                     start_clock=args.start_clock, play_clock=args.play_clock, fits=args.fits)
     print(f"ggp-persona web: open http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -299,3 +299,51 @@ def test_learn_my_style_says_what_is_missing_and_why_a_fit_failed(server, client
     page = client.get(url).text
     assert "Your style could not be learned" in page and "Traceback" not in page
     assert str(logs) not in page
+
+
+def test_learn_my_style_names_the_fitted_bot_a_person_plays_most_like(tmp_path):
+    """``web --fits``: a person's connectFour matches (on the repository's connectFour, the
+    rules of the committed fast fit) are compared with that fit's fitted bots, with a
+    confidence; a fit of another game among the candidates is passed over; Play my clone
+    plays on the person's own rules, not on the project's connectFour of the same name."""
+    import time
+
+    from tests.webbrowser import person_records
+    rules = SHARED / "corpus" / "games" / "base" / "games" / "connectFour" / "v0" / "connectFour.kif"
+    if not rules.is_file():
+        pytest.skip(f"the shared corpus is missing ({rules.name} of the base repository)")
+    reports = Path(__file__).resolve().parents[1] / "docs" / "reports"
+    logs = tmp_path / "logs"
+    person_records(logs, "frank", 6, game="connectFour", rules=rules)
+    s = WebServer(logs, [SHARED / "corpus" / "games"], env={"GGP_PERSONA_WEB_STYLE_LIMIT": "60"},
+                  extra=["--fits", str(reports / "fit-nineBoardTicTacToe-fast"),
+                         "--fits", str(reports / "fit-connectFour-fast")])
+    try:
+        with httpx.Client(base_url=s.url, timeout=120, follow_redirects=False) as c:
+            c.cookies.set("person", "frank")
+            r = c.post("/style", data={"game": "connectFour"})
+            assert r.status_code == 303
+            url = r.headers["location"]
+            jid = url.rsplit("/", 1)[1]
+            for _ in range(1200):
+                state = c.get(f"/api/style/{jid}").json()
+                if state["status"] != "running":
+                    break
+                time.sleep(0.5)
+            assert state["status"] == "done", state
+            page = c.get(url).text
+        res = json.loads(next((logs / "clones").glob("*/style.json")).read_text())
+        fitted = json.loads((reports / "fit-connectFour-fast" / "results.json").read_text())["labels"]
+        assert "fit-connectFour-fast" in res["like_kind"]
+        assert sorted(x["name"] for x in res["like"]) == sorted(fitted)      # the fit's bots, not presets
+        assert 0.0 <= res["like_confidence"] <= 1.0
+        assert res["like"][0]["name"] in page and 'id="like-confidence"' in page
+        assert str(reports) not in page and "Traceback" not in page
+        assert res["game_key"] and res["game_key"] != "games/connectFour"   # the record's rules, not the project's
+    finally:
+        s.stop()
+
+
+def test_web_refuses_a_fits_folder_without_a_fit(tmp_path):
+    from agent.cli import main
+    assert main(["web", "--fits", str(tmp_path)]) != 0

@@ -73,10 +73,12 @@ class WebServer:
                 self.proc.wait()
 
 
-def person_records(folder: Path, person: str, n: int = 6, seed: int = 0) -> list:
-    """``n`` finished ticTacToe matches of ``person`` (a human who takes the first legal move
-    in the rules' order, mostly) against a random persona, recorded as the page records
-    them: ggp-base Match JSON with the rules, the person's name and ``isPlayerHuman``."""
+def person_records(folder: Path, person: str, n: int = 6, seed: int = 0, game: str = "ticTacToe",
+                   rules: Path | None = None) -> list:
+    """``n`` finished matches of ``game`` (the project's rule sheet, or ``rules``) by
+    ``person`` (a human who takes the first legal move in the rules' order, mostly) against a
+    random persona, recorded as the page records them: ggp-base Match JSON with the rules,
+    the person's name and ``isPlayerHuman``."""
     import random
 
     from agent.engine.loader import load_engine
@@ -84,8 +86,9 @@ def person_records(folder: Path, person: str, n: int = 6, seed: int = 0) -> list
     from gdl.kif import read_rules_file
     from gdl.terms import render
     from agent.match.rules import read_rules
-    text, _ = read_rules((ROOT / "games" / "ticTacToe.kif").read_text())   # the rules list as START sends it
-    eng = load_engine(read_rules_file(ROOT / "games" / "ticTacToe.kif"))
+    rules = Path(rules) if rules else ROOT / "games" / f"{game}.kif"
+    text, _ = read_rules(rules.read_text())   # the rules list as START sends it
+    eng = load_engine(read_rules_file(rules))
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
@@ -100,12 +103,12 @@ def person_records(folder: Path, person: str, n: int = 6, seed: int = 0) -> list
                 joint.append(legal[0] if r == me and rng.random() < 0.9 else rng.choice(legal))
             moves.append([render(m) for m in joint])
             s = eng.next_state(s, joint)
-        rec = {"matchId": f"web.{person}.{i:010x}.ticTacToe", "playerNamesFromHost": names,
+        rec = {"matchId": f"web.{person}.{i:010x}.{game}", "playerNamesFromHost": names,
                "isPlayerHuman": [r == me for r in range(2)], "startTime": 1_700_000_000_000 + 60_000 * i,
                "moves": moves, "errors": [["", ""] for _ in moves], "isCompleted": True, "isAborted": False,
                "goalValues": [(g or [0])[0] for g in eng.goal_values(s)], "startClock": 10, "playClock": 5,
                "x-rules": text, "gameMetaURL": rules_urn(text)}
-        path = folder / f"web.{person}.{i:010x}.ticTacToe.json"
+        path = folder / f"web.{person}.{i:010x}.{game}.json"
         path.write_text(json.dumps(rec))
         out.append(path)
     return out

@@ -20,6 +20,24 @@ def rank(loglik_by_persona: dict) -> list:
     return sorted(loglik_by_persona, key=lambda p: (-loglik_by_persona[p], p))
 
 
+def stays_first(logp_by_name: dict, n_boot: int = 1000, seed: int = 0) -> float:
+    """How sure the ranking's first place is: the share of bootstrap resamples of the
+    decisions (the same resample for every name: the scores are paired) in which the name
+    first on all decisions is still first.  ``logp_by_name``: {name: per-decision log P}."""
+    import numpy as np
+    names = list(logp_by_name)
+    if len(names) < 2:
+        return 1.0
+    lp = np.array([np.asarray(logp_by_name[n], float) for n in names])      # names x decisions
+    best = names.index(rank({n: float(lp[i].sum()) for i, n in enumerate(names)})[0])
+    if lp.shape[1] == 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, lp.shape[1], size=(n_boot, lp.shape[1]))
+    sums = lp[:, idx].sum(axis=2)                                             # names x resamples
+    return float(np.mean(sums.argmax(axis=0) == best))
+
+
 def pm_logliks(decisions, logp_by_persona: dict) -> dict:
     """{pm: {persona: sum of log P over the pm's decisions}}; ``logp_by_persona[name]`` is
     aligned with ``decisions``."""

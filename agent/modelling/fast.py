@@ -26,6 +26,7 @@ import numpy as np
 
 from agent.matchlog import atomic_write_bytes
 
+from . import attribution as A
 from . import choicemodel as CM
 from . import evaluation as EV
 from . import evaluations as E
@@ -183,7 +184,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     x_train = {d.key: shared[d.key] for d in train}
     x_test = [shared[d.key] for d in test]
 
-    prior_models = _prior_models(prior, game) if prior else {}
+    prior, prior_models = _choose_prior(prior, game, names, decisions, log)
 
     def fit_all():
         pooled = prior_models.get("pooled")
@@ -229,18 +230,22 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
             per_label[lab] = m
         rows, diffs, per_decision = EV.compare(test, labels, per_label, n_boot=s.n_boot, seed=s.seed)
         ml, ma, diagonal = EV.matrix(test, labels, metrics_of)
-        most_like = {}
+        most_like, sure = {}, {}
         for lab in labels:
             ds = [test[i] for i in idx[lab]]
             xs = [x_test[i] for i in idx[lab]]
-            scores = {name: float(np.mean([lp[d.chosen] for lp, d in zip(CM.held_out_log_probs(m, ds, xs), ds)]))
-                      for name, m in prior_models.items() if name != "pooled"}
-            if scores:
+            lps = {name: [lp[d.chosen] for lp, d in zip(CM.held_out_log_probs(m, ds, xs), ds)]
+                   for name, m in prior_models.items() if name != "pooled"}
+            if lps and ds:
+                scores = {name: float(np.mean(v)) for name, v in lps.items()}
                 most_like[lab] = dict(sorted(scores.items(), key=lambda kv: -kv[1]))
+                sure[lab] = A.stays_first(lps, s.n_boot, s.seed)
+        most_like_confidence.update(sure)
         chosen_lp = {lab: [lp[d.chosen] for lp, d in zip(logp_all[lab], test)] for lab in labels}
         attribution = EV.attribution(test, labels, chosen_lp)
         return rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like
 
+    most_like_confidence: dict = {}
     rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like = \
         clock.run("evaluation", evaluate)
     pdir = out / "personas"
@@ -264,7 +269,8 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         "champion_choice": champ_choice, "move_frequency": freq,
         "metrics": rows, "paired": diffs,
         "matrix": {"rows": labels, "columns": labels, "logp": ml, "argmax": ma, "diagonal_max": diagonal},
-        "attribution": attribution, "most_like": most_like, "prior": str(prior) if prior else None,
+        "attribution": attribution, "most_like": most_like,
+        "most_like_confidence": most_like_confidence, "prior": str(prior) if prior else None,
         "searched_decisions": cache.computed, "cached_decisions": len(keyed) - cache.computed,
         "estimate_seconds": estimate, "stages": clock.stages, "fit_seconds": fit_seconds,
         "bar": EV.bar(labels, diffs, diagonal, pooled is not None),
@@ -275,16 +281,41 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     return result
 
 
-def _prior_models(folder, game: str) -> dict:
-    """{name: ChoiceModel} of an earlier fast fit's personas (its ``personas/`` folder)."""
+def _choose_prior(prior, game: str, names: list, decisions, log) -> tuple:
+    """(folder, {name: ChoiceModel}) of the earlier fit to use.  ``prior``: one folder (it
+    must apply: the ``--prior`` option), or a list of candidates (the web page's ``--fits``):
+    the first that applies, else none."""
+    if not prior:
+        return None, {}
+    if isinstance(prior, (str, Path)):
+        return prior, _prior_models(prior, game, names, decisions)
+    for folder in prior:
+        try:
+            models = _prior_models(folder, game, names, decisions)
+        except FitError:
+            continue
+        log(f"comparing with the models of an earlier fit ({Path(folder).name})")
+        return folder, models
+    return None, {}
+
+
+def _prior_models(folder, game: str, names: list | None = None, decisions=()) -> dict:
+    """{name: ChoiceModel} of an earlier fast fit's personas (its ``personas/`` folder).  The
+    fit applies to the same rules (same game key), or to rules with the same structure as far
+    as the models see it: the same feature names (the same relations) and every move
+    functor of these decisions among the models' move tokens (the same moves).  Records of
+    one game reach the fitter with different keys (a games.ggp.org URL, or the rules text a
+    web match carries), so the key alone would refuse the same game."""
     from agent.modelplay import model_of
     from agent.persona import PersonaError, load_persona
     folder = Path(folder)
     try:
-        res_game = json.loads((folder / "results.json").read_text()).get("game")
-    except (OSError, ValueError):
+        res = json.loads((folder / "results.json").read_text())
+        res_game, res_features = res.get("game"), res.get("features")
+    except (OSError, ValueError, AttributeError):
         raise FitError(f"--prior {folder}: not the folder of a fit (no results.json)") from None
-    if res_game != game:
+    same_structure = names is not None and res_features == list(names)
+    if res_game != game and not same_structure:
         raise FitError(f"--prior {folder}: that fit is of another game (or other rules)")
     out = {}
     for f in sorted((folder / "personas").glob("*.toml")):
@@ -296,6 +327,10 @@ def _prior_models(folder, game: str) -> dict:
             out[f.stem] = model_of(p)[0]
     if "pooled" not in out:
         raise FitError(f"--prior {folder}: no pooled model in its personas/ (fit several players first)")
+    if res_game != game:
+        heads = {CM.move_tokens(m)[0] for d in decisions for m in d.moves}
+        if not heads <= set(out["pooled"].vocab):
+            raise FitError(f"--prior {folder}: that fit is of another game (other moves)")
     return out
 
 

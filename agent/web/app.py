@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from agent.match.rules import read_rules
 from gdl.kif import Problem
 
 from . import boardview as bv
@@ -144,11 +145,12 @@ def _game_of_record(d: dict) -> str:
 
 class WebApp:
     def __init__(self, game_folders=(), persona_folders=(), log_dir="match_logs",
-                 start_clock: int = 10, play_clock: int = 5, workers: dict | None = None):
+                 start_clock: int = 10, play_clock: int = 5, workers: dict | None = None, fits=()):
         folders = ([PROJECT_GAMES] if PROJECT_GAMES.is_dir() else []) + [Path(p) for p in game_folders]
         self.games = {g.key: g for g in list_games(folders)}
         self.game_folders = folders
         self.persona_folders = [Path(p) for p in persona_folders]
+        self.fit_folders = [Path(p) for p in fits]      # earlier fast fits, for "plays most like"
         self.uploads: dict = {}          # key -> rules text
         self.upload_warnings: dict = {}  # key -> the check's warnings (Problems)
         self.uploaded_personas: list = []
@@ -197,6 +199,18 @@ class WebApp:
             out.append(dict(d, jid=f.parent.name, clone=str(clone), mtime=f.stat().st_mtime))
         return sorted(out, key=lambda d: -d["mtime"])
 
+    def fits(self) -> list[Path]:
+        """The earlier fast fits a person is compared with (the fitter takes the first that
+        applies to the game's rules): each ``--fits`` folder is a fit (its results.json) or
+        holds fits, and so does ``<log dir>/fits/``."""
+        out = []
+        for folder in self.fit_folders + [self.log_dir / "fits"]:
+            if (folder / "results.json").is_file():
+                out.append(folder)
+            elif folder.is_dir():
+                out += sorted(f.parent for f in folder.glob("*/results.json"))
+        return out
+
     def finished_by_game(self, person: str) -> dict:
         """{game name: [record files]} of the person's finished matches, by game."""
         out: dict = {}
@@ -211,20 +225,32 @@ class WebApp:
 
     def game_key_of(self, name: str, record: Path | None = None) -> str | None:
         """The page's key of the game a match id names (a server game, an upload, or else the
-        rules the record carries, added as an upload)."""
+        rules the record carries, added as an upload).  With a record, a game of that name
+        counts only if its rules are the record's: two sheets may share a name (the project's
+        connectFour and a repository's)."""
+        text = None
+        if record is not None:
+            try:
+                text = json.loads(record.read_text(encoding="utf-8")).get("x-rules")
+            except (OSError, ValueError, AttributeError):
+                text = None
+            text = text if isinstance(text, str) else None
+
+        def same(game_text) -> bool:
+            if text is None:
+                return True
+            try:
+                return read_rules(game_text())[0] == text
+            except Exception:      # an unreadable sheet is not this record's game
+                return False
         for g in self.games.values():
-            if _game_label(g.title) == name:
+            if _game_label(g.title) == name and same(lambda: self.game_text(g)):
                 return g.key
         for k in self.uploads:
-            if _game_label(k.split("/")[-1]) == name or k.split("/")[-1].startswith(name + "-"):
+            if (_game_label(k.split("/")[-1]) == name or k.split("/")[-1].startswith(name + "-")) \
+                    and same(lambda: self.uploads[k]):
                 return k
-        if record is None:
-            return None
-        try:
-            text = json.loads(record.read_text(encoding="utf-8")).get("x-rules")
-        except (OSError, ValueError, AttributeError):
-            return None
-        if not isinstance(text, str):
+        if text is None:
             return None
         key = f"upload/{name}-{bv.game_key(text)}"
         self.uploads[key] = text
@@ -243,14 +269,13 @@ class WebApp:
         key = self.game_key_of(game, files[0]) or ""
         job = StyleJob(jid, person, game, key, self.clone_dir / jid, len(files))
         job.folder.mkdir(parents=True, exist_ok=True)
-        prior = self.log_dir / "fits" / game        # an earlier fast fit of the game, if kept
-        prior_arg = str(prior) if (prior / "results.json").is_file() else None
+        fits = [str(f) for f in self.fits()]
         self.styles[jid] = job
 
         async def fit():
             try:
                 res = await self.work.run("style", work.learn_style, [str(f) for f in files], person,
-                                          str(job.folder), str(self.clone_dir / ".evaluations"), prior_arg,
+                                          str(job.folder), str(self.clone_dir / ".evaluations"), fits,
                                           style_settings())
                 res["game"], res["game_key"] = game, key
                 res["seconds"] = round(time.monotonic() - job.started, 1)

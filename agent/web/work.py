@@ -299,11 +299,11 @@ class Workers:
 STYLE_PRESET_LIMIT = 200    # simulations per decision when a preset persona is scored
 
 
-def learn_style(files: list, person: str, out_dir: str, cache_root: str, prior: str | None,
+def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: list,
                 settings: dict) -> dict:
     """Fits ``person``'s model from their own records (the fast fitter) and ranks whom they
-    play most like: the models of an earlier fit of the game (``prior``), or else the preset
-    personas scored by the GA scorer.  Progress lines go to ``out_dir/progress.txt``; the
+    play most like: the models of an earlier fit of the game (the first of the ``fits``
+    folders that applies to these rules), or else the preset personas scored by the GA scorer.  Progress lines go to ``out_dir/progress.txt``; the
     answer is plain data for the page (also kept as ``out_dir/style.json``)."""
     import json
     from pathlib import Path
@@ -333,21 +333,22 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, prior: 
         raise ValueError("these matches were played on different rules")
     log(f"{len(ds.decisions)} of your decisions; fitting your model")
     res = run(ds, out / "fit", FastSettings(**settings), cache_root=cache_root, workers=0,
-              progress=False, log=log, prior=prior)
+              progress=False, log=log, prior=list(fits))
     rows = {r["model"]: r for r in res.get("metrics", []) if r.get("label") == person}
     model = (res.get("models") or {}).get(person) or {}
     clones = sorted((out / "fit" / "personas").glob("*.toml"))
     like, like_kind = [], ""
     ml = (res.get("most_like") or {}).get(person)
     if ml:
-        like_kind = "the models of the earlier fit of this game"
+        like_kind = f"the fitted bots of an earlier fit of this game ({Path(res['prior']).name})"
         like = [{"name": k, "per_decision": float(v)} for k, v in ml.items()]
+        sure = (res.get("most_like_confidence") or {}).get(person)
     else:
         from agent.modelling.likelihood import log_probs, pad
         from agent.modelling.scoring import Scorer
         from agent.persona import load_persona, preset_names
         like_kind = "the preset personas"
-        scores = {}
+        scores, lps = {}, {}
         for name in preset_names():
             log(f"scoring you as {name}")
             pe = load_persona(name)
@@ -358,15 +359,17 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, prior: 
             scorer.save()
             Q, mask = pad(qs)
             lp = log_probs(Q, mask, [d.chosen for d in ds.decisions], pe.random_error, pe.nice_threshold, pe.kappa)
-            scores[name] = float(np.mean(lp))
+            scores[name], lps[name] = float(np.mean(lp)), lp
         like = [{"name": k, "per_decision": v} for k, v in sorted(scores.items(), key=lambda kv: -kv[1])]
+        from agent.modelling.attribution import stays_first
+        sure = stays_first(lps, settings.get("n_boot", 300))
     keep = ("logp", "logp_lo", "logp_hi", "argmax", "argmax_lo", "argmax_hi")
     answer = {
         "person": person, "decisions": len(ds.decisions),
         "matches": len({d.match_id for d in ds.decisions}),
         "metrics": {m: {k: r.get(k) for k in keep} for m, r in rows.items()},
         "warnings": [str(x) for x in model.get("warnings") or []],
-        "like": like, "like_kind": like_kind,
+        "like": like, "like_kind": like_kind, "like_confidence": sure,
         "clone": str(clones[0]) if clones else None,
         "report": str(out / "fit" / "report.html"),
         "stages": res.get("stages", {}),
