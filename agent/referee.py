@@ -48,7 +48,7 @@ class Referee:
 
 def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = "auto",
                  cache_dir=None, walks: int = CHECK_WALKS, steps: int = CHECK_STEPS,
-                 seed: int = 0) -> Referee:
+                 seed: int = 0, build: bool = True) -> Referee:
     """The referee's state machine for ``desc``.  Raises ``RulesRefused`` for rules Prolog
     will not load.  ``engine``:
 
@@ -58,7 +58,12 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
       moves within the start clock), with the compiled engine standing by: the first query
       Prolog cannot answer within its limits builds it (within ``budget_seconds``), checks it
       the same way, and from then on it answers everything;
-    * ``prolog``: the Prolog reasoner only."""
+    * ``prolog``: the Prolog reasoner only.
+
+    ``build=False``: the compiled engine only from the engine cache, never grounded here (a
+    server's match has a grounder process of its own; a standby referee grounding an
+    exploding game after Prolog ran out of stack doubled its memory and held the match for
+    15 s more), else the non-ground engine."""
     from agent.reasoner.prolog import PrologReasoner
 
     if engine not in ("auto", "standby", "prolog"):
@@ -68,9 +73,9 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
     if engine == "prolog":
         return Referee(prolog, "prolog", "asked for")
     if engine == "standby":
-        return Referee(_Standby(desc, prolog, budget_seconds, cache_dir, walks, steps, seed), "prolog",
+        return Referee(_Standby(desc, prolog, budget_seconds, cache_dir, walks, steps, seed, build), "prolog",
                        "Prolog first; the compiled engine takes over where Prolog runs out of limits")
-    compiled, why, n = exact_compiled(desc, prolog, t0 + budget_seconds, cache_dir, walks, steps, seed)
+    compiled, why, n = exact_compiled(desc, prolog, t0 + budget_seconds, cache_dir, walks, steps, seed, build)
     if compiled is None:
         log.warning("referee on Prolog: %s", why)
         return Referee(prolog, "prolog", why, n)
@@ -79,17 +84,21 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
 
 
 def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHECK_WALKS,
-                   steps: int = CHECK_STEPS, seed: int = 0):
+                   steps: int = CHECK_STEPS, seed: int = 0, build: bool | None = True):
     """(compiled engine, why, states compared) when it builds before ``until`` (monotonic)
-    and agrees with ``prolog``; (None, why not, states compared) otherwise."""
+    and agrees with ``prolog``; (None, why not, states compared) otherwise.  ``build``:
+    True grounds when the cache has no engine, False takes the cache's or the non-ground
+    engine, None only the cache's."""
     left = until - time.monotonic()
     if left <= 0.5:
         return None, "no time left to build the compiled engine", 0
     from agent.engine import load_engine
     try:
         compiled = load_engine(desc, engine="compiled", budget_seconds=left * (1 - CHECK_SHARE),
-                               cache_dir=cache_dir)
+                               cache_dir=cache_dir, build=build)
     except GroundingError as e:
+        if build is None:
+            return None, f"no compiled engine: {e}; nothing else is built here", 0
         try:   # a game that does not ground: the non-ground engine, checked the same way
             compiled = load_engine(desc, engine="nonground")
         except Exception as e2:  # noqa: BLE001 - any failure of it leaves the referee on Prolog
@@ -113,9 +122,11 @@ class _Standby:
     """Prolog answers until a query runs out of its limits; then the compiled engine, when it
     is exact, answers that query and every later one (see ``open_referee``)."""
 
-    def __init__(self, desc, prolog, budget: float, cache_dir, walks: int, steps: int, seed: int):
+    def __init__(self, desc, prolog, budget: float, cache_dir, walks: int, steps: int, seed: int,
+                 build: bool = True):
         self.desc, self.prolog, self.budget = desc, prolog, budget
         self.options = (cache_dir, walks, steps, seed)
+        self.build = build
         self.roles = prolog.roles
         self.compiled = None
         self.refused: str | None = None   # why the compiled engine cannot take over
@@ -129,8 +140,13 @@ class _Standby:
         except ResourceLimit as e:
             if self.refused is not None or isinstance(e, PlayoutCap):  # a cap is no limit of Prolog's
                 raise
+            build = self.build
+            if not build and e.resource == "stack":
+                # Out of memory: Prolog keeps what it took (1 GB after an exploding next state:
+                # the non-ground engine's refusal took 6 s more), so only the cache's engine
+                build = None
             compiled, why, _ = exact_compiled(self.desc, self.prolog, time.monotonic() + self.budget,
-                                              *self.options)
+                                              *self.options, build=build)
             if compiled is None:
                 self.refused = why
                 log.warning("referee stays on Prolog (%s): %s", e, why)

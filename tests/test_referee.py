@@ -174,3 +174,48 @@ def test_standby_referee_keeps_prolog_errors_when_the_engine_cannot_take_over(mo
             sm.is_terminal(s0)
     finally:
         sm.close()
+
+
+def test_a_server_referee_never_grounds_and_builds_nothing_after_prolog_ran_out_of_memory(tmp_path, monkeypatch):
+    """``build=False`` (the server's referee, whose match has a grounder of its own): after a
+    Prolog limit it takes the cache's compiled engine, else the non-ground engine, never
+    grounding; after Prolog ran out of stack (memory it keeps) only the cache's engine.  It
+    used to ground an exploding game there and doubled its memory."""
+    import agent.engine.loader as L
+    from agent.reasoner.statemachine import ResourceLimit
+
+    def no_grounding(*a, **kw):
+        raise AssertionError("grounded in the referee")
+    monkeypatch.setattr(L, "ground", no_grounding)
+    desc = read_rules_file(TTT)
+
+    def run_out(kind, cache_dir):
+        ref = R.open_referee(desc, 30.0, engine="standby", cache_dir=cache_dir, walks=1, steps=2, build=False)
+        sm = ref.sm
+        s0 = sm.initial_state()
+        real = sm.prolog.legal_moves
+        calls = []
+
+        def once(*a):  # the first query runs out; Prolog answers the engine's check after it
+            calls.append(a)
+            if len(calls) == 1:
+                raise ResourceLimit("legal moves ran out", kind, "legal moves")
+            return real(*a)
+        sm.prolog.legal_moves = once
+        return sm, s0
+
+    sm, s0 = run_out("stack", tmp_path / "empty")
+    with pytest.raises(ResourceLimit):
+        sm.legal_moves(s0, 0)
+    assert sm.engine == "prolog" and "nothing else is built here" in sm.refused, sm.refused
+    sm.close()
+    sm, s0 = run_out("inferences", tmp_path / "empty")
+    assert len(sm.legal_moves(s0, 0)) == 9 and sm.engine == "nonground"
+    sm.close()
+    cache = tmp_path / "cache"
+    monkeypatch.undo()
+    L.load_engine(desc, cache_dir=cache).close()  # as the match's grounder leaves it
+    monkeypatch.setattr(L, "ground", no_grounding)
+    sm, s0 = run_out("stack", cache)
+    assert len(sm.legal_moves(s0, 0)) == 9 and sm.engine == "compiled"
+    sm.close()

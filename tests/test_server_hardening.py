@@ -103,6 +103,35 @@ def test_server_memory_budget_ends_the_largest_match(tmp_path):
         assert "status available" in s.send("( INFO )") and s.alive()
 
 
+def test_exploding_match_ends_when_prolog_runs_out_and_replies_before_the_clock(tmp_path):
+    """Default limits (Prolog's stack half the worker's cap): the referee's next state runs out
+    of Prolog stack, and that ends the match at once, with the reason (the referee used to
+    ground the game next, doubling its memory until the watchdog's cap ended the match 15-25 s
+    later).  Every PLAY meanwhile, with no legal move known for its state, is answered before
+    the play clock (it was answered at the clock itself, 1-16 ms after it)."""
+    play_clock = 2
+    with ServerProcess(tmp_path / "match_logs", "--seed", "5") as s:
+        mid = "explode.prolog"
+        assert s.send(start_message(mid, "red", exploding_rules(), 3, play_clock)) == "ready"
+        joint, d = None, None
+        for i in range(120):  # PLAYs back to back until the match is ended (minutes at most)
+            reply = s.send(play_message(mid, joint))
+            assert reply and reply not in ("busy", "nil"), reply
+            joint = [reply, "noop"] if i % 2 == 0 else ["noop", "( mark v2 )"]
+            d = record(s, mid, wait=0.1)
+            if d and "x-end-reason" in d:
+                break
+        assert d and "x-end-reason" in d, s.log_text()
+        why = d["x-end-reason"]
+        assert why.startswith("the referee failed at ply 1") and "Prolog stack" in why, (why, d.get("x-notes"))
+        assert d["isAborted"]
+        for e in d["x-decisions"]:  # the server's own reading of when it replied
+            assert e["reply_after"] < play_clock, e
+        reply = s.send(play_message(mid, joint))  # an ended match still answers, at once
+        assert reply and reply not in ("busy", "nil"), reply
+        assert "status available" in s.send("( INFO )") and s.alive()
+
+
 # --------------------------------------------------------------------------- slow clients
 
 def _closed_within(sock: socket.socket, seconds: float) -> bool:

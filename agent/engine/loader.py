@@ -21,9 +21,11 @@ log = logging.getLogger("ggp_persona.engine")
 
 
 def load_engine(desc: Description, *, budget_seconds: float = 30.0, cache_dir=None,
-                use_cache: bool = True, engine: str = "auto"):
+                use_cache: bool = True, engine: str = "auto", build: bool = True):
     """``engine``: ``auto`` (compiled, else non-ground, else Prolog), ``compiled`` (raise
-    GroundingError instead of falling back), ``nonground`` (the same) or ``prolog``."""
+    GroundingError instead of falling back), ``nonground`` (the same) or ``prolog``.
+    ``build=False``: a compiled engine only from the cache (a cache miss is a GroundingError,
+    handled as above): for a process that must not ground, since another one does."""
     t0 = time.monotonic()
     if engine == "prolog":
         return _prolog(desc, {"engine": "prolog", "reason": "asked for"})
@@ -38,6 +40,8 @@ def load_engine(desc: Description, *, budget_seconds: float = 30.0, cache_dir=No
             info = dict(info, source="cache", load_seconds=round(time.monotonic() - t0, 3), key=key)
             return CompiledEngine(game, tables, info)
     try:
+        if not build:
+            raise GroundingError("not in the engine cache (and not built here)")
         gp = ground(desc, seconds=budget_seconds)
         t1 = time.monotonic()
         game, tables = compile_program(gp)
