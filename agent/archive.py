@@ -38,10 +38,10 @@ MEMORY_MB = 4096       # default memory cap of a replaying process (--memory-mb)
 
 
 def limit_memory(memory_mb: int | None) -> None:
-    """Bound this process's memory: SWI-Prolog's stacks to half the cap and its tables to a
-    quarter (a runaway query fails inside Prolog with a resource error, reported for its
-    record), and the data segment to the cap (the engines' own allocations then fail with
-    MemoryError instead of taking the machine: a replay of an exploding game grew past 5 GB)."""
+    """Bound this process's Prolog: its stacks to half the cap and its tables to a quarter (a
+    runaway query fails inside Prolog with a resource error, reported for its record; a
+    replay of an exploding game grew past 5 GB, and peaks at 636 MB with a 512 MB cap).  The
+    engines' own arrays are not capped: they are built by grounding in the same Prolog."""
     if not memory_mb:
         return
     cap = int(memory_mb) * 1024 * 1024
