@@ -121,3 +121,56 @@ def test_all_lost_root_plays_the_latest_loss():
     q = np.array([5.0, 0.0, 1.0])
     n = np.array([10, 1, 5], np.int64)
     assert T.choose(t, p, q, n, make_rng(1)) == 1
+
+
+def _root_with_draw(q, n):
+    """A one-role root whose move 0 leads to a proven draw (a terminal worth 50), the others
+    to unproven children, with the given Q and visits per move."""
+    import numpy as np
+    from agent.search import tree as T
+    k = len(q)
+    t = T.new_tree(1, k, 8, 32, 1)
+    T.reset_root(t, 0, np.zeros(1))
+    assert T.init_slots(t, 0, np.array([k], np.int32), np.arange(k, dtype=np.int32))
+    for j in range(k):
+        T.add_child(t, 0, np.array([j], np.int32), 1 if j == 0 else 0, np.array([50.0]))
+    t.slot_q[:k] = q
+    t.slot_n[:k] = n
+    t.visits[0] = sum(n)
+    return t
+
+
+def _pick(t, solver):
+    import numpy as np
+    from agent.search import tree as T
+    from agent.search.params import build
+    from agent.search.rng import make_rng
+    params, _ = build(load_persona("champion"), 1, 0, solver=solver)
+    out = np.zeros(1, np.int32)
+    T.select(t, 0, 0, params, make_rng(1), out)
+    return int(out[0])
+
+
+def test_proven_draw_does_not_soak_up_visits():
+    """A proven child's value is known: it gets no exploration bonus.  UCB (C 40, 100 visits):
+    the draw 50 + 12.1, move 1 45 + 13.6, move 2 30 + 27.1; without the bonus the draw (50)
+    yields to move 1 (58.6), and it is chosen again once nothing unproven looks as good."""
+    t = _root_with_draw([50.0, 45.0, 30.0], [50, 40, 10])
+    assert _pick(t, solver=False) == 0      # plain UCT: the draw's bonus wins
+    assert _pick(t, solver=True) == 1
+    t = _root_with_draw([50.0, 20.0, 10.0], [50, 40, 10])
+    assert _pick(t, solver=True) == 0
+
+
+def test_a_move_into_a_proven_node_gets_the_proof_as_q():
+    """Backing up through a move into a proven node sets that move's Q to the proof's value,
+    not a mean with the playouts run before the proof; the other roles' slots keep means."""
+    import numpy as np
+    from agent.search import tree as T
+    from agent.search.params import P_TREE_DISCOUNT, build
+    t = _root_with_draw([80.0, 45.0, 30.0], [10, 40, 10])
+    params, _ = build(load_persona("champion"), 1, 0)
+    path = np.array([0, int(t.slot_child[0])], np.int64)
+    T.backprop(t, params, path, 1, np.array([[0]], np.int32), np.zeros((1, 1), np.int32), 0,
+               np.array([50.0]), 0)
+    assert t.slot_n[0] == 11 and t.slot_q[0] == 50.0 * params[P_TREE_DISCOUNT]    # one ply below

@@ -277,6 +277,12 @@ def _proven_loss(slot_child, proven, pval, slot, r):
     return c >= 0 and proven[c] == 1 and pval[c, r] <= 0.0
 
 
+@njit(cache=True)
+def _proven_visited(slot_child, proven, slot_n, slot):
+    c = slot_child[slot]
+    return c >= 0 and proven[c] == 1 and slot_n[slot] > 0
+
+
 @njit(cache=True, inline="always")
 def score(tree, node, r, slot, row, lnN, rave, C):
     """Thesis score form (spec 2.3): beta*AMAF_ref + (1-beta)*UCT; unvisited: AMAF or +inf.
@@ -344,7 +350,13 @@ def select(tree, node, ref, params, rng, out):
                 s = off + k
                 if skip_lost and _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r):
                     continue
-                v = score(tree, node, r, s, row, lnN, rave, C)
+                if solver and mover == r and _proven_visited(tree.slot_child, tree.proven, tree.slot_n, s):
+                    # a proven child's value is known (its Q is the proof's, backprop): no
+                    # exploration bonus, so it is revisited only while nothing unproven looks
+                    # as good, instead of soaking up visits (each a descent that learns nothing)
+                    v = tree.slot_q[s]
+                else:
+                    v = score(tree, node, r, s, row, lnN, rave, C)
                 if v > best:
                     best = v
                     choice = s
@@ -415,6 +427,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
     ids per role, ``extra`` plies beyond the leaf (a proven leaf's distance to its end)."""
     R = values.shape[0]
     td = params[P_TREE_DISCOUNT]
+    solver = params[P_SOLVER] > 0
     amaf = params[P_RAVE] > 0  # without RAVE no score reads AMAF (score: beta 0): skip it
     K = 0
     for k in range(n_pmoves):
@@ -428,10 +441,18 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
         tree.visits[nd] += 1
         f = td ** (depth - i + extra)
         if i < depth:
+            # the move into a proven leaf: its Q is the proof's value (biased as every value
+            # is), not a mean with the playouts run before the proof; only for the slot that
+            # leads to that one child (the mover's; every role's when all are forced), not
+            # the slots of roles without a choice or of simultaneous moves (a mean over children)
+            m = mover_of(tree, nd) if (solver and i == depth - 1 and tree.proven[path[depth]] == 1) else MIXED
             for r in range(R):
                 s = jslots[i, r]
                 tree.slot_n[s] += 1
-                tree.slot_q[s] += (values[r] * f - tree.slot_q[s]) / tree.slot_n[s]
+                if m != MIXED and (m < 0 or m == r):
+                    tree.slot_q[s] = values[r] * f
+                else:
+                    tree.slot_q[s] += (values[r] * f - tree.slot_q[s]) / tree.slot_n[s]
         row = tree.amaf_row[nd] if amaf else -1
         if row >= 0:
             # AMAF: every move a role made from here on, once (its first occurrence)
@@ -447,7 +468,7 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
         tree.mast_n[r, m] += 1
         tree.mast_q[r, m] += (values[r] - tree.mast_q[r, m]) / tree.mast_n[r, m]
         tree.seen[r, m] = 0
-    if params[P_SOLVER] > 0 and tree.proven[path[depth]] == 1:
+    if solver and tree.proven[path[depth]] == 1:
         for i in range(depth - 1, -1, -1):
             if not try_prove(tree, path[i]):
                 break
