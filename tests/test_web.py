@@ -347,3 +347,38 @@ def test_learn_my_style_names_the_fitted_bot_a_person_plays_most_like(tmp_path):
 def test_web_refuses_a_fits_folder_without_a_fit(tmp_path):
     from agent.cli import main
     assert main(["web", "--fits", str(tmp_path)]) != 0
+
+
+def test_first_match_after_start_says_what_it_waits_for_and_has_no_fallback_move(tmp_path):
+    """Defect 2 of issue #33: on a fresh server the first match shows what it waits for (the
+    persona's processes, the rules, its compiled engine) and the persona, given time to load
+    before READY, decides every move by its search: no fallback in its own record."""
+    import time
+    logs = tmp_path / "logs"
+    s = WebServer(logs, [])
+    try:
+        with httpx.Client(base_url=s.url, timeout=300, follow_redirects=False) as c:
+            c.cookies.set("person", "gina")
+            r = c.post("/play", data={"key": "games/ticTacToe", "role": 0, "persona": "champion",
+                                      "start_clock": 5, "play_clock": 2})
+            sid = r.headers["location"].rsplit("/", 1)[1]
+            phases = []
+            for _ in range(3000):
+                st = c.get(f"/api/play/{sid}").json()
+                if st["status"] == "starting":
+                    phases.append(st["starting_phase"])
+                if st["status"] in ("over", "aborted"):
+                    break
+                if st["your_turn"] and st["clicks"]:
+                    c.post(f"/api/play/{sid}/move", json={"move": st["clicks"][0]["move"]})
+                time.sleep(0.2)
+            assert st["status"] == "over", st["reason"]
+        assert phases and all(isinstance(p, str) and p for p in phases)
+        assert "Traceback" not in " ".join(phases) and str(tmp_path) not in " ".join(phases)
+        (mine,) = (logs / "personas").glob("*.json")
+        rec = json.loads(mine.read_text())
+        decisions = rec["x-decisions"]
+        assert decisions and not [d for d in decisions if d["fallback"]]
+        assert rec["startClock"] >= 5               # at least the person's start clock (the load allowance)
+    finally:
+        s.stop()

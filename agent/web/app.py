@@ -122,6 +122,15 @@ class PlaySession:
     cache: dict = field(default_factory=dict)     # (ply, status, to_move) -> rendered position
     pending: dict = field(default_factory=dict)   # the same key -> the position being drawn
     advice: dict = field(default_factory=dict)    # ply -> the persona's advice (a future)
+    seats: list = field(default_factory=list)     # the player objects, in role order
+
+
+# The persona's START carries at least this start clock: its first load of a game (the
+# compiled code after a server start, the rules, the game's compiled engine) may take minutes
+# on a busy machine, and a persona still loading at the first PLAY answers with a fallback
+# move.  Our player answers READY as soon as everything is in place, so a quick load costs
+# nothing; the person's clock starts with the first position, after READY.
+LOAD_SECONDS = 300
 
 
 MATCH_ID_RE = re.compile(r"^web\.(?P<person>.+)\.(?P<sid>[0-9a-f]{10})\.(?P<game>[A-Za-z0-9_-]+)$")
@@ -397,13 +406,35 @@ class WebApp:
             s.status, s.reason, s.record, s.to_move = "aborted", e["reason"], e.get("record"), []
             s.ended_at = time.monotonic()
 
+    def match_id(self, s: PlaySession) -> str:
+        return f"web.{s.person}.{s.sid}.{_game_label(s.game.title)}"
+
+    def starting_phase(self, s: PlaySession) -> str:
+        """What a match that has not started yet waits for, in words (read from the persona's
+        match manager: its processes, then this match's rules and compiled engine)."""
+        for p in s.seats:
+            m = getattr(p, "manager", None)
+            if getattr(p, "is_human", False):
+                continue
+            if m is None or not m.warm:
+                return "the persona's processes are starting (after a server start they load the compiled code)"
+            mm = m.matches.get(self.match_id(s))
+            if mm is None:
+                return "the persona is receiving the rules"
+            if mm.player_status in (None, "legal") or mm.ref_status is None:
+                return "the persona is reading the rules"
+            if mm.engine_status in (None, "switching"):
+                return "the persona is building its compiled engine for this game"
+        return "the persona is ready; the match is starting"
+
     async def run_play(self, s: PlaySession, players, start_clock: float) -> None:
         from agent.match.runner import MatchError, run_match
+        s.seats = list(players)
         try:
-            await run_match(s.data.text, players, start_clock=start_clock, play_clock=s.play_clock,
+            await run_match(s.data.text, players, start_clock=max(start_clock, LOAD_SECONDS),
+                            play_clock=s.play_clock,
                             out_dir=self.log_dir, on_event=lambda e: self.on_event(s, e),
-                            cancel=s.cancel, human_clock=s.human_clock,
-                            match_id=f"web.{s.person}.{s.sid}.{_game_label(s.game.title)}")
+                            cancel=s.cancel, human_clock=s.human_clock, match_id=self.match_id(s))
         except MatchError as e:
             s.status, s.reason = "aborted", work.clean_message(e)
         except Exception as e:  # shown on the page; the server goes on
@@ -510,6 +541,7 @@ class WebApp:
                 "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
                 else max(0.0, clock - waited),
                 "waiting_for_start": round(time.monotonic() - s.started) if s.status == "starting" else None,
+                "starting_phase": self.starting_phase(s) if s.status == "starting" else None,
                 "history": history, "goals": s.goals, "reason": s.reason,
                 "record": Path(s.record).name if s.record else None,
                 "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])],

@@ -74,7 +74,7 @@ const GGP = (() => {
     function render(s) {
       const turn = s.to_move.map((r) => s.roles[r]).join(", ");
       const live = s.status === "starting" || s.status === "playing";
-      if (s.status === "starting") $("status").textContent = `Starting the match… (${s.waiting_for_start || 0} s; the first match with a persona waits while it loads)`;
+      if (s.status === "starting") $("status").textContent = `Starting the match: ${s.starting_phase || "…"} (${s.waiting_for_start || 0} s). Your clock starts with the first position.`;
       else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})` : (turn ? `Waiting for ${turn}` : "Waiting…");
       else $("status").textContent = s.status === "over" ? "The match is over" : "The match was aborted";
       $("status").dataset.state = s.your_turn ? "your-turn" : s.status;
@@ -132,7 +132,7 @@ const GGP = (() => {
         const r = await fetch(`/api/play/${sid}`);
         if (r.ok) {
           const s = await r.json();
-          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${s.waiting_for_start}`;
+          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${s.waiting_for_start}|${s.starting_phase}`;
           if (key !== last) { last = key; render(s); }
           if (s.status === "over" || s.status === "aborted") { deadline = null; return; }
         }
