@@ -9,8 +9,12 @@ server (``python -m agent.server``) on a free port and prints one markdown secti
                third START, after --evict-idle
   kill-restart kill -9 during a match, a restart on the same folder (the record aged past
                the reaper's limit first): the record is marked interrupted
+  exploding    a match of tests/exploding_game.py's game (3 s / 2 s clocks), PLAYs back to
+               back: when and why it ends, the workers' peak memory, the latest reply
+  orphans      kill -9 of the server while the exploding game's workers are busy: how long
+               until every worker process is gone
 
-Usage: python scripts/robustness.py [--checks huge-start,idle-starts,kill-restart]
+Usage: python scripts/robustness.py [--checks huge-start,idle-starts,kill-restart,exploding,orphans]
            [--pad 700000] [--out docs/benchmarks/robustness.md]
 """
 from __future__ import annotations
@@ -117,6 +121,73 @@ def kill_restart(base: Path) -> str:
     return "\n".join(lines + [""])
 
 
+def exploding(base: Path) -> str:
+    from exploding_game import exploding_rules
+    lines = ["## An exploding game (60^5 next-state facts), clocks 3/2, default limits", ""]
+    (base / "explode").mkdir()
+    with ServerProcess(base / "explode" / "match_logs", "--seed", "5") as s:
+        t0 = time.monotonic()
+        lines.append(f"- START: `{s.send(start_message('ex.1', 'red', exploding_rules(), 3, 2))}` "
+                     f"after {time.monotonic() - t0:.1f} s")
+        joint, d, replies = None, {}, []
+        path = s.log_dir / "ex.1.json"
+        for i in range(200):
+            t = time.monotonic()
+            reply = s.send(play_message("ex.1", joint))
+            replies.append(time.monotonic() - t)
+            joint = [reply, "noop"] if i % 2 == 0 else ["noop", "( mark v2 )"]
+            d = json.loads(path.read_text())
+            if "x-end-reason" in d:
+                break
+        ended = time.monotonic() - t0
+        kinds = {}
+        for e in d.get("x-decisions", []):
+            k = e.get("fallback_move", "search")
+            kinds[k] = kinds.get(k, 0) + 1
+        lines += [f"- ended {ended:.1f} s after START, after {len(replies)} PLAYs: {d.get('x-end-reason', '-')}",
+                  f"- peak resident memory per worker (MB, from the record): {d.get('x-peak-rss-mb')}",
+                  f"- the slowest reply seen by the manager: {max(replies):.3f} s (play clock 2 s); "
+                  f"the server's latest `reply_after`: {max(e['reply_after'] for e in d['x-decisions']):.3f} s",
+                  f"- how the moves were chosen: {kinds}"]
+        s.send("( ABORT ex.1 )")
+    return "\n".join(lines + [""])
+
+
+def orphans(base: Path) -> str:
+    import psutil
+    from exploding_game import exploding_rules
+    (base / "orphans").mkdir()
+    lines = ["## kill -9 of the server while its workers are busy", ""]
+    s = ServerProcess(base / "orphans" / "match_logs", "--seed", "5")
+    s.__enter__()
+    try:
+        srv = psutil.Process(s.proc.pid)
+        # START answers at the start clock: kill -9 while it is still being built
+        threading.Thread(target=lambda: s.send(start_message('o.1', 'red', exploding_rules(), 30, 5), timeout=60),
+                         daemon=True).start()
+        lines.append("- START of the exploding game (clocks 30/5), kill -9 of the server 6 s later")
+        time.sleep(5)  # referee, player and grounder deep in Prolog
+        kids = srv.children(recursive=True)
+        for k in kids:
+            k.cpu_percent(None)
+        time.sleep(1)
+        busy = sorted((round(k.cpu_percent(None)) for k in kids), reverse=True)
+        os.kill(srv.pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        s.proc.wait(10)
+        alive = kids
+        while alive and time.monotonic() - t0 < 60:
+            alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+            time.sleep(0.1)
+        lines.append(f"- worker processes: {len(kids)} (CPU % of each in the second before: {busy}); after kill -9 of the server "
+                     f"{len(alive)} left after {time.monotonic() - t0:.1f} s")
+        for k in alive:
+            k.kill()
+    finally:
+        s.__exit__(None, None, None)
+    return "\n".join(lines + [""])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checks", default="huge-start,idle-starts,kill-restart")
@@ -132,6 +203,10 @@ def main(argv=None) -> int:
             sections.append(idle_starts(base))
         elif check == "kill-restart":
             sections.append(kill_restart(base))
+        elif check == "exploding":
+            sections.append(exploding(base))
+        elif check == "orphans":
+            sections.append(orphans(base))
         else:
             print(f"unknown check {check}", file=sys.stderr)
             return 2
