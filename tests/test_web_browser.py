@@ -183,6 +183,40 @@ def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
     page.wait_for_selector("#result:not([hidden])")
 
 
+def test_a_whole_scrambled_chess_match_played_by_clicking(web, page, tmp_path):
+    """Chess (the base repository's chess_200: chess with a 200-step limit and goals at every
+    end; played by the non-ground engine), every symbol renamed, uploaded and played to its end
+    by clicking a from-cell then a to-cell.  A whole match of the real sheet is up to 200 plies
+    (over 5 minutes at a 1 s play clock), so the sheet's move limit, its one ``terminal`` rule
+    on the step counter, is cut from 201 to 21 steps: the same board, pieces and moves, a
+    whole match in CI's time (the persona's START alone waits 2 minutes for the grounder to
+    give up on chess)."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared (chess) is not beside this clone")
+    from agent.match.rules import Scrambler, read_rules
+    _, _, logs = web
+    text = sorted((SHARED / "corpus/games/base/games/chess_200").glob("v*/*.kif"))[-1].read_text()
+    assert text.count("(true (step 201))") == 1
+    rules = read_rules(text.replace("(true (step 201))", "(true (step 21))"))[0][1:-1]
+    scrambled = Scrambler(rules, seed=3).text(rules)
+    assert "king" not in scrambled and "cell" not in scrambled
+    f = tmp_path / "shortchess.kif"
+    f.write_text(scrambled)
+    page.goto("/")
+    page.set_input_files("#rules-file", str(f))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+    assert page.locator("svg.board rect.cell").count() == 64
+    key = page.url.split("key=")[1]
+    start_match(page, key)
+    play_to_the_end(page, max_turns=30)
+    record = check_result_and_record(page, logs)
+    assert 2 <= len(record["moves"]) <= 20 and sorted(record["goalValues"]) in ([50, 50], [0, 100])
+    moves = page.locator("#history li .mv").all_inner_texts()
+    assert any(" → " in m for m in moves)                # moves named from-cell -> to-cell
+    assert "(" not in " ".join(moves)
+
+
 @pytest.mark.parametrize("content, expect", [
     (b"(role a)\n(init (p))\n(<= (legal a go) (true (q ?x)) (not (r ?y)))\n", "line"),
     (b"", "empty"),

@@ -125,12 +125,13 @@ class PlaySession:
     seats: list = field(default_factory=list)     # the player objects, in role order
 
 
-# The persona's START carries at least this start clock: its first load of a game (the
-# compiled code after a server start, the rules, the game's compiled engine) may take minutes
-# on a busy machine, and a persona still loading at the first PLAY answers with a fallback
-# move.  Our player answers READY as soon as everything is in place, so a quick load costs
-# nothing; the person's clock starts with the first position, after READY.
-LOAD_SECONDS = 300
+# The persona's START carries at least this start clock: loading a game (the rules, the
+# game's compiled engine) may take a minute on a busy machine, and a persona still loading at
+# the first PLAY answers with a fallback move.  Our player answers READY as soon as
+# everything is in place, so a quick load costs nothing; the person's clock starts with the
+# first position, after READY.  The cost: on a game the grounder cannot compile (chess) READY
+# waits for the grounder to give up, which is this long.
+LOAD_SECONDS = 120
 
 
 MATCH_ID_RE = re.compile(r"^web\.(?P<person>.+)\.(?P<sid>[0-9a-f]{10})\.(?P<game>[A-Za-z0-9_-]+)$")
