@@ -422,7 +422,14 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             and np.array_equal(tree.arrays.state[0], packed)):
         st = tree
         T.reset_mast(st.arrays)
-        if max_nodes is None and st.nodes + want > st.capacity:
+        # Room for this decision's nodes.  On a clock what it adds is unknown (a full pool
+        # degrades, it does not fail) and ``want`` is the persona's limit (the tournament
+        # preset's 10 million, beyond TREE_BYTES): the tree was rebuilt at every move, about
+        # a second of a 5 s clock under load (issue #34's "player late" moves); it is now
+        # rebuilt only when less than DEFAULT_TIMED_NODES are free.
+        free = st.capacity - st.nodes
+        if max_nodes is None and st.nodes + want > st.capacity and (
+                seconds is None or free < DEFAULT_TIMED_NODES):
             st = compact_into(st, 0, st.nodes + want)
     if st is None:
         st = new_compiled_tree(engine, data, want, _root_slots(engine, state))
