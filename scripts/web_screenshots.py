@@ -115,7 +115,11 @@ def main(argv=None) -> int:
                     if resp is None or resp.status != 200:
                         print(f"skip {name}: {key} not available ({resp.status if resp else 'no answer'})")
                         continue
-                    page.locator(".layout").screenshot(path=str(target))
+                    box = page.locator(".layout").bounding_box()    # with a margin: the board's
+                    pad = 12                                          # top row is not cut off
+                    page.screenshot(path=str(target), full_page=True, clip={
+                        "x": max(0, box["x"] - pad), "y": max(0, box["y"] - pad),
+                        "width": box["width"] + 2 * pad, "height": box["height"] + 2 * pad})
                     print(f"wrote {target}")
                 record = sorted((Path(args.games).parent / "matches" / "ggp-base-local-petewall"
                                  / "connectFour").glob("*/game1.json"))

@@ -114,7 +114,7 @@ def test_tictactoe_whole_match_by_clicking(web, page):
     assert wait_turn_or_end(page)
     # the persona's view of the position: its top moves with Q-values and visits
     page.click("#advice-btn")
-    page.wait_for_selector("#advice-table")
+    page.wait_for_selector("#advice-table", timeout=TURN_TIMEOUT_MS)   # the first advice warms its worker
     rows = page.locator("#advice-table tr")
     assert rows.count() == 1 + 9                       # header, then every legal move
     assert "choice" in rows.nth(1).get_attribute("class")   # what it would play, on top
