@@ -174,3 +174,23 @@ def test_a_move_into_a_proven_node_gets_the_proof_as_q():
     T.backprop(t, params, path, 1, np.array([[0]], np.int32), np.zeros((1, 1), np.int32), 0,
                np.array([50.0]), 0)
     assert t.slot_n[0] == 11 and t.slot_q[0] == 50.0 * params[P_TREE_DISCOUNT]    # one ply below
+
+
+def test_reused_tree_on_a_clock_is_not_rebuilt_while_it_has_room(c4):
+    """On a clock a reused tree with room left is searched in place: asking for the persona's
+    whole limit of new nodes (the tournament preset's 10 million) rebuilt it at every move."""
+    from agent.search import advance
+    champion = load_persona("champion")
+    s = c4.initial_state()
+    res = driver_compiled.search(c4, s, 0, champion, seed=1, limit=200_000, seconds=0.05)
+    joint = [res.move, c4.legal_moves(s, 1)[0]]
+    kept = advance(res.tree, joint)
+    assert kept is not None and kept.capacity - kept.nodes >= driver_compiled.DEFAULT_TIMED_NODES
+    s1 = c4.next_state(s, joint)
+    res1 = driver_compiled.search(c4, s1, 1, champion, seed=2, limit=200_000, seconds=0.05, tree=kept)
+    assert res1.tree.arrays is kept.arrays       # no rebuild
+    # without a clock the limit's room is still made: the same tree is rebuilt for it
+    kept2 = advance(res1.tree, [c4.legal_moves(s1, 0)[0], res1.move])
+    s2 = c4.next_state(s1, [c4.legal_moves(s1, 0)[0], res1.move])
+    res2 = driver_compiled.search(c4, s2, 0, champion, seed=3, limit=200_000, tree=kept2)
+    assert res2.tree.arrays is not kept2.arrays and res2.simulations == 200_000
