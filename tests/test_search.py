@@ -141,8 +141,10 @@ def test_search_batch_matches_single_searches(make):
 def test_time_budget(make):
     sm = make(counter_game(10))
     # solver off: it would prove this small game and stop long before the clock
-    r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=0.3, solver=False)
-    assert r.simulations > 0 and 0.25 < r.elapsed < 2.0
+    # the budget is used, not cut short; the upper bound is only "it stops" (no timing
+    # assertion on a loaded CI machine: at load 15 a 0.3 s budget once ran no simulation)
+    r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=1.0, solver=False)
+    assert r.simulations > 0 and 0.95 < r.elapsed < 30
 
 
 def test_terminal_state_is_refused(make):
