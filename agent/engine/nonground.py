@@ -484,16 +484,7 @@ class NonGroundEngine:
                 rows = np.empty((int(W.tab_count[t]), w), np.int32)
                 NK.answer_rows(W, t, rows)
                 return list(map(tuple, rows.tolist()))
-            try:
-                self._grow(status, "the query")
-            except ReasonerError:
-                self._fresh()
-                raise
-            state, does = self._state, self._does
-            self._state = None
-            self._load(state)
-            if does is not None:
-                self._set_does(does)
+            self._grow_and_reload(status)
 
     def _ask_many(self, rels: list, calls: list) -> list:
         """``_ask`` of several queries in one evaluator call (``NK.ask_many``): a list of
@@ -514,22 +505,27 @@ class NonGroundEngine:
             if status == NK.E_OUT:          # more answers than the buffer holds: grow it
                 self._out = np.empty(2 * self._out.shape[0], np.int32)
                 continue
-            try:
-                self._grow(status, "the query")
-            except ReasonerError:
-                self._fresh()
-                raise
-            state, does = self._state, self._does
-            self._state = None
-            self._load(state)
-            if does is not None:
-                self._set_does(does)
+            self._grow_and_reload(status)
         out, pos = [], 0
         for i, rel in enumerate(rels):
             w, m = int(c.width[rel]), int(counts[i])
             out.append(list(map(tuple, self._out[pos:pos + m * w].reshape(m, w).tolist())))
             pos += m * w
         return out
+
+    def _grow_and_reload(self, status: int) -> None:
+        """After a query ran out of a pool: a larger work space with the current state (and
+        joint move) loaded again, so the query can be asked anew; a limit reached refuses it."""
+        try:
+            self._grow(status, "the query")
+        except ReasonerError:
+            self._fresh()
+            raise
+        state, does = self._state, self._does
+        self._state = None
+        self._load(state)
+        if does is not None:
+            self._set_does(does)
 
     def _grow(self, status: int, what: str) -> None:
         """A new work space with the full pool four times larger; the status's exception
