@@ -144,3 +144,31 @@ def test_grounder_announces_the_nonground_engine_while_chess_still_grounds(share
     ttt = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
     run_grounder(conn, read_rules(ttt)[0], 60.0)
     assert [m[0] for m in conn.sent] == ["engine"] and conn.sent[0][1]["kind"] == "CompiledEngine", conn.sent
+
+
+def test_a_person_waits_for_the_interim_engine_not_for_the_grounder_to_give_up(shared_dir, tmp_path):
+    """The web page's persona (``ready_when_searching``) on chess with a long start clock:
+    READY comes once the player searches on the grounder's interim non-ground engine, while
+    the grounder is still grounding (it used to wait for the grounder to give up: ~110 s
+    before a person saw the first board); a manager's START (the default) still waits."""
+    import asyncio
+
+    from agent.match.players import PersonaPlayer
+    from agent.match.rules import read_rules
+
+    rules = read_rules((shared_dir / CHESS).read_text())[0]
+
+    async def go():
+        p = PersonaPlayer("tournament", "persona", log_dir=tmp_path, seed=1, ready_when_searching=True)
+        try:
+            reply = await p.start("chess.person", "white", rules, 120, 5)   # the web page's START
+            m = p.manager.matches["chess.person"]
+            state = (reply, m.on_interim_engine, m.engine_status)
+            await p.abort("chess.person")
+            return state
+        finally:
+            await p.close()
+
+    reply, interim, engine = asyncio.run(go())
+    assert reply == "ready" and interim, (reply, interim, engine)
+    assert engine not in ("upgraded", "none"), engine   # the grounder had not finished

@@ -94,6 +94,10 @@ class ServerConfig:
     seed: int | None = None
     use_engine: bool = True                  # False: Prolog only (tests, or a suspect engine)
     use_search: bool = True                  # False: flat Monte Carlo instead of agent.search
+    # True: READY as soon as the player searches on an engine, the grounder's interim
+    # non-ground one included (a person waiting for the first board; a manager's start clock
+    # is there to build the compiled engine, so the server waits for it)
+    ready_when_searching: bool = False
 
     def prolog_limits(self) -> dict:
         """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""

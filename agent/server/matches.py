@@ -139,6 +139,7 @@ class Match:
         self.ref_last = None          # (ply, state text): the referee's latest state
         self.decisions: dict = {}     # req -> decision dict, or None when the player gave up on it
         self.interim: dict = {}       # req -> the player's best decision so far, while it searches
+        self.on_interim_engine = False  # the player searches on the grounder's interim engine
         self.engine_status = None     # None (being built) | switching | upgraded | none
         self.req = 0                  # PLAY messages so far
         self.ply = 0                  # joint moves received so far
@@ -264,6 +265,8 @@ class Match:
             info = msg[1]
             if not info.get("interim"):
                 self.engine_status = "upgraded" if info.get("engine") != "prolog" else "none"
+            else:
+                self.on_interim_engine = True
             rec.extra["x-engine"] = info.get("engine")
             rec.note(f"player switched to {info.get('engine')} at ply {self.ply}")
             for n in info.get("notes", []):
@@ -639,7 +642,8 @@ class MatchManager:
             if m.ref_status in ("failed", "dead") or m.player_status == "failed":
                 return True
             engine_done = (not cfg.use_engine or m.engine_status in ("upgraded", "none")
-                           or m.player_status == "dead")
+                           or m.player_status == "dead"
+                           or (cfg.ready_when_searching and m.on_interim_engine))
             return m.ref_status == "ready" and m.player_status in ("ready", "dead") and engine_done
 
         await m.wait_until(settled, ready_at)
@@ -654,7 +658,8 @@ class MatchManager:
         if m.player_status != "ready":
             log.warning("%s: player not ready at the start deadline (%s); it keeps loading", m.id, m.player_status)
         elif cfg.use_engine and m.engine_status not in ("upgraded", "none"):
-            m.record.note("the compiled engine was not built by the start deadline; Prolog plays meanwhile")
+            meanwhile = "the non-ground engine" if m.on_interim_engine else "Prolog"
+            m.record.note(f"the compiled engine was not built by the start deadline; {meanwhile} plays meanwhile")
         m.status = "playing"
         m.save()
         return "ready"

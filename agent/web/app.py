@@ -129,8 +129,9 @@ class PlaySession:
 # game's compiled engine) may take a minute on a busy machine, and a persona still loading at
 # the first PLAY answers with a fallback move.  Our player answers READY as soon as
 # everything is in place, so a quick load costs nothing; the person's clock starts with the
-# first position, after READY.  The cost: on a game the grounder cannot compile (chess) READY
-# waits for the grounder to give up, which is this long.
+# first position, after READY.  On a game still grounding after a quarter of this (chess)
+# READY comes once the player searches on the grounder's interim non-ground engine
+# (``ready_when_searching``): a person should not wait for the grounder to give up.
 LOAD_SECONDS = 120
 
 
@@ -468,7 +469,8 @@ class WebApp:
         player serves a match id once)."""
         from agent.match.players import make_player
         def make():
-            return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas")
+            return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas",
+                               ready_when_searching=True)
         if fresh:
             return make()
         if spec not in self.kept_players:
