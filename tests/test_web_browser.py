@@ -241,6 +241,29 @@ def test_invalid_upload_shows_its_problems(web, page, tmp_path, content, expect)
         assert "empty" in rows.first.inner_text()
 
 
+def test_an_upload_with_warnings_is_played_and_shows_them(web, page, tmp_path):
+    """A sheet that is valid GDL but almost surely has a typo (a relation no rule defines) and
+    a relation used with two arities: accepted, its game page lists both warnings with their
+    line, and the game can still be started."""
+    text = (GAMES / "ticTacToe.kif").read_text()
+    lines = text.count("\n") + 1
+    text += ("\n(<= terminal (markedx 1))\n(<= (foo ?x) (true (control ?x)))\n"
+             "(<= (foo ?x ?y) (true (cell ?x ?y b)))\n(<= terminal (foo 1))\n")
+    f = tmp_path / "typo.kif"
+    f.write_text(text)
+    page.goto("/")
+    page.set_input_files("#rules-file", str(f))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+    rows = page.locator("#warnings tr.warning")
+    assert rows.count() >= 2
+    typo = rows.filter(has_text="markedx")
+    assert typo.count() == 1 and "no rule or fact defines it" in typo.inner_text()
+    assert int(typo.locator("td.line").inner_text()) > lines - 2     # where the typo is
+    assert rows.filter(has_text="foo").count() >= 1                  # the two arities
+    assert page.locator("svg.board rect.cell").count() == 9 and page.locator("#start").is_visible()
+
+
 def test_replay_viewer_steps_through_a_ggp_base_match(web, page):
     if not SHARED.is_dir():
         pytest.skip("../shared (recorded matches and game repositories) is not beside this clone")
