@@ -287,7 +287,7 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
     n_pm = len(set(pms))
     warnings = []
     if len(decisions) < 200:
-        warnings.append(f"only {len(decisions)} decisions (fewer than 200): the model stays close to "
+        warnings.append(f"only {len(decisions)} training decisions (fewer than 200): the model stays close to "
                         + ("the pooled model" if prior is not None else "uniform"))
     if sel["folds"] and sel["cv_logp"] <= sel["cv_random_logp"]:
         warnings.append("cross-validated likelihood is not above uniform random: the data are too thin "
