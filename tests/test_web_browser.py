@@ -108,6 +108,15 @@ def check_result_and_record(page, logs: Path, role: int = 0) -> dict:
     return record
 
 
+def upload_sheet(page, path, text: str) -> None:
+    """Write a rule sheet, upload it from the start page and wait for its game page."""
+    path.write_text(text)
+    page.goto("/")
+    page.set_input_files("#rules-file", str(path))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+
+
 def test_tictactoe_whole_match_by_clicking(web, page):
     _, _, logs = web
     start_match(page, "games/ticTacToe")
@@ -158,12 +167,7 @@ def test_scrambled_breakthrough_played_from_the_board(web, page, tmp_path):
     rules = read_rules((GAMES / "breakthrough.kif").read_text())[0][1:-1]
     scrambled = Scrambler(rules, seed=7).text(rules)
     assert "cell" not in scrambled and "white" not in scrambled
-    f = tmp_path / "mystery.kif"
-    f.write_text(scrambled)
-    page.goto("/")
-    page.set_input_files("#rules-file", str(f))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
+    upload_sheet(page, tmp_path / "mystery.kif", scrambled)
     assert page.locator("svg.board rect.cell").count() == 64
     page.locator("#start").click()
     page.wait_for_url("**/play/*")
@@ -200,12 +204,7 @@ def test_a_whole_scrambled_chess_match_played_by_clicking(web, page, tmp_path):
     rules = read_rules(text.replace("(true (step 201))", "(true (step 21))"))[0][1:-1]
     scrambled = Scrambler(rules, seed=3).text(rules)
     assert "king" not in scrambled and "cell" not in scrambled
-    f = tmp_path / "shortchess.kif"
-    f.write_text(scrambled)
-    page.goto("/")
-    page.set_input_files("#rules-file", str(f))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
+    upload_sheet(page, tmp_path / "shortchess.kif", scrambled)
     assert page.locator("svg.board rect.cell").count() == 64
     key = page.url.split("key=")[1]
     start_match(page, key)
@@ -249,12 +248,7 @@ def test_an_upload_with_warnings_is_played_and_shows_them(web, page, tmp_path):
     lines = text.count("\n") + 1
     text += ("\n(<= terminal (markedx 1))\n(<= (foo ?x) (true (control ?x)))\n"
              "(<= (foo ?x ?y) (true (cell ?x ?y b)))\n(<= terminal (foo 1))\n")
-    f = tmp_path / "typo.kif"
-    f.write_text(text)
-    page.goto("/")
-    page.set_input_files("#rules-file", str(f))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
+    upload_sheet(page, tmp_path / "typo.kif", text)
     rows = page.locator("#warnings tr.warning")
     assert rows.count() >= 2
     typo = rows.filter(has_text="markedx")
@@ -360,12 +354,7 @@ def test_scrambled_hex_is_played_on_hexagons(web, page, tmp_path):
         pytest.skip("../shared (hex) is not beside this clone")
     from agent.match.rules import Scrambler, read_rules
     rules = read_rules((SHARED / "corpus/games/base/games/hex/v0/hex.kif").read_text())[0][1:-1]
-    f = tmp_path / "honeycomb.kif"
-    f.write_text(Scrambler(rules, seed=3).text(rules))
-    page.goto("/")
-    page.set_input_files("#rules-file", str(f))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
+    upload_sheet(page, tmp_path / "honeycomb.kif", Scrambler(rules, seed=3).text(rules))
     assert page.locator("svg.board.hex polygon.cell").count() == 81
     page.locator("#start").click()
     page.wait_for_url("**/play/*")
