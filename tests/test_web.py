@@ -272,9 +272,24 @@ def test_a_relation_no_rule_defines_is_a_warning_on_the_page(client):
     assert "markedx" in warnings and "no rule or fact defines it" in warnings
 
 
+def learn_style(client, game: str, polls: int):
+    """Click "learn my style" for ``game``: the result page's URL and the job's last state,
+    read every 0.5 s until it is no longer running (at most ``polls`` reads)."""
+    import time
+    r = client.post("/style", data={"game": game})
+    assert r.status_code == 303
+    url = r.headers["location"]
+    jid = url.rsplit("/", 1)[1]
+    for _ in range(polls):
+        state = client.get(f"/api/style/{jid}").json()
+        if state["status"] != "running":
+            break
+        time.sleep(0.5)
+    return url, state
+
+
 def test_learn_my_style_says_what_is_missing_and_why_a_fit_failed(server, client):
     """Fewer than 5 finished matches: how many more; a fit that fails: a plain sentence."""
-    import time
     _, logs = server
     client.cookies.set("person", "eve")
     r = client.post("/style", data={"game": "ticTacToe"})
@@ -286,15 +301,7 @@ def test_learn_my_style_says_what_is_missing_and_why_a_fit_failed(server, client
             "moves": [["(mark 1 1)", "noop"]], "x-rules": "( (role white) (role black) (init (cell 1)) )",
             "startTime": 0}))
     assert "Learn my style" in client.get("/").text
-    r = client.post("/style", data={"game": "ticTacToe"})
-    assert r.status_code == 303
-    url = r.headers["location"]
-    jid = url.rsplit("/", 1)[1]
-    for _ in range(600):
-        state = client.get(f"/api/style/{jid}").json()
-        if state["status"] != "running":
-            break
-        time.sleep(0.5)
+    url, state = learn_style(client, "ticTacToe", polls=600)
     assert state["status"] == "failed"
     page = client.get(url).text
     assert "Your style could not be learned" in page and "Traceback" not in page
@@ -306,8 +313,6 @@ def test_learn_my_style_names_the_fitted_bot_a_person_plays_most_like(tmp_path):
     rules of the committed fast fit) are compared with that fit's fitted bots, with a
     confidence; a fit of another game among the candidates is passed over; Play my clone
     plays on the person's own rules, not on the project's connectFour of the same name."""
-    import time
-
     from tests.webbrowser import person_records
     rules = SHARED / "corpus" / "games" / "base" / "games" / "connectFour" / "v0" / "connectFour.kif"
     if not rules.is_file():
@@ -321,15 +326,7 @@ def test_learn_my_style_names_the_fitted_bot_a_person_plays_most_like(tmp_path):
     try:
         with httpx.Client(base_url=s.url, timeout=120, follow_redirects=False) as c:
             c.cookies.set("person", "frank")
-            r = c.post("/style", data={"game": "connectFour"})
-            assert r.status_code == 303
-            url = r.headers["location"]
-            jid = url.rsplit("/", 1)[1]
-            for _ in range(1200):
-                state = c.get(f"/api/style/{jid}").json()
-                if state["status"] != "running":
-                    break
-                time.sleep(0.5)
+            url, state = learn_style(c, "connectFour", polls=1200)
             assert state["status"] == "done", state
             page = c.get(url).text
         res = json.loads(next((logs / "clones").glob("*/style.json")).read_text())
