@@ -82,13 +82,17 @@ def test_chess_short_play_clock_never_late(server):
     res = asyncio.run(gm.play_match("Base.chess.3", kif(BASE / "chess" / "v0" / "chess.kif"), our_role=0,
                                     start_clock=5, play_clock=2, abort_after=16))
     assert res.start_reply == "ready", server.log_text()
-    assert res.stop_reply == "aborted"
+    # A player that searches well can mate the random opponent inside 16 plies (CI saw it):
+    # then the match ends by STOP, and the checks on every reply still hold.
+    mated = res.goals is not None
+    assert res.stop_reply == ("done" if mated else "aborted"), (res.stop_reply, res.goals)
     assert res.errors == [], (res.errors, server.log_text())
-    assert len(res.latencies) == 16
+    assert len(res.latencies) == len(res.moves) and (mated or len(res.latencies) == 16)
     assert max(res.latencies) < 2.0 + PLAY_GRACE, res.latencies
     path = server.log_dir / "Base.chess.3.json"
+    ended = "isCompleted" if mated else "isAborted"
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (path.exists() and json.loads(path.read_text()).get("isAborted")):
+    while time.monotonic() < deadline and not (path.exists() and json.loads(path.read_text()).get(ended)):
         time.sleep(0.2)
     rec = json.loads(path.read_text())
     assert rec.get("x-engine") == "NonGroundEngine", (rec.get("x-engine"), rec.get("x-notes"))
