@@ -10,7 +10,8 @@ completed), previewClock/startClock/playClock, playerNamesFromHost, scrambled.  
   x-decisions   one entry per PLAY we answered: ply, legal moves, chosen move, q and visits per
                 move, simulations (= playouts, the leaf evaluations that walked the game, +
                 proven_descents, the tree descents that ended in a terminal or proven node;
-                both null when the search used does not tell them apart), elapsed seconds,
+                both null when the search used does not tell them apart), transpositions
+                (moves of the descents that reached a state already searched), elapsed seconds,
                 search used, whether a fallback was sent
   x-notes       problems seen during the match (illegal or unparsable moves, late workers, ...)
   x-player      our name; x-refused: why a START was refused

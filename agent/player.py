@@ -202,7 +202,7 @@ def result_fields(result) -> dict:
     if sims is None and "visits" in out:
         sims = sum(out["visits"])
     out["simulations"] = None if sims is None else int(sims)
-    for k in ("playouts", "proven_descents"):   # what the simulations were (agent.search)
+    for k in ("playouts", "proven_descents", "transpositions"):   # what the simulations were (agent.search)
         v = get(k, None)
         if v is not None:
             out[k] = int(v)
@@ -369,6 +369,7 @@ class Player:
             "simulations": fields.get("simulations"),
             "playouts": fields.get("playouts"),
             "proven_descents": fields.get("proven_descents"),
+            "transpositions": fields.get("transpositions"),
             "elapsed": round(time.monotonic() - t0, 4),
             "fallback": False,
         }

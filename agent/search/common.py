@@ -31,6 +31,8 @@ class SearchTree:
     move_terms: list            # per role: list of move terms by id
     move_index: list            # per role: dict term -> id
     states: list = field(default_factory=list)
+    # driver A: each state's first node (transpositions; driver B's table is ``arrays.tt``)
+    index: dict = field(default_factory=dict)
 
     @property
     def nodes(self) -> int:
@@ -57,6 +59,7 @@ class SearchResult:
     # descents that ended in a terminal or proven node (no playout: they cost a descent)
     playouts: int = 0
     proven_descents: int = 0
+    transpositions: int = 0             # moves that reached a state already in the tree (T.M_TRANSPOSED)
 
     @property
     def best(self):
@@ -73,7 +76,7 @@ def node_capacity(want: int, n_roles: int, state_words: int, slots_per_node: int
     and ``slots_per_node`` slots each)."""
     per_node = (8 + 1 + 1 + 4 + 1 + 4 + 4 + 8 + 4       # visits .. child_key, amaf_row
                 + n_roles * (8 + 8 + 4)                 # pval, slot_off, slot_count
-                + 8 * state_words
+                + 8 * state_words + (16 if state_words else 0)  # the state; table slots (T.tt_size: <= 4 x 4 bytes)
                 + slots_per_node * (4 + 8 + 8 + 4))     # slot_move, slot_n, slot_q, slot_child
     return max(1, min(int(want), TREE_BYTES // per_node))
 
@@ -172,12 +175,14 @@ def start_counts(arrays: T.Tree) -> None:
     """Zero what a decision searched (a reused tree carries the last decision's counts)."""
     arrays.meta[T.M_PLAYOUTS] = 0
     arrays.meta[T.M_PROVEN_ENDS] = 0
+    arrays.meta[T.M_TRANSPOSED] = 0
 
 
 def searched(arrays: T.Tree) -> dict:
     """The ``SearchResult`` fields that say what a decision searched."""
     return {"playouts": int(arrays.meta[T.M_PLAYOUTS]),
-            "proven_descents": int(arrays.meta[T.M_PROVEN_ENDS])}
+            "proven_descents": int(arrays.meta[T.M_PROVEN_ENDS]),
+            "transpositions": int(arrays.meta[T.M_TRANSPOSED])}
 
 
 def root_settled(arrays: T.Tree, params) -> bool:
@@ -230,13 +235,16 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
     T.compact(src, dst, new_root, mapping)
     states = []
+    index: dict = {}
     if st.states:
         states = [None] * int(dst.meta[T.M_NODES])
         for old, new in enumerate(mapping):
             if new >= 0:
                 states[new] = st.states[old]
+        for new, s in enumerate(states):    # in id order, as T.tt_index
+            index.setdefault(s, new)
     root_state = st.states[new_root] if st.states else None
-    return SearchTree(st.kind, dst, root_state, st.move_terms, st.move_index, states)
+    return SearchTree(st.kind, dst, root_state, st.move_terms, st.move_index, states, index)
 
 
 def advance(st: SearchTree | None, joint_move) -> SearchTree | None:

@@ -25,7 +25,7 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
 from .jitguard import guard
-from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, RP_DEFAULT, build
+from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -174,6 +174,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     solver = params[P_SOLVER] > 0
     me = int(params[P_ME])
     use_util = L.uses_utility(params, rp)
+    transpose = params[P_TRANSPOSE] > 0 and tree.tt.shape[0] > 1
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -218,11 +219,25 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
                 K.pack_into(h, cur)
-                term = K.terminal_in(h)
-                if term:
-                    _scores(g, vals, gr, goals)
-                child = T.add_child(tree, node, sl, term, goals)
-                tree.state[child, :] = cur
+                hv = np.uint64(0)
+                if transpose:
+                    hv = T.state_hash(cur)
+                    if T.mover_of(tree, node) != T.MIXED:
+                        child = T.tt_find(tree, hv, cur)
+                        for i in range(depth + 1):   # never a cycle back into this descent
+                            if path[i] == child:
+                                child = -1
+                        if child >= 0:
+                            T.link_child(tree, node, sl, child)
+                            new = False     # a node already searched: the descent goes on
+                if new:
+                    term = K.terminal_in(h)
+                    if term:
+                        _scores(g, vals, gr, goals)
+                    child = T.add_child(tree, node, sl, term, goals)
+                    tree.state[child, :] = cur
+                    if transpose:
+                        T.tt_put(tree, hv, child)
                 at = child
             path[depth + 1] = child
             jslots[depth, :] = sl
@@ -292,6 +307,9 @@ def init_root(g, tree, state, vals, rank, sort):
         _scores(g, vals, np.zeros((3, R)), goals)
     T.reset_root(tree, term, goals)
     tree.state[0, :] = state
+    if tree.tt.shape[0] > 1:
+        T.tt_clear(tree)
+        T.tt_put(tree, T.state_hash(state), 0)
     if term:
         return 0
     maxm = 1

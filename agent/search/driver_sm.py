@@ -19,7 +19,7 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
 from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
-                     P_SOLVER, RP_DEFAULT, RP_LAMBDA, build)
+                     P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -163,10 +163,29 @@ class _Ctx:
             s2 = sm.next_state(st.states[0], joint)
             if self.late():
                 return
-            term = sm.is_terminal(s2)
-            T.add_child(a, 0, slots, term, self.scores(s2) if term else self.zeros)
-            st.states.append(s2)
+            if self.linked(0, [0], slots, s2) < 0:
+                term = sm.is_terminal(s2)
+                self.add(0, slots, s2, term, self.scores(s2) if term else self.zeros)
             progress(st, 0)
+
+    def linked(self, node: int, path: list, slots, s2) -> int:
+        """The node already holding ``s2`` (a transposition, live play only), linked as the
+        child of ``node`` for ``slots``; -1 when there is none (or only one on ``path``: a
+        repeated state in the same descent is a new node).  As driver B's ``T.tt_find``."""
+        a = self.st.arrays
+        if self.p[P_TRANSPOSE] <= 0 or T.mover_of(a, node) == T.MIXED:
+            return -1
+        c = self.st.index.get(s2, -1)
+        if c < 0 or c in path:
+            return -1
+        T.link_child(a, node, slots, c)
+        return c
+
+    def add(self, node: int, slots, s2, term, goals) -> int:
+        child = int(T.add_child(self.st.arrays, node, slots, term, goals))
+        self.st.states.append(s2)
+        self.st.index.setdefault(s2, child)
+        return child
 
     # ---------------------------------------------------------------- one simulation
     def simulate(self) -> bool:
@@ -206,10 +225,13 @@ class _Ctx:
                 s2 = sm.next_state(st.states[node], joint)
                 if self.late():
                     return False
-                term = sm.is_terminal(s2)
-                goals = self.scores(s2) if term else self.zeros
-                child = int(T.add_child(a, node, self.out, term, goals))
-                st.states.append(s2)
+                child = self.linked(node, path, self.out, s2)
+                if child >= 0:
+                    new = False     # a node already searched: the descent goes on
+                else:
+                    term = sm.is_terminal(s2)
+                    goals = self.scores(s2) if term else self.zeros
+                    child = self.add(node, self.out, s2, term, goals)
             path.append(child)
             jsl.append(self.out.copy())
             node = child
@@ -308,7 +330,7 @@ def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True) -> SearchTree:
     m0 = 16
     max_nodes = node_capacity(max_nodes, R, 0, 4)
     arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256) if amaf else 1)
-    st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state])
+    st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state], {state: 0})
     term = sm.is_terminal(state)
     goals = np.zeros(R)
     if term:

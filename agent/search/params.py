@@ -11,8 +11,8 @@ import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
  P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
- P_MIN_SHARE) = range(15)
-N_PARAMS = 15
+ P_MIN_SHARE, P_TRANSPOSE) = range(16)
+N_PARAMS = 16
 
 MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
@@ -25,7 +25,8 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     """(params, role_params) for ``persona`` deciding for role ``me``.
 
     ``thesis``: exactly the search of spec 2.8 (no solver, no visit-share filter in the final
-    choice); otherwise the live-play deviations listed in README are on.  The solver is also
+    choice, a tree: no transpositions); otherwise the live-play deviations listed in README
+    are on.  The solver is also
     off when the persona mixes in a utility (lambda > 0): a proven goal value says nothing
     about the features that persona also values."""
     p = np.zeros(N_PARAMS, dtype=np.float64)
@@ -44,6 +45,9 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     p[P_SOLVER] = 1.0 if (solver and not thesis and persona.utility_lambda == 0) else 0.0
     p[P_ME] = me
     p[P_MIN_SHARE] = 0.0 if thesis else MIN_VISIT_SHARE
+    # a state reached by two move orders is one node (driver B, turn-taking nodes): its
+    # statistics then count every path's simulations (issue #34)
+    p[P_TRANSPOSE] = 0.0 if thesis else 1.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1

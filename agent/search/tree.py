@@ -9,6 +9,11 @@ Layout (``Tree``, a namedtuple of arrays; node 0 is always the root):
           outcome), ``ready`` (legal moves known), per role ``slot_off``/``slot_count``
           into the slot pool, children as a linked list (``first_child``/``next_sib`` with
           the joint ``child_key``), ``amaf_row`` (or -1), ``state`` (packed, driver B only)
+  tt      driver B: node ids by a hash of their packed state, so that a state reached by
+          another move order from a node where at most one role chooses is the node already
+          there (a transposition: the tree becomes a graph; driver A keeps a dict).  A node
+          so linked is in that parent's slots, and in the sibling list of its first parent
+          only.  Never an ancestor in the same descent: a repeated state is a new node.
   slots   one per (node, role, legal move): move id, visits, mean, and the child reached
           when that role is the only one with a choice (``slot_child``: O(1) lookup in
           turn-taking games)
@@ -41,14 +46,15 @@ Tree = namedtuple("Tree", [
     "slot_count", "first_child", "next_sib", "child_key", "amaf_row", "state",
     "slot_move", "slot_n", "slot_q", "slot_child",
     "amaf_n", "amaf_q", "mast_n", "mast_q",
-    "seen", "set_r", "set_m",
+    "seen", "set_r", "set_m", "tt",
 ])
 
 # meta entries.  What one decision searched (the drivers zero these two when it starts):
 # M_PLAYOUTS simulations whose leaf was evaluated by walking the game (a playout, or a cut-off
 # at charge_depth 0), M_PROVEN_ENDS simulations that ended in a terminal or proven node (a
 # tree descent only, the value known: no playout).  Their sum is the simulations run.
-M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS = range(7)
+# M_TRANSPOSED: moves of this decision's descents that reached a state already in the tree.
+M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS, M_TRANSPOSED = range(8)
 N_META = 8
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
@@ -63,7 +69,7 @@ def borrowed_tree(t):
     return Tree(b(t.meta), b(t.visits), b(t.terminal), b(t.proven), b(t.pval), b(t.pdepth), b(t.ready),
                 b(t.slot_off), b(t.slot_count), b(t.first_child), b(t.next_sib), b(t.child_key), b(t.amaf_row),
                 b(t.state), b(t.slot_move), b(t.slot_n), b(t.slot_q), b(t.slot_child), b(t.amaf_n), b(t.amaf_q),
-                b(t.mast_n), b(t.mast_q), b(t.seen), b(t.set_r), b(t.set_m))
+                b(t.mast_n), b(t.mast_q), b(t.seen), b(t.set_r), b(t.set_m), b(t.tt))
 
 
 def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
@@ -96,7 +102,13 @@ def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
         seen=np.zeros((R, M), np.uint8),
         set_r=np.zeros(R * M, np.int32),
         set_m=np.zeros(R * M, np.int32),
+        tt=np.full(tt_size(N) if state_words > 0 else 1, -1, np.int32),
     )
+
+
+def tt_size(max_nodes: int) -> int:
+    """Transposition table slots for ``max_nodes`` nodes: a power of two, at least twice as many."""
+    return 1 << max(4, (2 * max_nodes - 1).bit_length())
 
 
 def grow(tree: Tree, *, n_move_ids: int = 0, max_slots: int = 0, max_amaf_rows: int = 0) -> Tree:
@@ -260,6 +272,78 @@ def add_child(tree, node, slots, terminal, goals):
 @njit(cache=True, inline="always")
 def pool_full(tree):
     return tree.meta[M_NODES] >= tree.visits.shape[0]
+
+
+# --------------------------------------------------------------------------- transpositions
+@njit(cache=True, inline="always")
+def state_hash(state):
+    """64-bit hash of a packed state (splitmix64's mixing per word)."""
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for w in range(state.shape[0]):
+        h ^= state[w]
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@njit(cache=True, inline="always")
+def _holds(tree, n, state):
+    for w in range(state.shape[0]):
+        if tree.state[n, w] != state[w]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def tt_find(tree, h, state):
+    """The first node made that holds ``state`` (hash ``h``), or -1.  Linear probing in a
+    table at least twice the node pool, from which nothing is deleted (a fresh tree clears
+    it, a copy rebuilds it): exact, and the same node driver A's dict finds."""
+    mask = np.uint64(tree.tt.shape[0] - 1)
+    i = h & mask
+    while True:
+        n = tree.tt[np.int64(i)]
+        if n < 0:
+            return -1
+        if _holds(tree, n, state):
+            return n
+        i = (i + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def tt_put(tree, h, node):
+    """Remember ``node`` under ``h`` (after any node made before it with the same state)."""
+    mask = np.uint64(tree.tt.shape[0] - 1)
+    i = h & mask
+    while tree.tt[np.int64(i)] >= 0:
+        i = (i + np.uint64(1)) & mask
+    tree.tt[np.int64(i)] = node
+
+
+@njit(cache=True)
+def tt_clear(tree):
+    tree.tt[:] = -1
+
+
+@njit(cache=True)
+def tt_index(tree):
+    """Put every node in the table, in id order (after a copy renumbered them)."""
+    if tree.tt.shape[0] <= 1 or tree.state.shape[1] == 0:
+        return
+    tree.tt[:] = -1
+    for n in range(tree.meta[M_NODES]):
+        tt_put(tree, state_hash(tree.state[n]), n)
+
+
+@njit(cache=True, inline="always")
+def link_child(tree, node, slots, child):
+    """Make the existing ``child`` the one reached by the joint move ``slots`` from ``node``,
+    a node where at most one role has a choice (``slot_child`` is the only lookup there)."""
+    tree.slot_child[slots[max(mover_of(tree, node), 0)]] = child
+    tree.meta[M_TRANSPOSED] += 1
 
 
 # --------------------------------------------------------------------------- selection
@@ -605,7 +689,9 @@ def compact(src, dst, new_root, old_to_new):
         dst.meta[k] = 0
     old_to_new[:] = -1
     queue = np.empty(src.meta[M_NODES], np.int64)
+    queued = np.zeros(src.meta[M_NODES], np.bool_)
     queue[0] = new_root
+    queued[new_root] = True
     head = 0
     tail = 1
     dummy = np.zeros(R)
@@ -653,9 +739,19 @@ def compact(src, dst, new_root, old_to_new):
                         k += 1
                 c = src.first_child[o]
                 while c >= 0:
-                    queue[tail] = c
-                    tail += 1
+                    if not queued[c]:
+                        queued[c] = True
+                        queue[tail] = c
+                        tail += 1
                     c = src.next_sib[c]
+                # a transposed child is in the slots only (another parent's sibling list)
+                so0 = src.slot_off[o, 0]   # a node's slots are contiguous (init_slots)
+                for s in range(so0, so0 + total):
+                    c = src.slot_child[s]
+                    if c >= 0 and not queued[c]:
+                        queued[c] = True
+                        queue[tail] = c
+                        tail += 1
     # relink children with new ids; dropped children vanish from lists and slots
     for o in range(src.meta[M_NODES]):
         n = old_to_new[o]
@@ -677,4 +773,5 @@ def compact(src, dst, new_root, old_to_new):
             for j in range(dst.slot_count[n, r]):
                 oc = dst.slot_child[off + j]
                 dst.slot_child[off + j] = old_to_new[oc] if oc >= 0 else -1
+    tt_index(dst)
     return dst.meta[M_NODES]
