@@ -113,6 +113,7 @@ def state_text(state) -> str:
 # ------------------------------------------------------------------ personas
 
 DEFAULT_PERSONA = "tournament"  # the champion searching until the clock, when the server names none
+PONDER_MIN_LIMIT = 1_000_000    # a persona's limit from which its searches end by the clock (tournament: 10 M)
 
 
 def load_persona_spec(spec):
@@ -320,6 +321,13 @@ class Player:
 
     def is_terminal(self) -> bool:
         return self.sm.is_terminal(self.state)
+
+    def ponders_between_moves(self) -> bool:
+        """Whether searching during the opponents' turns is this player's to do: only for a
+        persona that searches until the clock (``PONDER_MIN_LIMIT``), whose skill it does not
+        change; a persona's ``limit`` is its skill (spec 6.6), and a fitted model does not search."""
+        return (self.search_kind == "agent.search" and self.persona is not None and self.persona.model is None
+                and self.persona.limit >= PONDER_MIN_LIMIT)
 
     def decide(self, deadline: float, ponder: bool = False, on_best=None) -> dict:
         """Search the current state until ``deadline`` (monotonic) or the persona's ``limit``

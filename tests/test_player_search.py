@@ -164,3 +164,34 @@ def test_a_broken_install_fails_loudly(monkeypatch, module):
     monkeypatch.setitem(sys.modules, module, None)     # import now raises ImportError
     with pytest.raises(ImportError):
         p.load(budget_seconds=60)
+
+
+class _Quiet:
+    """A worker pipe where no message comes for ``n`` looks."""
+
+    def __init__(self, n: int):
+        self.n, self.looks = n, 0
+
+    def poll(self, timeout=None):
+        self.looks += 1
+        return self.looks > self.n
+
+
+def test_pondering_between_moves_grows_the_tree_the_next_move_reuses(tmp_path):
+    """Between PLAYs (the opponent thinking) the player searches on from the match's state
+    (issue #34); the next decision starts from that tree.  Only a persona that searches
+    until the clock ponders: for the others ``limit`` is their skill (spec 6.6)."""
+    import logging
+    from agent.server.worker import ponder_while_idle
+    p = player(ROOT / "games" / "connectFour.kif", "tournament", True, role="red")
+    assert p.ponders_between_moves()
+    assert not player(TTT, persona_file(tmp_path, 1000), True).ponders_between_moves()
+    d = p.decide(time.monotonic() + 0.3)
+    p.observe([d["move"], "noop"])
+    assert [str(m) for m in p.legal()] == ["noop"]      # yellow's turn: we wait
+    before = int(p.tree.arrays.visits[0]) if p.tree is not None else 0
+    conn = _Quiet(5)
+    ponder_while_idle(p, conn, logging.getLogger("test"))
+    assert conn.looks == 6, "pondered until the message came"
+    assert p.tree is not None and int(p.tree.arrays.visits[0]) > before
+    assert p.tree.arrays.state[0].tolist() == p.engine.pack(p.state).tolist()

@@ -183,7 +183,7 @@ class PersonaPlayer:
 
     def __init__(self, spec: str, name: str | None = None, log_dir=None, seed: int | None = None,
                  use_engine: bool = True, spare_players: int = 1, spare_referees: int = 1,
-                 ready_when_searching: bool = False):
+                 ready_when_searching: bool = False, ponder: bool = True):
         from agent.server.config import ConfigError, check_persona
         if not spec:
             raise PlayerSpecError("persona: needs a preset name or a persona file")
@@ -198,6 +198,7 @@ class PersonaPlayer:
         self.seed = seed
         self.use_engine = use_engine
         self.ready_when_searching = ready_when_searching
+        self.ponder = ponder
         self.spares = (spare_players, spare_referees)
         self.manager = None
         self._tmp = None
@@ -220,6 +221,7 @@ class PersonaPlayer:
         cfg = ServerConfig(name=self.name, persona=self.spec, log_dir=log_dir, seed=self.seed,
                            spare_players=self.spares[0], spare_referees=self.spares[1],
                            use_engine=self.use_engine, ready_when_searching=self.ready_when_searching,
+                           ponder=self.ponder,
                            warm_timeout=self.WARM_TIMEOUT if self.spares[0] > 0 else 0.0)
         self.manager = MatchManager(cfg)
         await self.manager.startup()
@@ -405,7 +407,7 @@ def make_player(spec: str, **options):
         return HttpPlayer(spec, name)
     if spec.startswith("persona:"):
         known = {"log_dir", "seed", "use_engine", "spare_players", "spare_referees",
-                 "ready_when_searching"}
+                 "ready_when_searching", "ponder"}
         return PersonaPlayer(spec[len("persona:"):], name,
                              **{k: v for k, v in options.items() if k in known})
     raise PlayerSpecError(f"bad player {spec!r}: expected {SPEC_HELP}")

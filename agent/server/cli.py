@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "message for this long or is overdue by its own clock (default 300)")
     p.add_argument("--max-idle", type=float, default=3600.0, metavar="SECONDS",
                    help="a match with no message for this long is abandoned, whatever its clocks (default 3600)")
+    p.add_argument("--no-ponder", dest="ponder", action="store_false",
+                   help="idle between PLAYs (by default a persona that searches until the clock goes on "
+                        "searching while the opponents think; it uses the player's core meanwhile)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -71,7 +74,7 @@ def config_from_args(args) -> ServerConfig:
                        margin_fraction=args.margin_fraction, max_matches=args.max_matches, seed=args.seed,
                        read_timeout=args.read_timeout, max_connections=args.max_connections,
                        worker_memory_mb=args.worker_memory_mb, prolog_stack_mb=args.prolog_stack_mb,
-                       evict_idle=args.evict_idle, max_idle=args.max_idle)
+                       evict_idle=args.evict_idle, max_idle=args.max_idle, ponder=args.ponder)
     if args.memory_budget_mb is not None:
         cfg.memory_budget_mb = args.memory_budget_mb
     if args.personas_config:

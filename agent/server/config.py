@@ -98,6 +98,11 @@ class ServerConfig:
     # non-ground one included (a person waiting for the first board; a manager's start clock
     # is there to build the compiled engine, so the server waits for it)
     ready_when_searching: bool = False
+    # between PLAYs (the opponents' turn) the player searches on from the match's state, its
+    # tree kept for the next move, when its persona searches until the clock (a persona with
+    # a smaller ``limit`` would gain skill from it); False: idle between PLAYs (a server that
+    # plays persons, whose turns are long, on cores that other games need)
+    ponder: bool = True
 
     def prolog_limits(self) -> dict:
         """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""

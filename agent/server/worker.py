@@ -295,6 +295,24 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
 # ------------------------------------------------------------------------- player
 
 PONDER_SLICE = 0.5
+# Between PLAYs a search runs in slices this long: a PLAY that comes meanwhile waits at most
+# this (plus one chunk of simulations) before the player reads it.
+BETWEEN_SLICE = 0.1
+
+
+def ponder_while_idle(player, conn, log) -> None:
+    """Search the player's state until a message comes: the opponents are thinking (after a
+    forced reply in a turn-taking game, the state they move from), and the tree this builds
+    is the one the next decision reuses.  Stops for good when a slice runs no simulation (a
+    proven root: nothing left to learn) or fails."""
+    while not conn.poll() and not player.is_terminal():
+        try:
+            d = player.decide(time.monotonic() + BETWEEN_SLICE, ponder=True)
+        except Exception as e:   # pondering is a bonus: never the match's problem
+            log.warning("pondering between moves failed: %s", e)
+            return
+        if not d.get("simulations"):
+            return
 
 
 def decide_reporting(player, deadline: float, report) -> dict:
@@ -393,7 +411,10 @@ def run_player(conn, cfg: dict) -> None:
     conn.send(("ready",))
     lost = False      # our state is not the match's (a joint move we could not apply)
     on_prolog = False  # pinned to Prolog: the state left the compiled engine's fluents
+    ponder_between = cfg.get("ponder_between", False) and player.ponders_between_moves()
     while True:
+        if ponder_between and not lost:
+            ponder_while_idle(player, conn, log)
         batch = [conn.recv()]
         while conn.poll():  # catch up: only the newest PLAY deserves a search
             batch.append(conn.recv())

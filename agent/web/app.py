@@ -470,7 +470,7 @@ class WebApp:
         from agent.match.players import make_player
         def make():
             return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas",
-                               ready_when_searching=True)
+                               ready_when_searching=True, ponder=False)   # a person's turn is long
         if fresh:
             return make()
         if spec not in self.kept_players:
