@@ -126,20 +126,3 @@ def test_a_cycle_is_not_a_transposition(driver):
     s2 = eng.next_state(s1, [parse_term("flip")])
     assert driver.search(eng, s2, 0, load_persona("champion"), seed=1, limit=200,
                          solver=False).move == parse_term("leave")
-
-
-def test_a_full_pool_grows_on_a_clock(ttt, monkeypatch):
-    """On a clock the compiled driver copies a full node pool into one twice as large while
-    time is left (a quiet core filled the 100,000-node pool in under a second of a 5 s
-    connectFour move): the search goes on expanding, and what it counted carries over."""
-    c4 = load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")
-    monkeypatch.setattr(driver_compiled, "DEFAULT_TIMED_NODES", 300)
-    monkeypatch.setattr(driver_compiled, "GROW_MIN_SECONDS", 0.0)
-    res = driver_compiled.search(c4, c4.initial_state(), 0, load_persona("tournament"), seed=2, seconds=1.5)
-    assert res.tree.capacity > 300 and res.nodes > 300, (res.nodes, res.tree.capacity, res.simulations)
-    assert res.playouts + res.proven_descents == res.simulations
-    assert int(res.tree.arrays.visits[0]) >= res.simulations
-    # limit-bound searches are sized for their limit and never grow
-    res = driver_compiled.search(c4, c4.initial_state(), 0, load_persona("champion"), seed=2, limit=500,
-                                 max_nodes=100)
-    assert res.tree.capacity == 100 and res.pool_full > 0

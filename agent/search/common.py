@@ -234,12 +234,6 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     dst = T.new_tree(R, M, capacity, slots, rows, src.state.shape[1])
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
     T.compact(src, dst, new_root, mapping)
-    # what this decision searched so far, and MAST: a copy in the middle of a search (a
-    # full pool grown on a clock) goes on with them; ``advance`` resets both anyway
-    for k in (T.M_FULL_NODES, T.M_FULL_SLOTS, T.M_PLAYOUTS, T.M_PROVEN_ENDS, T.M_TRANSPOSED):
-        dst.meta[k] = src.meta[k]
-    dst.mast_n[:] = src.mast_n
-    dst.mast_q[:] = src.mast_q
     states = []
     index: dict = {}
     if st.states:

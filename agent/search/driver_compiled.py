@@ -29,10 +29,6 @@ from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER,
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
-# On a clock a full pool is copied into one twice as large (up to common.TREE_BYTES) while at
-# least this much time is left: a quiet core fills 100,000 connectFour nodes in about 0.4 s
-# of a 5 s move, and a full pool stops the tree from growing (issue #34).
-GROW_MIN_SECONDS = 0.5
 NO_LEGAL_MOVE = -2
 
 
@@ -467,8 +463,6 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     deadline = None if seconds is None else t0 + seconds
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
     chunk = 64
-    full_at = int(st.arrays.meta[T.M_FULL_NODES])     # a pool that refuses more than this grows
-    can_grow = deadline is not None and max_nodes is None
     if on_progress is not None and deadline is None:
         chunk = 4096        # reports need a loop in chunks (numba cannot call back)
     while n_limit is None or sims < n_limit:
@@ -488,19 +482,10 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             now = time.perf_counter()
             if now >= deadline:
                 break
-            rate = n / max(now - c0, 1e-6)
-            if can_grow and st.arrays.meta[T.M_FULL_NODES] > full_at and deadline - now > GROW_MIN_SECONDS:
-                bigger = compact_into(st, 0, 2 * st.capacity)
-                can_grow = bigger.capacity > st.capacity     # at TREE_BYTES: stays as it is
-                if can_grow:
-                    st = bigger
-                full_at = int(st.arrays.meta[T.M_FULL_NODES])
-                now = time.perf_counter()
-                if now >= deadline:
-                    break
             # chunks of about 20 ms, never past the deadline by much; at most twice the last
             # chunk: the first ones run while the tree is small and fast, so their rate
             # overestimates the next chunk's (a 0.05 s breakthrough search overran by ~35 %)
+            rate = n / max(now - c0, 1e-6)
             chunk = int(max(1, min(2 * n, rate * 0.02, rate * (deadline - now))))
     progress(st, sims, final=True)
     return _finish(st, data, params, rp, rng, role_index, sims, t0)
