@@ -126,3 +126,26 @@ def test_a_cycle_is_not_a_transposition(driver):
     s2 = eng.next_state(s1, [parse_term("flip")])
     assert driver.search(eng, s2, 0, load_persona("champion"), seed=1, limit=200,
                          solver=False).move == parse_term("leave")
+
+
+def test_a_full_tree_at_its_memory_budget_is_not_copied_again(monkeypatch):
+    """A reused tree on a clock is copied into a larger one when nearly full (a copy sized by
+    the slots its nodes use can hold more nodes in the same bytes); once at the memory budget
+    (``TREE_BYTES``) the copy cannot be larger, and it is not made (it was, at every 0.1 s
+    slice of pondering: a whole-tree copy for nothing)."""
+    from agent.search import common
+    c4 = load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")
+    monkeypatch.setattr(common, "TREE_BYTES", 2 * 1024 * 1024)
+    s = c4.initial_state()
+    big = 10_000_000
+    t = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=1, seconds=0.5, limit=big).tree
+    grown = 0
+    while common.can_grow(t, t.nodes + big + 1) and grown < 5:
+        t2 = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=2 + grown, seconds=0.5,
+                                    limit=big, tree=t).tree
+        assert t2 is not t and t2.capacity > t.capacity
+        t, grown = t2, grown + 1
+    assert t.capacity - t.nodes < driver_compiled.DEFAULT_TIMED_NODES     # nearly full
+    assert not common.can_grow(t, t.nodes + big + 1)
+    res = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=9, seconds=0.2, limit=big, tree=t)
+    assert res.tree is t, "the same tree searched on, not a copy of it"

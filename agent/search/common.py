@@ -220,14 +220,26 @@ def find_child(st: SearchTree, joint_move) -> int:
     return int(T.get_child(a, 0, slots))
 
 
+def _copy_size(src: T.Tree, capacity: int) -> tuple:
+    """(nodes, slots per node) of ``compact_into``'s copy asked for ``capacity`` nodes."""
+    R = src.mast_n.shape[0]
+    used_slots = max(1, int(src.meta[T.M_SLOTS]))
+    per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
+    return max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node)), per_node
+
+
+def can_grow(st: SearchTree, capacity: int) -> bool:
+    """Whether a copy asked for ``capacity`` nodes would hold more than ``st`` does (at
+    ``TREE_BYTES`` it cannot: copying the whole tree then only costs time)."""
+    return _copy_size(st.arrays, capacity)[0] > st.capacity
+
+
 def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     """A new SearchTree holding the subtree under ``new_root`` with room for ``capacity``
     nodes (slots scaled alike)."""
     src = st.arrays
     R, M = src.mast_n.shape
-    used_slots = max(1, int(src.meta[T.M_SLOTS]))
-    per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
-    capacity = max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node))
+    capacity, per_node = _copy_size(src, capacity)
     slots = max(src.slot_move.shape[0], capacity * per_node)
     # a tree made with one AMAF row (no RAVE: nothing reads them) keeps one
     rows = amaf_rows(capacity, R, M) if src.amaf_n.shape[0] > 1 else 1

@@ -22,8 +22,8 @@ from . import leaf as L
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
-                     root_proven, root_settled, searched, start_counts)
+from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
+                     root_choice, root_proven, root_settled, searched, start_counts)
 from .jitguard import guard
 from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build
 from .rng import make_rng
@@ -446,8 +446,10 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
         # a second of a 5 s clock under load (issue #34's "player late" moves); it is now
         # rebuilt only when less than DEFAULT_TIMED_NODES are free.
         free = st.capacity - st.nodes
+        # ... and only when the copy can be larger: a tree at TREE_BYTES was copied whole at
+        # every call once nearly full (every 0.1 s slice of pondering between PLAYs)
         if max_nodes is None and st.nodes + want > st.capacity and (
-                seconds is None or free < DEFAULT_TIMED_NODES):
+                seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, st.nodes + want):
             st = compact_into(st, 0, st.nodes + want)
     if st is None:
         st = new_compiled_tree(engine, data, want, _root_slots(engine, state))
