@@ -8,7 +8,8 @@ RESULTS_DIR: the GameServer's Match JSON files (match.sh's OUT/results); OUR_LOG
 records our server wrote (``serve --log-dir``), matched by match id.  One Markdown row per
 match: our role, the winner, plies, the moves our search decided, the moves the server sent
 for us as a fallback (ply: reason), and the medians per searched move of simulations,
-playouts, transpositions and seconds; then the opponent's "MCTS iterations last turn" (Sancho
+playouts, transpositions, the root's visits (the move's simulations plus those of the tree
+it reused: earlier moves and pondering) and seconds; then the opponent's "MCTS iterations last turn" (Sancho
 logs it) as median and quartiles, when its log is given.
 """
 from __future__ import annotations
@@ -53,6 +54,8 @@ def rows(results: Path, ours: Path, exclude: set) -> list:
             "sims": median(d.get("simulations") for d in searched),
             "playouts": median(d.get("playouts") for d in searched),
             "transpositions": median(d.get("transpositions") for d in searched),
+            # the root's visits: this move's simulations, plus what a reused (and pondered) tree brought
+            "root": median(sum((d.get("visits") or {}).values()) for d in searched),
             "seconds": median(d.get("elapsed") for d in searched),
             "rss": (rec.get("x-peak-rss-mb") or {}).get("player"),
         })
@@ -68,11 +71,13 @@ def main() -> None:
     args = ap.parse_args()
     table = rows(args.results, args.ours, set(args.exclude))
     print("| match | we play | winner | plies | searched moves | fallback moves (ply: reason) | "
-          "simulations / move | playouts / move | transpositions / move | s / move | player peak MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "simulations / move | playouts / move | transpositions / move | root visits / move | s / move | "
+          "player peak MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['match']} | {r['role']} | {r['winner']} | {r['plies']} | {r['searched']} | {r['fallbacks']} | "
-              f"{fmt(r['sims'])} | {fmt(r['playouts'])} | {fmt(r['transpositions'])} | {fmt(r['seconds'], 2)} | "
+              f"{fmt(r['sims'])} | {fmt(r['playouts'])} | {fmt(r['transpositions'])} | {fmt(r['root'])} | "
+              f"{fmt(r['seconds'], 2)} | "
               f"{r['rss'] if r['rss'] is not None else '-'} |")
     if args.sancho_log and args.sancho_log.exists():
         its = [int(m.group(1)) for m in re.finditer(r"MCTS iterations last turn = (\d+)", args.sancho_log.read_text())]
