@@ -307,9 +307,7 @@ def init_root(g, tree, state, vals, rank, sort):
         _scores(g, vals, np.zeros((3, R)), goals)
     T.reset_root(tree, term, goals)
     tree.state[0, :] = state
-    if tree.tt.shape[0] > 1:
-        T.tt_clear(tree)
-        T.tt_put(tree, T.state_hash(state), 0)
+    T.tt_index(tree)        # the root alone (a fresh tree: what the last search left is cleared)
     if term:
         return 0
     maxm = 1
@@ -443,11 +441,11 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
         # Room for this decision's nodes.  On a clock what it adds is unknown (a full pool
         # degrades, it does not fail) and ``want`` is the persona's limit (the tournament
         # preset's 10 million, beyond TREE_BYTES): the tree was rebuilt at every move, about
-        # a second of a 5 s clock under load (issue #34's "player late" moves); it is now
-        # rebuilt only when less than DEFAULT_TIMED_NODES are free.
+        # a second of a 5 s clock under load (issue #34's "player late" moves).  It is now
+        # rebuilt only when less than DEFAULT_TIMED_NODES are free, and only when the copy
+        # can be larger (at TREE_BYTES a nearly full tree was copied whole at every call:
+        # every 0.1 s slice of pondering between PLAYs).
         free = st.capacity - st.nodes
-        # ... and only when the copy can be larger: a tree at TREE_BYTES was copied whole at
-        # every call once nearly full (every 0.1 s slice of pondering between PLAYs)
         if max_nodes is None and st.nodes + want > st.capacity and (
                 seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, st.nodes + want):
             st = compact_into(st, 0, st.nodes + want)

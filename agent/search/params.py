@@ -45,8 +45,8 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     p[P_SOLVER] = 1.0 if (solver and not thesis and persona.utility_lambda == 0) else 0.0
     p[P_ME] = me
     p[P_MIN_SHARE] = 0.0 if thesis else MIN_VISIT_SHARE
-    # a state reached by two move orders is one node (driver B, turn-taking nodes): its
-    # statistics then count every path's simulations (issue #34)
+    # a state reached by two move orders is one node (both drivers, from nodes where at most
+    # one role chooses): its statistics then count every path's simulations (issue #34)
     p[P_TRANSPOSE] = 0.0 if thesis else 1.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):

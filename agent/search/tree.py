@@ -324,13 +324,8 @@ def tt_put(tree, h, node):
 
 
 @njit(cache=True)
-def tt_clear(tree):
-    tree.tt[:] = -1
-
-
-@njit(cache=True)
 def tt_index(tree):
-    """Put every node in the table, in id order (after a copy renumbered them)."""
+    """The table of every node, in id order (a fresh tree, or a copy that renumbered them)."""
     if tree.tt.shape[0] <= 1 or tree.state.shape[1] == 0:
         return
     tree.tt[:] = -1

@@ -303,8 +303,8 @@ BETWEEN_SLICE = 0.1
 def ponder_while_idle(player, conn, log) -> None:
     """Search the player's state until a message comes: the opponents are thinking (after a
     forced reply in a turn-taking game, the state they move from), and the tree this builds
-    is the one the next decision reuses.  Stops for good when a slice runs no simulation (a
-    proven root: nothing left to learn) or fails."""
+    is the one the next decision reuses.  Stops early, until the next message, when a slice
+    runs no simulation (a proven root: nothing left to learn) or fails."""
     while not conn.poll() and not player.is_terminal():
         try:
             d = player.decide(time.monotonic() + BETWEEN_SLICE, ponder=True)
