@@ -235,6 +235,7 @@ class Player:
         self.ply = 0
         self.tree = None            # search tree kept between decisions (agent.search)
         self.prev = None            # the last joint move (a fitted model's move counts read it)
+        self.learner = None         # the game's evaluation being learned (agent.search.heuristic)
 
     # -------------------------------------------------------------- set-up
     def prepare(self) -> list:
@@ -272,6 +273,7 @@ class Player:
         else:
             self.search_kind = "agent.search"
             self._warm_model()
+        self._start_learning()
         return {"engine": self.engine_kind, "search": self.search_kind,
                 "persona": persona_dict(self.persona), "notes": notes}
 
@@ -299,7 +301,37 @@ class Player:
         self.engine, self.sm, self.engine_kind = engine, sm, type(engine).__name__
         self.tree = None  # a tree belongs to the engine kind that grew it
         self._warm_model()
+        self._start_learning()
         return []
+
+    def _start_learning(self) -> None:
+        """A new learner of the game's evaluation for the engine the search runs on, for a
+        player that ponders (it learns in pondering's slices, never on a move's clock); not
+        on Prolog (too slow to sample from), and not for a persona with a utility (it values
+        its own features: params.build)."""
+        self.learner = None
+        if (self.engine is None or self.engine is self.prolog or not self.ponders_between_moves()
+                or self.persona.utility_lambda != 0):
+            return
+        from agent.search.heuristic import Learner
+        self.learner = Learner(self.engine)    # the engine itself: no query cache to fill
+
+    def learning(self) -> bool:
+        """Whether the game's evaluation is still being learned (``learn``)."""
+        return self.learner is not None and not self.learner.done
+
+    def learn(self, deadline: float) -> None:
+        """Learn the game's evaluation until ``deadline`` (monotonic) or it is done; a
+        failure leaves the search without one."""
+        try:
+            self.learner.step(max(0.0, deadline - time.monotonic()))
+        except Exception as e:
+            log.warning("learning the game's evaluation failed: %s", e)
+            self.learner = None
+
+    def evaluation(self):
+        """The game's evaluation once learned (None: not yet, or none found)."""
+        return self.learner.result if self.learner is not None and self.learner.done else None
 
     # -------------------------------------------------------------- play
     def observe(self, move_texts) -> list:
@@ -412,7 +444,7 @@ class Player:
                     on_best(render_spaced(move), sims)
             result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
                                   limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
-                                  tree=self.tree, on_progress=progress)
+                                  tree=self.tree, on_progress=progress, heuristic=self.evaluation())
             self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))

@@ -76,6 +76,28 @@ TIMED_NODES = 50_000        # node pool per timed search (enough for the budgets
 SIMS = {"ticTacToe": 1000, "connectFour": 1000, "breakthrough": 300, "nineBoardTicTacToe": 300}
 
 
+def game_path(name: str) -> Path:
+    """A game of ``--games``: the project's own (games/NAME.kif), else the corpus's base
+    repository game of that name, its latest version (checkers, for the evaluation's A/B)."""
+    own = ROOT / "games" / f"{name}.kif"
+    if own.exists():
+        return own
+    found = sorted((ROOT.parent / "shared" / "corpus" / "games" / "base" / "games" / name).glob(f"v*/{name}.kif"))
+    if not found:
+        raise SystemExit(f"no game {name!r}: not in games/ nor in the corpus's base games")
+    return found[-1]
+
+
+def evaluations(engines: dict) -> dict:
+    """Each game's evaluation (agent.search.heuristic, from a version that has one: None
+    otherwise), learned as a player learns it but from its playouts alone (no clock)."""
+    try:
+        from agent.search import heuristic as H
+    except ImportError:
+        return {g: None for g in engines}
+    return {g: H.learn(eng, seconds=None) for g, eng in engines.items()}
+
+
 def check_code() -> None:
     """The agent package imported is the one of ``--root`` (not an installed copy)."""
     import agent
@@ -99,7 +121,7 @@ def baseline(kind: str):
 
 def _searched(res) -> dict:
     """Playouts run and proven descents, from a version whose results tell them apart."""
-    return {k: int(getattr(res, k)) for k in ("playouts", "proven_descents") if hasattr(res, k)}
+    return {k: int(getattr(res, k)) for k in ("playouts", "proven_descents", "evaluated") if hasattr(res, k)}
 
 
 def local_player(persona, solver: bool):
@@ -136,7 +158,7 @@ def play_game(eng, players, mode: str, budget, seed: int) -> dict:
             st["searches"] += 1
             st["pool_full"] += d["pool_full"]
             st["nodes_max"] = max(st["nodes_max"], d["nodes"])
-            for k in ("playouts", "proven_descents"):   # versions that tell them apart
+            for k in ("playouts", "proven_descents", "evaluated"):   # versions that tell them apart
                 if k in d:
                     st[k] = st.get(k, 0) + d[k]
         history.append([render(m) for m in joint])
@@ -181,7 +203,7 @@ def run(args) -> None:
     with out.open("a") as f:
         for game in args.games:
             budgets = {"sims": args.sims or SIMS[game], "time": args.seconds}
-            eng = load_engine(read_rules_file(ROOT / "games" / f"{game}.kif"), engine="compiled")
+            eng = load_engine(read_rules_file(game_path(game)), engine="compiled")
             if ("rate", game, None, None, None) not in done:
                 rate = raw_playout_rate(eng)
                 # the search's own speed from the initial state, one long search per persona
@@ -243,7 +265,7 @@ def speed_child(args) -> None:
     check_code()
     from agent.search import search_batch
     champion = load_persona("champion")
-    engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
+    engines = {g: load_engine(read_rules_file(game_path(g)), engine="compiled")
                for g in args.games}
     c4 = load_engine(read_rules_file(C4_RULES), engine="compiled")
     items = recorded_decisions(c4, args.decisions)
@@ -354,12 +376,18 @@ def versus_child(args) -> None:
     from gdl.kif import parse_term
     check_code()
     champion = load_persona("champion")
-    engines = {g: load_engine(read_rules_file(ROOT / "games" / f"{g}.kif"), engine="compiled")
+    engines = {g: load_engine(read_rules_file(game_path(g)), engine="compiled")
                for g in args.games}
     for eng in engines.values():      # numba compiled and warm before the first timed move
         search(eng, eng.initial_state(), 0, champion, seed=1, limit=200, solver=True)
+    heuristics = evaluations(engines)
+    extra = {"heuristic": {}}
+    for g, h in heuristics.items():
+        if h is not None:
+            search(engines[g], engines[g].initial_state(), 0, champion, seed=1, limit=200, heuristic=h)
+            extra["heuristic"][g] = {"r2": [round(float(x), 3) for x in h.r2], "groups": len(h.groups)}
     rev = subprocess_rev(CODE)
-    print(json.dumps({"ready": True, "commit": rev}), flush=True)
+    print(json.dumps({"ready": True, "commit": rev, **extra}), flush=True)
     game, moves, state = None, [], None
     for line in sys.stdin:
         req = json.loads(line)
@@ -369,7 +397,8 @@ def versus_child(args) -> None:
         for joint in req["moves"][len(moves):]:   # only the moves played since the last request
             state = eng.next_state(state, [parse_term(m) for m in joint])
         moves = req["moves"]
-        res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **req["kw"])
+        kw = dict(req["kw"], heuristic=heuristics[req["game"]]) if heuristics[req["game"]] is not None else req["kw"]
+        res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **kw)
         print(json.dumps({"move": render(res.move), "simulations": int(res.simulations),
                           "elapsed": res.elapsed, "nodes": int(res.nodes),
                           "pool_full": int(res.pool_full), **_searched(res)}), flush=True)
@@ -399,7 +428,7 @@ def run_versus(args) -> None:
             engines = {}
             for game, i in todo:
                 if game not in engines:
-                    engines[game] = load_engine(read_rules_file(ROOT / "games" / f"{game}.kif"), engine="compiled")
+                    engines[game] = load_engine(read_rules_file(game_path(game)), engine="compiled")
                 eng = engines[game]
                 new_role = i % 2
                 new.game = old.game = game
@@ -407,7 +436,7 @@ def run_versus(args) -> None:
                 players[new_role] = new
                 t0 = time.perf_counter()
                 res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
-                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"],
+                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
                        "mode": "time", "index": i, "budget": args.seconds, "champion_role": new_role,
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")

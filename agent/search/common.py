@@ -60,6 +60,7 @@ class SearchResult:
     playouts: int = 0
     proven_descents: int = 0
     transpositions: int = 0             # moves that reached a state already in the tree (T.M_TRANSPOSED)
+    evaluated: int = 0                  # playouts ended by the game's evaluation (T.M_EVALUATED)
 
     @property
     def best(self):
@@ -176,13 +177,15 @@ def start_counts(arrays: T.Tree) -> None:
     arrays.meta[T.M_PLAYOUTS] = 0
     arrays.meta[T.M_PROVEN_ENDS] = 0
     arrays.meta[T.M_TRANSPOSED] = 0
+    arrays.meta[T.M_EVALUATED] = 0
 
 
 def searched(arrays: T.Tree) -> dict:
     """The ``SearchResult`` fields that say what a decision searched."""
     return {"playouts": int(arrays.meta[T.M_PLAYOUTS]),
             "proven_descents": int(arrays.meta[T.M_PROVEN_ENDS]),
-            "transpositions": int(arrays.meta[T.M_TRANSPOSED])}
+            "transpositions": int(arrays.meta[T.M_TRANSPOSED]),
+            "evaluated": int(arrays.meta[T.M_EVALUATED])}
 
 
 def root_settled(arrays: T.Tree, params) -> bool:

@@ -18,6 +18,7 @@ from gdl.terms import canonical_sorted
 
 from ..engine import kernels as K
 from . import features as F
+from . import heuristic as H
 from . import leaf as L
 from . import params as P
 from . import rng as RNG
@@ -25,7 +26,8 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, start_counts)
 from .jitguard import guard
-from .params import P_CHARGE_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build
+from .params import (P_CHARGE_DEPTH, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, P_TRANSPOSE,
+                     RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -116,6 +118,25 @@ def _count(state, mask):
 
 
 @njit(cache=True)
+def _evaluation(state, ev_w, ev_b, out):
+    """Each role's evaluation of a packed state (``heuristic.Heuristic``: the intercept
+    ``ev_b`` plus ``ev_w``'s value of every fact that holds), clipped to the goal scale."""
+    R = out.shape[0]
+    for r in range(R):
+        out[r] = ev_b[r]
+    for w in range(state.shape[0]):
+        x = state[w]
+        while x != 0:
+            low = x & (~x + np.uint64(1))
+            i = w * 64 + _popcount(low - np.uint64(1))
+            for r in range(R):
+                out[r] += ev_w[r, i]
+            x ^= low
+    for r in range(R):
+        out[r] = min(max(out[r], 0.0), 100.0)
+
+
+@njit(cache=True)
 def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_masks, lbuf,
               gr, role_facts, rel_counts, raw):
     """The raw features (``leaf.raw_features``) of a packed end state, ``vals`` loaded with it."""
@@ -134,9 +155,10 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 
 
 @njit(cache=True)
-def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort):
+def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
-    proves the root), NO_LEGAL_MOVE on broken rules."""
+    proves the root), NO_LEGAL_MOVE on broken rules.  ``ev_w``, ``ev_b``: the game's evaluation
+    (``_evaluation``), read when ``params[P_EVAL_DEPTH]`` > 0."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     cd = int(params[P_CHARGE_DEPTH])
@@ -151,11 +173,13 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros(maxm + 1, np.int32), np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
             np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
             np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1))
-    return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs)
+    return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
+                     ev_w, ev_b)
 
 
 @njit(cache=True)
-def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs):
+def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
+              ev_w, ev_b):
     """``simulate`` on its buffers (``bufs``)."""
     # The arguments without their references (kernels.borrowed): the caller holds them for
     # the whole loop, whose calls then pay no atomic reference counting for them (it was
@@ -163,7 +187,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     tree = T.borrowed_tree(tree)
     b = K.borrowed
     params, rp, rng, vals, w, lo, hi = b(params), b(rp), b(rng), b(vals), b(w), b(lo), b(hi)
-    role_masks, rel_masks, rank = b(role_masks), b(rel_masks), b(rank)
+    role_masks, rel_masks, rank, ev_w, ev_b = b(role_masks), b(rel_masks), b(rank), b(ev_w), b(ev_b)
     path, jslots, pmoves, sl, joint, lbuf = b(bufs[0]), b(bufs[1]), b(bufs[2]), b(bufs[3]), b(bufs[4]), b(bufs[5])
     counts, mbuf, cur, gr, goals, values = b(bufs[6]), b(bufs[7]), b(bufs[8]), b(bufs[9]), b(bufs[10]), b(bufs[11])
     mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
@@ -171,6 +195,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
     cd = int(params[P_CHARGE_DEPTH])
+    ed = int(params[P_EVAL_DEPTH])
+    cut = cd if ed <= 0 else min(cd, ed)
     solver = params[P_SOLVER] > 0
     me = int(params[P_ME])
     use_util = L.uses_utility(params, rp)
@@ -266,7 +292,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 f = K.load_into(h, tree.state[node])
                 if f != nb:
                     K.load_finish(g, vals, f)
-            while npm < cd:
+            while npm < cut:
                 if npm > 0 and K.terminal_in(h):
                     break
                 for r in range(R):
@@ -282,12 +308,19 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
                 npm += 1
-            if use_util:
+            if use_util or ed > 0:
                 K.pack_into(h, cur)
             exact = K.terminal_in(h)
             end_terminal = exact
             if exact:
                 _scores(g, vals, gr, goals)
+            elif npm == ed:
+                # cut by the evaluation, not by the persona's charge depth: its values are
+                # the leaf's, as a terminal's goals are (no charge default, no discount)
+                _evaluation(cur, ev_w, ev_b, goals)
+                tree.meta[T.M_EVALUATED] += 1
+                exact = True
+                charged = False
         if use_util:
             _features(g, vals, cur, end_terminal, depth + npm + extra, mobility, me, role_masks,
                       rel_masks, lbuf, gr, role_facts, rel_counts, raw)
@@ -323,7 +356,7 @@ def init_root(g, tree, state, vals, rank, sort):
 @njit(cache=True)
 def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w, lo_by_role,
               hi_by_role, role_masks, rel_masks, rank, sort, q_out, n_out, move_out, count_out,
-              choice_out):
+              choice_out, ev_w, ev_b):
     """One fresh search per item (state row, role, rng row): Q, visits, move ids, count and
     the persona's choice per item.  count_out[i] = 0 for a terminal state, -1 on error."""
     for i in range(states.shape[0]):
@@ -336,7 +369,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
             count_out[i] = 0 if st == 0 else -1
             continue
         if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
-                    hi_by_role[me], role_masks, rel_masks, rank, sort) < 0:
+                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b) < 0:
             count_out[i] = -1
             continue
         cnt = tree.slot_count[0, me]
@@ -370,6 +403,20 @@ class _EngineData:
                             for r, ms in enumerate(self.move_terms)))
         self.vals = K.new_vals(g)
         self.util: dict = {}
+        self.evaluations: dict = {}
+
+    def evaluation_arrays(self, engine, heuristic):
+        """(ev_w[R, n_base], ev_b[R]) of the game's evaluation; zeros when there is none."""
+        key = id(heuristic)
+        hit = self.evaluations.get(key)
+        if hit is None or hit[0] is not heuristic:
+            R = len(engine.roles)
+            if heuristic is None:
+                arrays = (np.zeros((R, 1)), np.zeros(R))
+            else:
+                arrays = (heuristic.bit_values(engine.base), heuristic.intercept.copy())
+            hit = self.evaluations[key] = (heuristic, arrays)
+        return hit[1]
 
     def utility_arrays(self, engine, persona):
         """(w, lo[R, K], hi[R, K], role_masks, rel_masks) for the persona's weights."""
@@ -422,12 +469,15 @@ def _root_slots(engine, state) -> int:
 
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
+           heuristic=None) -> SearchResult:
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
+                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0)
+    ev_w, ev_b = data.evaluation_arrays(engine, heuristic)
     if thesis:
         tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
@@ -471,7 +521,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             n = n_limit - sims
         c0 = time.perf_counter()
         ran = simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
-                       rmask, relmask, data.rank, data.sort)
+                       rmask, relmask, data.rank, data.sort, ev_w, ev_b)
         if ran < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
         sims += ran
@@ -530,7 +580,7 @@ def search_batch(engine, items, persona, *, limit: int | None = None, solver: bo
     cnt = np.zeros(n_items, np.int64)
     choice = np.zeros(n_items, np.int64)
     run_batch(g, st.arrays, params_by_role, rp_by_role, states, roles, rngs, data.vals, w, lo, hi,
-              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice)
+              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice, *data.evaluation_arrays(engine, None))
     elapsed = (time.perf_counter() - t0) / max(1, n_items)
     out = []
     for i in range(n_items):

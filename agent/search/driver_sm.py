@@ -14,11 +14,12 @@ import numpy as np
 
 from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerError
 from . import features as F
+from . import heuristic as H
 from . import leaf as L
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
-from .params import (P_CHARGE_DEPTH, P_EPSILON, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
+from .params import (P_CHARGE_DEPTH, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
                      P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
 
@@ -80,8 +81,10 @@ class _Clocked:
 class _Ctx:
     """Everything one decision's simulations share."""
 
-    def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False):
+    def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False,
+                 heuristic=None):
         self.sm = sm
+        self.heuristic = heuristic  # read when params[P_EVAL_DEPTH] > 0
         self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
         self.p = params
@@ -107,7 +110,7 @@ class _Ctx:
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
         # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and deadline is None and not thesis)
+                               and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0)
 
     def late(self) -> bool:
         """Past the deadline, or too near it to finish another reasoner query."""
@@ -249,8 +252,7 @@ class _Ctx:
             end_terminal = bool(a.terminal[node])
         else:
             a.meta[T.M_PLAYOUTS] += 1     # (st.arrays: the playout may grow a copy of it)
-            charged = True
-            exact, goals, s, n_steps, end_terminal = self.playout(s, pm, mobility)
+            exact, goals, s, n_steps, end_terminal, charged = self.playout(s, pm, mobility)
         if self.util is not None:
             self.features(s, end_terminal, depth + n_steps + extra, mobility)
         L.evaluate(p, self.rp, goals, exact, charged, self.raw, self.lo, self.hi, self.w,
@@ -262,19 +264,23 @@ class _Ctx:
         return True
 
     def playout(self, s, pm: list, mobility: list):
-        """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal)."""
+        """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal,
+        charged).  One that has not ended after ``P_EVAL_DEPTH`` plies (when that is on) is
+        scored by the game's evaluation, as driver B does: not charged."""
         cd = int(self.p[P_CHARGE_DEPTH])
+        ed = int(self.p[P_EVAL_DEPTH])
+        cut = cd if ed <= 0 else min(cd, ed)
         sm = self.sm
         if self.prolog_playout and cd > 0:
             seed = randint(self.rng, PLAYOUT, 2 ** 31 - 1)
             try:
                 n, gv = sm.random_playout(s, cap=cd, seed=seed)
-                return True, self.scores(None, gv), s, n, True
+                return True, self.scores(None, gv), s, n, True, True
             except PlayoutCap:
-                return False, self.zeros, s, cd, False
+                return False, self.zeros, s, cd, False, True
         steps = 0
         terminal = False
-        while steps < cd:
+        while steps < cut:
             # the clock is read before every query: one query is all a deadline can overrun
             if self.late():
                 break
@@ -300,11 +306,14 @@ class _Ctx:
             pm.append(ids_row)
             s = sm.next_state(s, joint)
             steps += 1
-        if not terminal and steps == cd and steps > 0 and not self.late():
+        if not terminal and steps == cut and steps > 0 and not self.late():
             terminal = sm.is_terminal(s)    # reached in the last step allowed
         if terminal:
-            return True, self.scores(s), s, steps, True
-        return False, self.zeros, s, steps, False
+            return True, self.scores(s), s, steps, True, True
+        if steps == ed:
+            self.st.arrays.meta[T.M_EVALUATED] += 1
+            return True, self.heuristic.value(s), s, steps, False, False
+        return False, self.zeros, s, steps, False, True
 
     def scores(self, s, goal_values=None) -> np.ndarray:
         """What each role scores in ``s`` (leaf.goal_scores)."""
@@ -341,11 +350,13 @@ def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True) -> SearchTree:
 
 def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None) -> SearchResult:
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
+           heuristic=None) -> SearchResult:
     t0 = time.perf_counter()
     sm = cached(sm)
     R = len(sm.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
+                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0)
     if thesis:
         tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
@@ -369,7 +380,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
-    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis)
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])

@@ -11,8 +11,8 @@ import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
  P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
- P_MIN_SHARE, P_TRANSPOSE) = range(16)
-N_PARAMS = 16
+ P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH) = range(17)
+N_PARAMS = 17
 
 MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
@@ -21,14 +21,16 @@ N_ROLE_PARAMS = 4
 
 
 def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | None = None,
-          thesis: bool = False):
+          thesis: bool = False, eval_depth: int = 0):
     """(params, role_params) for ``persona`` deciding for role ``me``.
 
     ``thesis``: exactly the search of spec 2.8 (no solver, no visit-share filter in the final
     choice, a tree: no transpositions); otherwise the live-play deviations listed in README
     are on.  The solver is also
     off when the persona mixes in a utility (lambda > 0): a proven goal value says nothing
-    about the features that persona also values."""
+    about the features that persona also values.  ``eval_depth``: a playout that has not
+    ended after that many plies is scored by the game's evaluation (``heuristic.py``; live
+    play only, and not for a persona with a utility: the same reason as the solver)."""
     p = np.zeros(N_PARAMS, dtype=np.float64)
     p[P_RAVE] = persona.rave
     p[P_GRAVE] = persona.grave
@@ -48,6 +50,7 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     # a state reached by two move orders is one node (both drivers, from nodes where at most
     # one role chooses): its statistics then count every path's simulations (issue #34)
     p[P_TRANSPOSE] = 0.0 if thesis else 1.0
+    p[P_EVAL_DEPTH] = 0 if (thesis or persona.utility_lambda != 0) else eval_depth
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1

@@ -54,8 +54,10 @@ Tree = namedtuple("Tree", [
 # at charge_depth 0), M_PROVEN_ENDS simulations that ended in a terminal or proven node (a
 # tree descent only, the value known: no playout).  Their sum is the simulations run.
 # M_TRANSPOSED: moves of this decision's descents that reached a state already in the tree.
-M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS, M_TRANSPOSED = range(8)
-N_META = 8
+# M_EVALUATED: playouts (counted in M_PLAYOUTS) ended by the game's evaluation (heuristic.py).
+(M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS, M_TRANSPOSED,
+ M_EVALUATED) = range(9)
+N_META = 9
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
 MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)

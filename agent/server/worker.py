@@ -306,6 +306,9 @@ def ponder_while_idle(player, conn, log) -> None:
     is the one the next decision reuses.  Stops early, until the next message, when a slice
     runs no simulation (a proven root: nothing left to learn) or fails."""
     while not conn.poll() and not player.is_terminal():
+        if player.learning():     # the game's evaluation first (agent.search.heuristic)
+            player.learn(time.monotonic() + BETWEEN_SLICE)
+            continue
         try:
             d = player.decide(time.monotonic() + BETWEEN_SLICE, ponder=True)
         except Exception as e:   # pondering is a bonus: never the match's problem
@@ -403,6 +406,9 @@ def run_player(conn, cfg: dict) -> None:
         # Ponder in slices: the compiled engine (or an early PLAY) ends it.
         until = min(ready_by, time.monotonic() + player.play_clock)
         while until - time.monotonic() > 0.2 and not conn.poll() and not player.is_terminal():
+            if player.learning():
+                player.learn(min(until, time.monotonic() + PONDER_SLICE))
+                continue
             try:
                 player.decide(min(until, time.monotonic() + PONDER_SLICE), ponder=True)
             except Exception as e:
