@@ -636,7 +636,8 @@ def equal_time_section(args) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--games", nargs="+", default=GAMES, choices=GAMES)
+    ap.add_argument("--games", nargs="+", default=GAMES, metavar="GAME",
+                    help="games/NAME.kif, or a base game of the corpus by name (checkers)")
     ap.add_argument("--opponents", nargs="+", default=OPPONENTS, choices=OPPONENTS)
     ap.add_argument("--modes", nargs="+", default=MODES, choices=MODES)
     ap.add_argument("--n", type=int, default=100, help="games per (game, opponent, budget)")
