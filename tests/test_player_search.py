@@ -186,6 +186,8 @@ def test_pondering_between_moves_grows_the_tree_the_next_move_reuses(tmp_path):
     p = player(ROOT / "games" / "connectFour.kif", "tournament", True, role="red")
     assert p.ponders_between_moves()
     assert not player(TTT, persona_file(tmp_path, 1000), True).ponders_between_moves()
+    while p.learning():     # the game's evaluation is learned first (its own test below)
+        p.learn(time.monotonic() + 1.0)
     d = p.decide(time.monotonic() + 0.3)
     p.observe([d["move"], "noop"])
     assert [str(m) for m in p.legal()] == ["noop"]      # yellow's turn: we wait
@@ -195,3 +197,38 @@ def test_pondering_between_moves_grows_the_tree_the_next_move_reuses(tmp_path):
     assert conn.looks == 6, "pondered until the message came"
     assert p.tree is not None and int(p.tree.arrays.visits[0]) > before
     assert p.tree.arrays.state[0].tolist() == p.engine.pack(p.state).tolist()
+
+
+def test_a_pondering_player_learns_the_games_evaluation_before_it_searches(tmp_path, monkeypatch):
+    """The evaluation (agent.search.heuristic) is learned in pondering's slices, never on a
+    move's clock, for a persona that searches until the clock; the search then uses it when
+    the game has one.  connectFour has none (its counts say little of the outcome): the
+    player learns that and searches on without it."""
+    import logging
+    from agent.server.worker import ponder_while_idle
+    from agent.search import heuristic as H
+    from test_heuristic import CLAIM
+    monkeypatch.setattr(H, "EVAL_DEPTH", 2)     # the claim game lasts 6 plies
+    p = Player("(" + CLAIM + ")", "red", 10.0, persona_spec="tournament", seed=3, use_engine=True)
+    p.prepare()
+    p.load(budget_seconds=60)
+    assert p.learning() and p.evaluation() is None
+    d = p.decide(time.monotonic() + 0.2)
+    assert not d["evaluated"], "no evaluation before it is learned"
+    conn = _Quiet(10_000)
+    while p.learning() and conn.looks < 10_000:
+        ponder_while_idle(p, _Quiet(1), logging.getLogger("test"))   # one slice a message
+        conn.looks += 1
+    assert not p.learning() and p.evaluation() is not None
+    p.tree = None   # (the slice after learning pondered this 6-ply game nearly to its proof)
+    d = p.decide(time.monotonic() + 0.3)
+    assert d["evaluated"] > 0, {k: d[k] for k in ("simulations", "playouts", "proven_descents", "evaluated")}
+    # not for a persona whose limit is its skill (it does not ponder)
+    q = Player("(" + CLAIM + ")", "red", 10.0, persona_spec=persona_file(tmp_path, 1000), seed=3, use_engine=True)
+    q.prepare()
+    q.load(budget_seconds=60)
+    assert not q.learning() and q.evaluation() is None
+    c4 = player(ROOT / "games" / "connectFour.kif", "tournament", True, role="red")
+    while c4.learning():
+        c4.learn(time.monotonic() + 1.0)
+    assert c4.evaluation() is None and not c4.decide(time.monotonic() + 0.2)["evaluated"]

@@ -130,8 +130,9 @@ class Learner:
     ``playouts`` were sampled or ``seconds`` of sampling spent; ``done`` then, and
     ``result`` the evaluation or None."""
 
-    def __init__(self, sm, playouts: int = PLAYOUTS, seconds: float | None = SECONDS):
-        self.sm, self.playouts, self.seconds = sm, playouts, seconds
+    def __init__(self, sm, playouts: int | None = None, seconds: float | None = SECONDS):
+        self.sm, self.seconds = sm, seconds
+        self.playouts = PLAYOUTS if playouts is None else playouts
         self.rnd = random.Random(rules_seed(sm))
         self.s0 = sm.initial_state()
         self.states: list = []
