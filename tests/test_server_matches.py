@@ -194,3 +194,44 @@ def test_logs_load_and_replay_exactly(server):
                 continue
             assert dec["move"] in dec["legal"]
             assert {"ply", "legal", "move", "fallback", "reply_after"} <= set(dec)
+
+
+# The claim game of test_heuristic.py, longer: whoever claims cell 1 of 8 wins, over 12 plies
+# (a playout from the first moves reaches the evaluation's depth before the end).
+CLAIM_LONG = """
+(role red) (role blue)
+(init (control red)) (init (step 0))
+(cell 1) (cell 2) (cell 3) (cell 4) (cell 5) (cell 6) (cell 7) (cell 8)
+(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5) (succ 5 6) (succ 6 7) (succ 7 8)
+(succ 8 9) (succ 9 10) (succ 10 11) (succ 11 12)
+(<= (claimed ?c) (true (owner ?c ?p)))
+(<= (legal ?p (claim ?c)) (true (control ?p)) (cell ?c) (not (claimed ?c)))
+(<= (legal ?p pass) (true (control ?p)))
+(<= (legal ?p noop) (role ?p) (not (true (control ?p))))
+(<= (next (owner ?c ?p)) (does ?p (claim ?c)))
+(<= (next (owner ?c ?p)) (true (owner ?c ?p)))
+(<= (next (control blue)) (true (control red)))
+(<= (next (control red)) (true (control blue)))
+(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
+(<= terminal (true (step 12)))
+(<= (goal red 100) (true (owner 1 red)))
+(<= (goal blue 0) (true (owner 1 red)))
+(<= (goal blue 100) (true (owner 1 blue)))
+(<= (goal red 0) (true (owner 1 blue)))
+(<= (goal ?p 50) (role ?p) (not (claimed 1)))
+"""
+
+
+def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_with_it(server):
+    """The default persona ponders, so its player learns the game's evaluation
+    (agent.search.heuristic) before READY, and its searches end playouts with it: each
+    decision of the record counts those (`evaluated`)."""
+    from gamemanager import wait_for_record
+    gm = server.manager("raw", seed=4)
+    res = asyncio.run(gm.play_match("Claim.evaluated.1", CLAIM_LONG, our_role=0,
+                                    start_clock=10, play_clock=1))
+    check_match(res, 1, server)
+    d = wait_for_record(server, "Claim.evaluated.1")
+    searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
+    assert searched, d["x-decisions"]
+    assert searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, searched[0]

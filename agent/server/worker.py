@@ -442,6 +442,12 @@ def run_player(conn, cfg: dict) -> None:
                 notes = []  # already on it (the grounder's interim engine): keep engine and tree
             else:
                 notes = player.upgrade(5.0, engine=kind)
+            if ponder_between and not interim and ready_by is not None and player.ply == 0:
+                # the start clock is there to prepare: the game's evaluation is learned before
+                # the server answers READY (it waits for this message), until the start
+                # deadline or a message
+                while player.learning() and not conn.poll() and time.monotonic() < ready_by - 0.2:
+                    player.learn(min(ready_by - 0.2, time.monotonic() + BETWEEN_SLICE))
             conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes, "interim": interim}))
         plays = [m for m in batch if m[0] == "play"]
         for i, play in enumerate(plays):
