@@ -437,7 +437,7 @@ def run_versus(args) -> None:
                 t0 = time.perf_counter()
                 res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
                 rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
-                       "mode": "time", "index": i, "budget": args.seconds, "champion_role": new_role,
+                       "mode": "time", "index": i, "budget": args.seconds, "seed": args.seed, "champion_role": new_role,
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -521,6 +521,12 @@ def per_move(rs: list, side: int) -> str:
     return f"{sims / max(n, 1):,.0f} ({secs / max(n, 1):.3f} s)"
 
 
+def games_of(recs: list) -> list:
+    """The games of some records: the project's own in their usual order, then the others."""
+    seen = {r["game"] for r in recs}
+    return [g for g in GAMES if g in seen] + sorted(seen - set(GAMES))
+
+
 def win_table(recs: list, speeds: bool = False) -> list:
     """Rows per (game, opponent, budget); ``speeds``: simulations and seconds per decision
     of both sides (the timed games' real budgets)."""
@@ -529,7 +535,7 @@ def win_table(recs: list, speeds: bool = False) -> list:
     extra = " champion sims/move (s) | opponent sims/move (s) |" if speeds else ""
     lines = ["| game | opponent | budget per move | games | W / D / L | champion score | 95 % CI |" + extra,
              "|---|---|---|---|---|---|---|" + ("---|---|" if speeds else "")]
-    for game in GAMES:
+    for game in games_of(games):
         for opponent in opponents:
             for mode, budget in sorted({(r["mode"], r["budget"]) for r in games}):
                 rs = [r for r in games if (r["game"], r["opponent"], r["mode"], r["budget"])
@@ -607,19 +613,21 @@ def equal_time_section(args) -> list:
              "one-minute load average of the 2-core machine while the games ran.", ""]
     for path in sorted(versus, key=lambda p: (p != VERSUS.resolve(), p.name)):   # this run first
         recs = records(path)
-        n = max(sum(1 for r in recs if r["game"] == g) for g in GAMES)
-        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        n = max(sum(1 for r in recs if r["game"] == g) for g in games_of(recs))
+        games = " ".join(games_of(recs))
         loads = [r["load"] for r in recs if "load" in r]
+        seed = recs[-1].get("seed", 2024)
         lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')} against "
                   f"{recs[-1]['opponent']}, load {min(loads):.1f} to {max(loads):.1f}:", "",
                   "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
-                  f"--games {games}" + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
+                  f"--games {games}" + (f" --seed {seed}" if seed != 2024 else "")
+                  + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
                   "```", ""] + win_table(recs, speeds=True) + [""]
     for path in scaling:
         recs = [r for r in records(path) if r["kind"] == "game"]
         n = max(r["index"] for r in recs) + 1
         loads = [r["load"] for r in recs if "load" in r]
-        games = " ".join(g for g in GAMES if any(r["game"] == g for r in recs))
+        games = " ".join(games_of(recs))
         opps = " ".join(sorted({r["opponent"] for r in recs}))
         version = recs[-1].get("version")
         lines += [f"`{shown(path)}`" + (f", played by the agent of commit {version}" if version else "")
