@@ -93,8 +93,8 @@ def test_a_scrambled_game_has_the_same_evaluation(claim):
     scr = Scrambler(CLAIM, seed=5)
     fwd = scr.forward
     states, owner, finals = _samples(claim, 300)
-    a = H.fit(states, owner, finals)
-    b = H.fit([frozenset(_rename(f, fwd) for f in s) for s in states], owner, finals)
+    a = H.fit(*H.design(states), owner, finals)
+    b = H.fit(*H.design([frozenset(_rename(f, fwd) for f in s) for s in states]), owner, finals)
     assert a is not None and b is not None
     pos = {k: i for i, k in enumerate(b.groups)}
     assert sorted(pos) == sorted(_rename(k, fwd) for k in a.groups)
@@ -147,8 +147,10 @@ def test_live_play_ends_playouts_with_the_evaluation(claim, driver, monkeypatch)
     assert search(sm, s0, 0, util, seed=1, limit=300, heuristic=h).evaluated == 0
 
 
-def test_learning_runs_in_slices_and_stops_at_its_budget(claim):
-    learner = H.Learner(claim, 10_000, 0.3)
+def test_learning_runs_in_slices_and_stops_at_its_budget():
+    """Through the state-machine interface (here Prolog: slow enough to need many slices)."""
+    from agent.reasoner.prolog import PrologReasoner
+    learner = H.Learner(PrologReasoner(parse_rules(CLAIM)), 10_000, 0.3)
     steps = 0
     t0 = time.perf_counter()
     while not learner.step(0.05):
@@ -157,3 +159,28 @@ def test_learning_runs_in_slices_and_stops_at_its_budget(claim):
     assert learner.done and learner.spent >= 0.3
     assert learner.result is None or learner.result.playouts < 10_000
     assert time.perf_counter() - t0 < 60    # (no bound on how fast: it ends)
+
+
+def test_packed_states_count_as_their_facts_do(claim):
+    """The compiled engine's sampler (packed states, numba) and the state-machine one count
+    the same groups the same way."""
+    states, _, _ = _samples(claim, 50, seed=4)
+    keys, X = H.design(states)
+    packed = np.stack([claim.pack(s) for s in states])
+    pkeys, PX = H.design_packed(packed, H._memberships(claim.base)[0], len(claim.base))
+    pos = {k: i for i, k in enumerate(pkeys)}
+    assert sorted(pos) == sorted(keys)
+    assert np.array_equal(X, PX[:, [pos[k] for k in keys]])
+
+
+def test_the_compiled_sampler_learns_within_its_bounds(claim, monkeypatch):
+    """A compiled engine is sampled in numba; the sample stops at its bound, and what was
+    sampled is still fitted."""
+    learner = H.Learner(claim, 300, None)
+    assert H.compiled(claim) and learner.step() and learner.result is not None
+    assert learner.result.playouts == 300
+    monkeypatch.setattr(H, "MAX_SAMPLES", 500)
+    small = H.Learner(claim, 10_000, None)
+    small.step()
+    assert small.done and small.full and small.result is not None
+    assert small.result.samples <= 500 and small.result.playouts < 10_000

@@ -137,6 +137,56 @@ def _evaluation(state, ev_w, ev_b, out):
 
 
 @njit(cache=True)
+def sample_playouts(g, s0, vals, rng, n_playouts, cap, states, owner, finals, first):
+    """Uniform random playouts from the packed state ``s0`` for the game's evaluation
+    (``heuristic.Learner``): each non-terminal state into ``states`` (packed) with its
+    playout's number (``first`` onwards) in ``owner``, each playout's goals into ``finals``.
+    A playout past ``cap`` plies is dropped; one that would overflow ``states`` is dropped
+    and ends the call.  Returns (states stored, playouts kept, playouts tried), or
+    (-1, 0, 0) on broken rules."""
+    R = g.n_roles
+    h = K.hot(g, vals)
+    nb = h[K.H_NB]
+    maxm = 1
+    for r in range(R):
+        maxm = max(maxm, g.role_nmoves[r])
+    lbuf = np.zeros(maxm + 1, np.int32)
+    joint = np.zeros(R, np.int32)
+    gr = np.zeros((3, R))
+    goals = np.zeros(R)
+    k = 0
+    p = 0
+    for tried in range(n_playouts):
+        f = K.load_into(h, s0)
+        if f != nb:
+            K.load_finish(g, vals, f)
+        start = k
+        steps = 0
+        while not K.terminal_in(h) and steps < cap:
+            if k >= states.shape[0]:
+                return start, p, tried + 1     # the sample is full: what came before stands
+            K.pack_into(h, states[k])
+            owner[k] = first + p
+            k += 1
+            for r in range(R):
+                n = K.legal_into(h, r, lbuf)
+                if n == 0:
+                    return -1, 0, 0
+                joint[r] = lbuf[RNG.randint(rng, RNG.PLAYOUT, n)]
+            f = K.step(h, joint)
+            if f != nb:
+                K.step_finish(g, vals, h, joint, f)
+            steps += 1
+        if not K.terminal_in(h):
+            k = start               # past the cap: a game without end, dropped
+            continue
+        _scores(g, vals, gr, goals)
+        finals[p, :] = goals
+        p += 1
+    return k, p, n_playouts
+
+
+@njit(cache=True)
 def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_masks, lbuf,
               gr, role_facts, rel_counts, raw):
     """The raw features (``leaf.raw_features``) of a packed end state, ``vals`` loaded with it."""
@@ -403,20 +453,19 @@ class _EngineData:
                             for r, ms in enumerate(self.move_terms)))
         self.vals = K.new_vals(g)
         self.util: dict = {}
-        self.evaluations: dict = {}
+        self.evaluation = (None, None)     # (heuristic, its arrays): the last one asked for
 
     def evaluation_arrays(self, engine, heuristic):
-        """(ev_w[R, n_base], ev_b[R]) of the game's evaluation; zeros when there is none."""
-        key = id(heuristic)
-        hit = self.evaluations.get(key)
-        if hit is None or hit[0] is not heuristic:
+        """(ev_w[R, n_base], ev_b[R]) of the game's evaluation; zeros when there is none.
+        A match has one evaluation: the last one's arrays are kept."""
+        if self.evaluation[1] is None or self.evaluation[0] is not heuristic:
             R = len(engine.roles)
             if heuristic is None:
                 arrays = (np.zeros((R, 1)), np.zeros(R))
             else:
                 arrays = (heuristic.bit_values(engine.base), heuristic.intercept.copy())
-            hit = self.evaluations[key] = (heuristic, arrays)
-        return hit[1]
+            self.evaluation = (heuristic, arrays)
+        return self.evaluation[1]
 
     def utility_arrays(self, engine, persona):
         """(w, lo[R, K], hi[R, K], role_masks, rel_masks) for the persona's weights."""
@@ -580,7 +629,7 @@ def search_batch(engine, items, persona, *, limit: int | None = None, solver: bo
     cnt = np.zeros(n_items, np.int64)
     choice = np.zeros(n_items, np.int64)
     run_batch(g, st.arrays, params_by_role, rp_by_role, states, roles, rngs, data.vals, w, lo, hi,
-              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice, *data.evaluation_arrays(engine, None))
+              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice, np.zeros((R, 1)), np.zeros(R))
     elapsed = (time.perf_counter() - t0) / max(1, n_items)
     out = []
     for i in range(n_items):

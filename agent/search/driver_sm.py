@@ -311,6 +311,8 @@ class _Ctx:
         if terminal:
             return True, self.scores(s), s, steps, True, True
         if steps == ed:
+            # (a state reached at the deadline, its end not asked: the evaluation is still a
+            # better guess than the charge default)
             self.st.arrays.meta[T.M_EVALUATED] += 1
             return True, self.heuristic.value(s), s, steps, False, False
         return False, self.zeros, s, steps, False, True
