@@ -329,6 +329,10 @@ class Player:
             log.warning("learning the game's evaluation failed: %s", e)
             self.learner = None
 
+    def learning_summary(self) -> str | None:
+        """What learning the evaluation found, once it is done (for the match record)."""
+        return self.learner.summary() if self.learner is not None and self.learner.done else None
+
     def evaluation(self):
         """The game's evaluation once learned (None: not yet, or none found)."""
         return self.learner.result if self.learner is not None and self.learner.done else None

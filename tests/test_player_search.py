@@ -176,6 +176,9 @@ class _Quiet:
         self.looks += 1
         return self.looks > self.n
 
+    def send(self, msg):
+        self.sent = getattr(self, "sent", []) + [msg]
+
 
 def test_pondering_between_moves_grows_the_tree_the_next_move_reuses(tmp_path):
     """Between PLAYs (the opponent thinking) the player searches on from the match's state
@@ -232,3 +235,4 @@ def test_a_pondering_player_learns_the_games_evaluation_before_it_searches(tmp_p
     while c4.learning():
         c4.learn(time.monotonic() + 1.0)
     assert c4.evaluation() is None and not c4.decide(time.monotonic() + 0.2)["evaluated"]
+    assert "not used" in c4.learning_summary()

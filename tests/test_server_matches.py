@@ -235,3 +235,5 @@ def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_w
     searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
     assert searched, d["x-decisions"]
     assert searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, searched[0]
+    notes = " ".join(n["text"] for n in d["x-notes"])
+    assert "player: evaluation from" in notes and "the search uses it" in notes, notes

@@ -142,7 +142,8 @@ class Learner:
         self.spent = 0.0
         self.full = False
         self.done = False
-        self.result: Heuristic | None = None
+        self.fitted: Heuristic | None = None    # the fit, used or not
+        self.result: Heuristic | None = None    # the evaluation: the fit if ``useful``
         if compiled(sm):
             from .driver_compiled import engine_data
             from .rng import make_rng
@@ -210,8 +211,18 @@ class Learner:
             keys, X = design(self.states)
             owner = np.array(self.owner_list, np.int64)
             self.states, self.owner_list = [], []
-        self.result = fit(keys, X, owner, finals)
+        self.fitted = fit(keys, X, owner, finals)
+        self.result = self.fitted if useful(self.fitted) else None
         self.done = True
+
+    def summary(self) -> str:
+        """What was learned, in one line for a match record."""
+        h = self.fitted
+        if h is None:
+            return f"no evaluation: {len(self.finals)} random playouts, too few to fit"
+        verdict = "the search uses it" if self.result is not None else f"below {R2_MIN}: not used"
+        return (f"evaluation from {h.playouts} random playouts ({h.samples} states, {len(h.groups)} "
+                f"groups of facts): out-of-fold R^2 {', '.join(f'{x:.2f}' for x in h.r2)}; {verdict}")
 
 
 def _memberships(base) -> tuple:
@@ -279,9 +290,9 @@ def _r2(y, pred) -> float:
 
 
 def fit(groups: list, X, owner, finals) -> Heuristic | None:
-    """The evaluation of sampled states (``X``: their counts in ``groups``, ``owner``: the
-    playout of each, ``finals``: each playout's goals), or None when it explains too little
-    (``R2_MIN``)."""
+    """The fit of sampled states (``X``: their counts in ``groups``, ``owner``: the playout
+    of each, ``finals``: each playout's goals) with its out-of-fold R^2, or None for too
+    small a sample.  Whether it is good enough to use is ``useful``'s to say."""
     n_roles = finals.shape[1]
     if finals.shape[0] < MIN_PLAYOUTS or not groups or X.shape[0] == 0:
         return None
@@ -296,9 +307,12 @@ def fit(groups: list, X, owner, finals) -> Heuristic | None:
         pred[te] = X[te] @ w.T + c
     r2 = np.array([_r2(Y[:, r], pred[:, r]) for r in range(n_roles)])   # 0 for a constant outcome
     W, b = ridge(X, Y, RIDGE)
-    if r2.mean() < R2_MIN:
-        return None
     return Heuristic(groups, W, b, r2, int(finals.shape[0]), int(X.shape[0]))
+
+
+def useful(h: Heuristic | None) -> bool:
+    """Whether a fit explains enough of random play's outcomes to be the evaluation."""
+    return h is not None and float(h.r2.mean()) >= R2_MIN
 
 
 def learn(sm, playouts: int = PLAYOUTS, seconds: float | None = None) -> Heuristic | None:

@@ -300,6 +300,15 @@ PONDER_SLICE = 0.5
 BETWEEN_SLICE = 0.1
 
 
+def learn_slice(player, conn, deadline: float) -> None:
+    """One slice of learning the game's evaluation; when it ends, what it found goes into
+    the match record (a note)."""
+    player.learn(deadline)
+    summary = player.learning_summary()
+    if summary is not None:
+        conn.send(("note", None, [summary]))
+
+
 def ponder_while_idle(player, conn, log) -> None:
     """Search the player's state until a message comes: the opponents are thinking (after a
     forced reply in a turn-taking game, the state they move from), and the tree this builds
@@ -307,7 +316,7 @@ def ponder_while_idle(player, conn, log) -> None:
     runs no simulation (a proven root: nothing left to learn) or fails."""
     while not conn.poll() and not player.is_terminal():
         if player.learning():     # the game's evaluation first (agent.search.heuristic)
-            player.learn(time.monotonic() + BETWEEN_SLICE)
+            learn_slice(player, conn, time.monotonic() + BETWEEN_SLICE)
             continue
         try:
             d = player.decide(time.monotonic() + BETWEEN_SLICE, ponder=True)
@@ -407,7 +416,7 @@ def run_player(conn, cfg: dict) -> None:
         until = min(ready_by, time.monotonic() + player.play_clock)
         while until - time.monotonic() > 0.2 and not conn.poll() and not player.is_terminal():
             if player.learning():
-                player.learn(min(until, time.monotonic() + PONDER_SLICE))
+                learn_slice(player, conn, min(until, time.monotonic() + PONDER_SLICE))
                 continue
             try:
                 player.decide(min(until, time.monotonic() + PONDER_SLICE), ponder=True)
@@ -447,7 +456,7 @@ def run_player(conn, cfg: dict) -> None:
                 # the server answers READY (it waits for this message), until the start
                 # deadline or a message
                 while player.learning() and not conn.poll() and time.monotonic() < ready_by - 0.2:
-                    player.learn(min(ready_by - 0.2, time.monotonic() + BETWEEN_SLICE))
+                    learn_slice(player, conn, min(ready_by - 0.2, time.monotonic() + BETWEEN_SLICE))
             conn.send(("upgraded", {"engine": player.engine_kind, "notes": notes, "interim": interim}))
         plays = [m for m in batch if m[0] == "play"]
         for i, play in enumerate(plays):
