@@ -184,3 +184,14 @@ def test_the_compiled_sampler_learns_within_its_bounds(claim, monkeypatch):
     small.step()
     assert small.done and small.full and small.result is not None
     assert small.result.samples <= 500 and small.result.playouts < 10_000
+
+
+def test_the_state_machine_sample_is_bounded_by_its_count_matrix(monkeypatch):
+    """Through the state-machine interface the sample stops once states x groups seen
+    reach MAX_CELLS (a game with many kinds of facts cannot fill the player's memory)."""
+    from agent.reasoner.prolog import PrologReasoner
+    monkeypatch.setattr(H, "MAX_CELLS", 2_000)
+    learner = H.Learner(PrologReasoner(parse_rules(CLAIM)), 10_000, None)
+    learner.step()
+    assert learner.done and learner.full
+    assert len(learner.finals) < 10_000

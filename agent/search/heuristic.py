@@ -159,6 +159,8 @@ class Learner:
         else:
             self.states: list = []
             self.owner_list: list = []
+            self.facts_seen: set = set()
+            self.groups_seen: set = set()
             self.rnd = random.Random(seed)
 
     def step(self, seconds: float | None = None) -> bool:
@@ -199,7 +201,13 @@ class Learner:
             self.owner_list.extend([len(self.finals)] * len(traj))
             self.finals.append(goals)
             self.states.extend(traj)
-            self.full = len(self.states) >= MAX_SAMPLES_TERMS
+            for st in traj:             # the groups seen so far bound the count matrix
+                for f in st:
+                    if f not in self.facts_seen:
+                        self.facts_seen.add(f)
+                        self.groups_seen.update(fact_groups(f))
+            self.full = (len(self.states) >= MAX_SAMPLES_TERMS
+                         or len(self.states) * len(self.groups_seen) >= MAX_CELLS)
 
     def _fit(self) -> None:
         finals = np.array(self.finals, np.float64).reshape(-1, self.n_roles)
