@@ -364,7 +364,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
             end_terminal = exact
             if exact:
                 _scores(g, vals, gr, goals)
-            elif npm == ed:
+            elif ed > 0 and npm == ed:
                 # cut by the evaluation, not by the persona's charge depth: its values are
                 # the leaf's, as a terminal's goals are (no charge default, no discount)
                 _evaluation(cur, ev_w, ev_b, goals)

@@ -310,7 +310,7 @@ class _Ctx:
             terminal = sm.is_terminal(s)    # reached in the last step allowed
         if terminal:
             return True, self.scores(s), s, steps, True, True
-        if steps == ed:
+        if ed > 0 and steps == ed:
             # (a state reached at the deadline, its end not asked: the evaluation is still a
             # better guess than the charge default)
             self.st.arrays.meta[T.M_EVALUATED] += 1
