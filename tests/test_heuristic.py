@@ -18,11 +18,13 @@ from gdl.kif import parse_rules
 # Whoever claims cell 1 wins; cells 2-4 are decoys, and a player may pass.  Under random
 # play the owner of cell 1 decides the outcome: the evaluation must find that group, from
 # the facts' structure alone.
-CLAIM = """
+def claim_rules(cells: int = 4, plies: int = 6) -> str:
+    """The claim game with ``cells`` cells, over ``plies`` plies."""
+    return f"""
 (role red) (role blue)
 (init (control red)) (init (step 0))
-(cell 1) (cell 2) (cell 3) (cell 4)
-(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5) (succ 5 6)
+{" ".join(f"(cell {c})" for c in range(1, cells + 1))}
+{" ".join(f"(succ {n} {n + 1})" for n in range(plies))}
 (<= (claimed ?c) (true (owner ?c ?p)))
 (<= (legal ?p (claim ?c)) (true (control ?p)) (cell ?c) (not (claimed ?c)))
 (<= (legal ?p pass) (true (control ?p)))
@@ -32,13 +34,16 @@ CLAIM = """
 (<= (next (control blue)) (true (control red)))
 (<= (next (control red)) (true (control blue)))
 (<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
-(<= terminal (true (step 6)))
+(<= terminal (true (step {plies})))
 (<= (goal red 100) (true (owner 1 red)))
 (<= (goal blue 0) (true (owner 1 red)))
 (<= (goal blue 100) (true (owner 1 blue)))
 (<= (goal red 0) (true (owner 1 blue)))
 (<= (goal ?p 50) (role ?p) (not (claimed 1)))
 """
+
+
+CLAIM = claim_rules()
 
 
 def _rename(term, forward: dict):

@@ -16,6 +16,7 @@ import pytest
 from gamemanager import PLAY_GRACE, ServerProcess, parse_term, play_message, rules_list, start_message
 
 from conftest import ROOT, SHARED, needs_shared
+from test_heuristic import claim_rules
 
 GAMES = ROOT / "games"
 BASE = SHARED / "corpus" / "games" / "base" / "games"
@@ -198,28 +199,7 @@ def test_logs_load_and_replay_exactly(server):
 
 # The claim game of test_heuristic.py, longer: whoever claims cell 1 of 8 wins, over 12 plies
 # (a playout from the first moves reaches the evaluation's depth before the end).
-CLAIM_LONG = """
-(role red) (role blue)
-(init (control red)) (init (step 0))
-(cell 1) (cell 2) (cell 3) (cell 4) (cell 5) (cell 6) (cell 7) (cell 8)
-(succ 0 1) (succ 1 2) (succ 2 3) (succ 3 4) (succ 4 5) (succ 5 6) (succ 6 7) (succ 7 8)
-(succ 8 9) (succ 9 10) (succ 10 11) (succ 11 12)
-(<= (claimed ?c) (true (owner ?c ?p)))
-(<= (legal ?p (claim ?c)) (true (control ?p)) (cell ?c) (not (claimed ?c)))
-(<= (legal ?p pass) (true (control ?p)))
-(<= (legal ?p noop) (role ?p) (not (true (control ?p))))
-(<= (next (owner ?c ?p)) (does ?p (claim ?c)))
-(<= (next (owner ?c ?p)) (true (owner ?c ?p)))
-(<= (next (control blue)) (true (control red)))
-(<= (next (control red)) (true (control blue)))
-(<= (next (step ?n)) (true (step ?m)) (succ ?m ?n))
-(<= terminal (true (step 12)))
-(<= (goal red 100) (true (owner 1 red)))
-(<= (goal blue 0) (true (owner 1 red)))
-(<= (goal blue 100) (true (owner 1 blue)))
-(<= (goal red 0) (true (owner 1 blue)))
-(<= (goal ?p 50) (role ?p) (not (claimed 1)))
-"""
+CLAIM_LONG = claim_rules(cells=8, plies=12)
 
 
 def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_with_it(server):

@@ -177,7 +177,8 @@ class Learner:
                 self._sample_packed()
             else:
                 self._sample_terms()
-            self.spent += time.perf_counter() - t1
+            self.spent += time.perf_counter() - t1      # (a first call's numba compile too:
+            # the server's workers compile the sampler while they warm up)
         return self.done
 
     def _sample_packed(self) -> None:

@@ -106,6 +106,10 @@ def _warm(full: bool) -> None:
         p.decide(time.monotonic() + 0.05)
         p.observe(["( go 0 )", "wait"])
         p.decide(time.monotonic() + 0.05)
+        # the game's evaluation: its numba sampler compiles here, not in a start clock's
+        # learning budget (where a first compile once took all of it)
+        from agent.search.heuristic import Learner
+        Learner(p.engine, playouts=16, seconds=None).step()
         from agent.engine.nonground import NonGroundEngine   # for games that do not ground
         ng = NonGroundEngine(p.description)
         s = ng.initial_state()
