@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -157,13 +156,11 @@ def test_learning_runs_in_slices_and_stops_at_its_budget():
     from agent.reasoner.prolog import PrologReasoner
     learner = H.Learner(PrologReasoner(parse_rules(CLAIM)), 10_000, 0.3)
     steps = 0
-    t0 = time.perf_counter()
     while not learner.step(0.05):
         steps += 1
     assert steps >= 2       # it came back between slices
     assert learner.done and learner.spent >= 0.3
     assert learner.result is None or learner.result.playouts < 10_000
-    assert time.perf_counter() - t0 < 60    # (no bound on how fast: it ends)
 
 
 def test_packed_states_count_as_their_facts_do(claim):
@@ -182,7 +179,7 @@ def test_the_compiled_sampler_learns_within_its_bounds(claim, monkeypatch):
     """A compiled engine is sampled in numba; the sample stops at its bound, and what was
     sampled is still fitted."""
     learner = H.Learner(claim, 300, None)
-    assert H.compiled(claim) and learner.step() and learner.result is not None
+    assert learner.packed_states and learner.step() and learner.result is not None
     assert learner.result.playouts == 300
     monkeypatch.setattr(H, "MAX_SAMPLES", 500)
     small = H.Learner(claim, 10_000, None)
