@@ -197,9 +197,9 @@ def test_logs_load_and_replay_exactly(server):
             assert {"ply", "legal", "move", "fallback", "reply_after"} <= set(dec)
 
 
-# The claim game of test_heuristic.py, longer: whoever claims cell 1 of 8 wins, over 12 plies
+# The claim game of test_heuristic.py, longer: whoever claims cell 1 of 8 wins, over 24 plies
 # (a playout from the first moves reaches the evaluation's depth before the end).
-CLAIM_LONG = claim_rules(cells=8, plies=12)
+CLAIM_LONG = claim_rules(cells=8, plies=24)
 
 
 def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_with_it(server):
@@ -212,8 +212,15 @@ def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_w
                                     start_clock=10, play_clock=1))
     check_match(res, 1, server)
     d = wait_for_record(server, "Claim.evaluated.1")
-    searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
-    assert searched, d["x-decisions"]
-    assert searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, searched[0]
-    notes = " ".join(n["text"] for n in d["x-notes"])
+    texts = [n["text"] for n in d["x-notes"]]
+    notes = " ".join(texts)
     assert "player: evaluation from" in notes and "the search uses it" in notes, notes
+    # learned before READY: before the player's switch to the compiled engine, which the
+    # server waits for, at ply 0 (the match's first PLAY comes after READY)
+    learned = next(i for i, t in enumerate(texts) if t.startswith("player: evaluation from"))
+    switched = texts.index("player switched to CompiledEngine at ply 0")
+    assert learned < switched, texts
+    # and the first move's search ended playouts with it (24 plies: the tree pondered between
+    # READY and the first PLAY cannot have proven the root, as it did at 12)
+    searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
+    assert searched and searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, (searched[:1], notes)
