@@ -197,3 +197,23 @@ def test_the_state_machine_sample_is_bounded_by_its_count_matrix(monkeypatch):
     learner.step()
     assert learner.done and learner.full
     assert len(learner.finals) < 10_000
+
+
+def test_a_playout_gives_a_few_of_its_states():
+    """One playout's states share its outcome: the sample keeps about PER_PLAYOUT of each
+    (one in mean length / PER_PLAYOUT, from a random offset), through both samplers, so a
+    bounded sample holds many playouts."""
+    from agent.reasoner.prolog import PrologReasoner
+    rules = claim_rules(cells=8, plies=60)
+    compiled = load_engine(parse_rules(rules), engine="compiled")
+    learner = H.Learner(compiled, 200, None)
+    learner.step()
+    h = learner.fitted
+    assert h is not None and h.playouts == 200
+    assert learner.stride() == 60 // H.PER_PLAYOUT
+    # the first playouts (before a mean length is known) give all their 60 states
+    assert 200 * 60 // learner.stride() * 0.9 < h.samples < 200 * H.PER_PLAYOUT + 16 * 60
+    terms = H.Learner(PrologReasoner(parse_rules(rules)), 10, None)
+    while len(terms.finals) < 5:
+        terms._sample_terms()
+    assert len(terms.states) == 60 + 4 * 10      # every state of the first playout, then 10 of each

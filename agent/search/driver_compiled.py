@@ -137,13 +137,13 @@ def _evaluation(state, ev_w, ev_b, out):
 
 
 @njit(cache=True)
-def sample_playouts(g, s0, vals, rng, n_playouts, cap, states, owner, finals, first):
+def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, finals, first):
     """Uniform random playouts from the packed state ``s0`` for the game's evaluation
-    (``heuristic.Learner``): each non-terminal state into ``states`` (packed) with its
-    playout's number (``first`` onwards) in ``owner``, each playout's goals into ``finals``.
-    A playout past ``cap`` plies is dropped; one that would overflow ``states`` is dropped
-    and ends the call.  Returns (states stored, playouts kept, playouts tried), or
-    (-1, 0, 0) on broken rules."""
+    (``heuristic.Learner``): one non-terminal state in ``stride`` (from a random offset) into
+    ``states`` (packed) with its playout's number (``first`` onwards) in ``owner``, each
+    playout's goals into ``finals``.  A playout past ``cap`` plies is dropped; one that would
+    overflow ``states`` is dropped and ends the call.  Returns (states stored, playouts kept,
+    playouts tried, plies of the playouts kept), or (-1, 0, 0, 0) on broken rules."""
     R = g.n_roles
     h = K.hot(g, vals)
     nb = h[K.H_NB]
@@ -156,22 +156,25 @@ def sample_playouts(g, s0, vals, rng, n_playouts, cap, states, owner, finals, fi
     goals = np.zeros(R)
     k = 0
     p = 0
+    plies = 0
     for tried in range(n_playouts):
         f = K.load_into(h, s0)
         if f != nb:
             K.load_finish(g, vals, f)
         start = k
         steps = 0
+        offset = RNG.randint(rng, RNG.PLAYOUT, stride)
         while not K.terminal_in(h) and steps < cap:
-            if k >= states.shape[0]:
-                return start, p, tried + 1     # the sample is full: what came before stands
-            K.pack_into(h, states[k])
-            owner[k] = first + p
-            k += 1
+            if steps % stride == offset:
+                if k >= states.shape[0]:
+                    return start, p, tried + 1, plies   # the sample is full: what came before stands
+                K.pack_into(h, states[k])
+                owner[k] = first + p
+                k += 1
             for r in range(R):
                 n = K.legal_into(h, r, lbuf)
                 if n == 0:
-                    return -1, 0, 0
+                    return -1, 0, 0, 0
                 joint[r] = lbuf[RNG.randint(rng, RNG.PLAYOUT, n)]
             f = K.step(h, joint)
             if f != nb:
@@ -183,7 +186,8 @@ def sample_playouts(g, s0, vals, rng, n_playouts, cap, states, owner, finals, fi
         _scores(g, vals, gr, goals)
         finals[p, :] = goals
         p += 1
-    return k, p, n_playouts
+        plies += steps
+    return k, p, n_playouts, plies
 
 
 @njit(cache=True)

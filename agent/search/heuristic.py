@@ -10,7 +10,9 @@ features are counts of true facts in groups found from the facts' structure alon
   ``(p, i, c, j, d)`` facts of p with c at i and d at j (one kind of piece on one row)
 
 No symbol's name is read: a scrambled sheet gives the same groups under its new names.
-Uniform random playouts from the initial state give states and how each ended; a ridge
+Uniform random playouts from the initial state give states and how each ended (about
+``PER_PLAYOUT`` states of each: one playout's states share its outcome and say nearly the
+same, so many playouts with a few states each fit better for the same memory); a ridge
 regression per role of the final goal on the group counts, checked on the playouts it was
 not fitted on (two folds by playout), is the evaluation when it explains enough of the
 outcome (``R2_MIN``), else the game has none (connectFour's counts say little: every
@@ -33,7 +35,8 @@ import numpy as np
 from . import _compiled
 from .features import rules_seed
 
-PLAYOUTS = 400              # random playouts sampled (fewer when ``seconds`` runs out)
+PLAYOUTS = 2000             # random playouts sampled (fewer when ``seconds`` or the sample runs out)
+PER_PLAYOUT = 10            # states kept of each: one in (mean playout length / PER_PLAYOUT)
 SECONDS = 5.0               # their time budget in live play (pondering, from the start clock)
 MIN_PLAYOUTS = 40           # fewer than this: no evaluation (too little to check it on)
 PLY_CAP = 400               # a playout longer than this is dropped (a game without end)
@@ -134,6 +137,7 @@ class Learner:
         seed = rules_seed(sm)
         self.s0 = sm.initial_state()
         self.finals: list = []
+        self.plies = 0              # the kept playouts' plies: their mean length sets the stride
         self.spent = 0.0
         self.full = False
         self.done = False
@@ -183,11 +187,13 @@ class Learner:
         from .driver_compiled import sample_playouts
         todo = min(PACKED_CHUNK, self.playouts - len(self.finals))
         finals = np.zeros((todo, self.n_roles))
-        k, p, tried = sample_playouts(self.sm.game, self.s0, self.vals, self.rng, todo, PLY_CAP,
-                                      self.packed[self.n:], self.owner[self.n:], finals, len(self.finals))
+        k, p, tried, plies = sample_playouts(self.sm.game, self.s0, self.vals, self.rng, todo, PLY_CAP,
+                                             self.stride(), self.packed[self.n:], self.owner[self.n:],
+                                             finals, len(self.finals))
         if k < 0:
             raise ValueError("a role has no legal move in a non-terminal state")
         self.n += k
+        self.plies += plies
         self.finals.extend(finals[:p].tolist())
         self.tried += tried
         # the sample is full, or playouts keep running past PLY_CAP (a game without end)
@@ -197,6 +203,9 @@ class Learner:
         one = playout(self.sm, self.s0, self.rnd)
         if one is not None:
             traj, goals = one
+            stride = self.stride()
+            self.plies += len(traj)
+            traj = traj[self.rnd.randrange(stride)::stride]
             self.owner_list.extend([len(self.finals)] * len(traj))
             self.finals.append(goals)
             self.states.extend(traj)
@@ -207,6 +216,13 @@ class Learner:
                         self.groups_seen.update(fact_groups(f))
             self.full = (len(self.states) >= MAX_SAMPLES_TERMS
                          or len(self.states) * len(self.groups_seen) >= MAX_CELLS)
+
+    def stride(self) -> int:
+        """Keep one state in this many: ``PER_PLAYOUT`` a playout of the mean length so far
+        (every state until a playout has ended)."""
+        if not self.finals:
+            return 1
+        return max(1, round(self.plies / len(self.finals) / PER_PLAYOUT))
 
     def _fit(self) -> None:
         finals = np.array(self.finals, np.float64).reshape(-1, self.n_roles)
