@@ -26,6 +26,7 @@ from gdl.terms import render_spaced
 
 # RulesRefused: rules we cannot play (unreadable, our role missing, invalid, refused by
 # Prolog): the START gets ``busy``.  One class with the reasoners' own refusals.
+from agent import code_version
 from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 
 log = logging.getLogger("ggp.player")
@@ -274,7 +275,7 @@ class Player:
             self.search_kind = "agent.search"
             self._warm_model()
         self._start_learning()
-        return {"engine": self.engine_kind, "search": self.search_kind,
+        return {"engine": self.engine_kind, "search": self.search_kind, "code": code_version(),
                 "persona": persona_dict(self.persona), "notes": notes}
 
     def upgrade(self, budget_seconds: float = 30.0, engine: str = "auto") -> list:

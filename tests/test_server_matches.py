@@ -224,3 +224,6 @@ def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_w
     # READY and the first PLAY cannot have proven the root, as it did at 12)
     searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
     assert searched and searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, (searched[:1], notes)
+    # the record says which code played (the package version, and the commit in a checkout)
+    from agent import code_version
+    assert d.get("x-code") == code_version(), d.get("x-code")

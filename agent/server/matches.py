@@ -255,6 +255,7 @@ class Match:
                 rec.persona = {"name": rec.persona.get("name"), "parameters": info["persona"]}
             rec.extra["x-engine"] = info.get("engine")
             rec.extra["x-search"] = info.get("search")
+            rec.extra["x-code"] = info.get("code")      # which code played (agent.code_version)
             for n in info.get("notes", []):
                 rec.note("player: " + n)
                 log.warning("%s: %s", self.id, n)
