@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 
@@ -13,12 +14,8 @@ def code_version() -> str:
     then say which code played: a server started from one checkout with another on its path
     runs the checkout its module path finds first (``python -m`` puts the current folder first)."""
     try:
-        from importlib.metadata import PackageNotFoundError, version
-        try:
-            v = version("ggp-persona")
-        except PackageNotFoundError:
-            v = "unknown"
-    except ImportError:
+        v = version("ggp-persona")
+    except PackageNotFoundError:
         v = "unknown"
     root = Path(__file__).resolve().parents[1]
     try:

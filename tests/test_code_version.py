@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_code_version_names_the_package_and_the_commit_of_a_checkout():
     v = code_version()
     package, _, commit = v.partition("+")
-    assert package and package != ""
+    assert package
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: the version is the package's alone")
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
