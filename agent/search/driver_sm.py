@@ -13,14 +13,15 @@ import weakref
 import numpy as np
 
 from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerError
+from . import decisive as D
 from . import features as F
 from . import heuristic as H
 from . import leaf as L
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
-from .params import (P_CHARGE_DEPTH, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
-                     P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME,
+                     P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -82,8 +83,9 @@ class _Ctx:
     """Everything one decision's simulations share."""
 
     def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False,
-                 heuristic=None):
+                 heuristic=None, wins=None):
         self.sm = sm
+        self.wins = wins    # (candidate moves per role, best goals): decisive moves, else None
         self.heuristic = heuristic  # read when params[P_EVAL_DEPTH] > 0
         self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
@@ -106,11 +108,12 @@ class _Ctx:
         if deadline is not None:
             self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
-        # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
+        # playout's moves (MAST off, RAVE off) or its end state (no utility) or its wins, when no clock
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
         # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0)
+                               and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0
+                               and wins is None)
 
     def late(self) -> bool:
         """Past the deadline, or too near it to finish another reasoner query."""
@@ -303,8 +306,13 @@ class _Ctx:
             if len(joint) < self.R or self.late():
                 break                       # cut by the deadline within this ply
             L.carry_mobility(mobility, np.array(counts, np.int64))
+            won = self.take_win(s, joint, counts) if self.wins is not None else None
+            if won is None:
+                s = sm.next_state(s, joint)
+            else:
+                c, m, s = won
+                ids_row[c] = self.ids(c, [m])[0]
             pm.append(ids_row)
-            s = sm.next_state(s, joint)
             steps += 1
         if not terminal and steps == cut and steps > 0 and not self.late():
             terminal = sm.is_terminal(s)    # reached in the last step allowed
@@ -316,6 +324,25 @@ class _Ctx:
             self.st.arrays.meta[T.M_EVALUATED] += 1
             return True, self.heuristic.value(s), s, steps, False, False
         return False, self.zeros, s, steps, False, True
+
+    def take_win(self, s, joint, counts):
+        """Driver B's ``_take_win``: when one role chooses, its first legal candidate (in
+        the legal order) that reaches a terminal state with its best goal: (role, move,
+        that state), else None."""
+        choosers = [r for r in range(self.R) if counts[r] >= 2]
+        if len(choosers) != 1:
+            return None
+        c = choosers[0]
+        moves, best = self.wins
+        sm = self.sm
+        for m in sm.legal_moves(s, c):
+            if m in moves[c]:
+                trial = list(joint)
+                trial[c] = m
+                after = sm.next_state(s, trial)
+                if sm.is_terminal(after) and sm.goal_values(after)[c] >= best[c]:
+                    return c, m, after
+        return None
 
     def scores(self, s, goal_values=None) -> np.ndarray:
         """What each role scores in ``s`` (leaf.goal_scores)."""
@@ -355,6 +382,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
            max_nodes: int | None = None, thesis: bool = False, on_progress=None,
            heuristic=None) -> SearchResult:
     t0 = time.perf_counter()
+    engine = sm
     sm = cached(sm)
     R = len(sm.roles)
     params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
@@ -382,7 +410,12 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
-    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic)
+    wins = None
+    if params[P_DECISIVE] > 0:
+        moves = D.candidate_terms(engine)
+        if moves is not None and any(moves):
+            wins = (moves, D.best_goals(engine.game))
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic, wins)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
