@@ -108,3 +108,4 @@ def test_thesis_search_takes_no_shortcut(breakthrough):
     assert p[P_DECISIVE] == 0
     p, _ = build(load_persona("tournament"), 2, 0)
     assert p[P_DECISIVE] == 1
+

@@ -137,6 +137,74 @@ def _take_win(g, h, vals, joint, c, moves, n, best, gr, saved):
 
 
 @njit(cache=True)
+def _any(a):
+    for x in a.ravel():
+        if x:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins, best, gr, saved, rank,
+            sort):
+    """Anti-decisive moves: role ``d`` wins at once with the joint move ``win`` after role ``c``
+    played ``last`` from the packed ``state``.  Steps ``c``'s other legal moves from ``state``
+    in turn: the first after which the game goes on and ``d`` has no winning move (the same
+    test as ``_take_win``'s) replaces ``c``'s in ``last`` and is returned, the work buffer in
+    the state after it.  -1 when every move lets ``d`` win: the buffer is then back in the
+    state of ``d``'s win.  Rare (once a playout at most, where a win is near), so it may take
+    ``g``."""
+    nb = h[K.H_NB]
+    f = K.load_into(h, state)
+    if f != nb:
+        K.load_finish(g, vals, f)
+    n = _legal(h, c, legal, rank, sort)
+    played = last[c]
+    R = last.shape[0]
+    fresh = True
+    for i in range(n):
+        if legal[i] == played:
+            continue
+        if not fresh:
+            f = K.load_into(h, state)
+            if f != nb:
+                K.load_finish(g, vals, f)
+        fresh = False
+        last[c] = legal[i]
+        f = K.step(h, last)
+        if f != nb:
+            K.step_finish(g, vals, h, last, f)
+        if K.terminal_in(h):
+            continue
+        single = True   # d alone chooses again, as it did after the move played
+        for r in range(R):
+            if r != d:
+                if _legal(h, r, dlegal, rank, sort) != 1:
+                    single = False
+                jbuf[r] = dlegal[0]
+        if not single:
+            continue
+        nd = _legal(h, d, dlegal, rank, sort)
+        k = 0
+        for j in range(nd):
+            if wins[d, dlegal[j]]:
+                moves[k] = dlegal[j]
+                k += 1
+        jbuf[d] = dlegal[0]
+        if k == 0 or _take_win(g, h, vals, jbuf, d, moves, k, best, gr, saved) < 0:
+            return legal[i]
+    last[c] = played
+    f = K.load_into(h, state)
+    if f != nb:
+        K.load_finish(g, vals, f)
+    for joint in (last, win):
+        f = K.step(h, joint)
+        if f != nb:
+            K.step_finish(g, vals, h, joint, f)
+    return -1
+
+
+@njit(cache=True)
 def _count(state, mask):
     c = 0
     for w in range(state.shape[0]):
@@ -256,7 +324,9 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros((max(cd, 1), R), np.int32), np.zeros(R, np.int32), np.zeros(R, np.int32),
             np.zeros(maxm + 1, np.int32), np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
             np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
-            np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1))
+            np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1),
+            np.zeros((2, g.n_words), np.uint64), np.zeros(R, np.int32), np.zeros(maxm + 1, np.int32),
+            np.zeros(R, np.int32))
     return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
                      ev_w, ev_b, wins, best)
 
@@ -276,6 +346,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     counts, mbuf, cur, gr, goals, values = b(bufs[6]), b(bufs[7]), b(bufs[8]), b(bufs[9]), b(bufs[10]), b(bufs[11])
     mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
     wins, best = b(wins), b(best)
+    plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
@@ -287,6 +358,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     use_util = L.uses_utility(params, rp)
     transpose = params[P_TRANSPOSE] > 0 and tree.tt.shape[0] > 1
     decisive = params[P_DECISIVE] > 0
+    track = decisive and _any(wins)   # the last ply's state and moves kept, for _rescue
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -378,9 +450,12 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 f = K.load_into(h, tree.state[node])
                 if f != nb:
                     K.load_finish(g, vals, f)
+            before = -1     # the role that chose the last ply's move (anti-decisive), if one did
             while npm < cut:
                 if npm > 0 and K.terminal_in(h):
                     break
+                if track:
+                    K.pack_into(h, plies[npm & 1])
                 chooser = -1
                 n_wins = 0
                 for r in range(R):
@@ -401,9 +476,18 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if n_wins > 0 and chooser >= 0:
                     won = _take_win(g, h, vals, joint, chooser, mbuf, n_wins, best, gr, cur)
                     if won >= 0:    # the state is the win's: the loop ends at its terminal test
+                        if before >= 0 and before != chooser:
+                            saved = _rescue(g, h, vals, plies[(npm - 1) & 1], last, before, joint, chooser,
+                                            lbuf2, lbuf, mbuf, jbuf, wins, best, gr, cur, rank, sort)
+                            if saved >= 0:  # the last ply takes the move that stops the win: this
+                                pmoves[npm - 1, before] = saved     # ply again, after it
+                                continue
                         pmoves[npm, chooser] = won
                         npm += 1
                         continue
+                if track:
+                    before = chooser
+                    last[:] = joint
                 f = K.step_inlined(h, joint)   # vals moves on: no packing, no reload
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)

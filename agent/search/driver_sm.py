@@ -283,6 +283,7 @@ class _Ctx:
                 return False, self.zeros, s, cd, False, True
         steps = 0
         terminal = False
+        before = None   # (state, joint, chooser) of the last ply, for anti-decisive moves
         while steps < cut:
             # the clock is read before every query: one query is all a deadline can overrun
             if self.late():
@@ -306,12 +307,24 @@ class _Ctx:
             if len(joint) < self.R or self.late():
                 break                       # cut by the deadline within this ply
             L.carry_mobility(mobility, np.array(counts, np.int64))
-            won = self.take_win(s, joint, counts) if self.wins is not None else None
-            if won is None:
-                s = sm.next_state(s, joint)
+            choosers = [r for r in range(self.R) if counts[r] >= 2]
+            chooser = choosers[0] if len(choosers) == 1 else -1
+            won = self.first_win(s, joint, chooser) if self.wins is not None and chooser >= 0 else None
+            if won is not None:
+                if before is not None and before[2] >= 0 and before[2] != chooser:
+                    saved = self.rescue(before, chooser)
+                    if saved is not None:   # the last ply takes the move that stops the win:
+                        m, s = saved        # this ply again, after it
+                        c = before[2]
+                        pm[-1][c] = self.ids(c, [m])[0]
+                        before[1][c] = m
+                        continue
+                m, s = won
+                ids_row[chooser] = self.ids(chooser, [m])[0]
             else:
-                c, m, s = won
-                ids_row[c] = self.ids(c, [m])[0]
+                if self.wins is not None:
+                    before = (s, list(joint), chooser)
+                s = sm.next_state(s, joint)
             pm.append(ids_row)
             steps += 1
         if not terminal and steps == cut and steps > 0 and not self.late():
@@ -325,14 +338,10 @@ class _Ctx:
             return True, self.heuristic.value(s), s, steps, False, False
         return False, self.zeros, s, steps, False, True
 
-    def take_win(self, s, joint, counts):
-        """Driver B's ``_take_win``: when one role chooses, its first legal candidate (in
-        the legal order) that reaches a terminal state with its best goal: (role, move,
-        that state), else None."""
-        choosers = [r for r in range(self.R) if counts[r] >= 2]
-        if len(choosers) != 1:
-            return None
-        c = choosers[0]
+    def first_win(self, s, joint, c):
+        """Driver B's ``_take_win``: role ``c``'s first legal candidate (in the legal order)
+        that, with the others' moves of ``joint``, reaches a terminal state with its best
+        goal: (move, that state), else None."""
         moves, best = self.wins
         sm = self.sm
         for m in sm.legal_moves(s, c):
@@ -341,7 +350,28 @@ class _Ctx:
                 trial[c] = m
                 after = sm.next_state(s, trial)
                 if sm.is_terminal(after) and sm.goal_values(after)[c] >= best[c]:
-                    return c, m, after
+                    return m, after
+        return None
+
+    def rescue(self, before, d):
+        """Driver B's ``_rescue``: role ``d`` wins at once after the last ply's ``before``
+        (state, joint, chooser ``c``).  ``c``'s first other legal move after which the game
+        goes on and ``d``, choosing alone, has no win: (move, the state after it), else None."""
+        s, joint, c = before
+        sm = self.sm
+        for m in sm.legal_moves(s, c):
+            if m == joint[c]:
+                continue
+            trial = list(joint)
+            trial[c] = m
+            after = sm.next_state(s, trial)
+            if sm.is_terminal(after):
+                continue
+            answer = [sm.legal_moves(after, r) for r in range(self.R)]
+            if any(len(answer[r]) != 1 for r in range(self.R) if r != d):
+                continue
+            if self.first_win(after, [ms[0] for ms in answer], d) is None:
+                return m, after
         return None
 
     def scores(self, s, goal_values=None) -> np.ndarray:
