@@ -17,6 +17,7 @@ from numba import njit
 from gdl.terms import canonical_sorted
 
 from ..engine import kernels as K
+from . import decisive as D
 from . import features as F
 from . import heuristic as H
 from . import leaf as L
@@ -26,8 +27,8 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, start_counts)
 from .jitguard import guard
-from .params import (P_CHARGE_DEPTH, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER, P_TRANSPOSE,
-                     RP_DEFAULT, build)
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER,
+                     P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -107,6 +108,92 @@ def _expand(g, h, tree, node, vals, counts, mbuf, lbuf, rank, sort):
             mbuf[k + j] = lbuf[j]
         k += n
     return 1 if T.init_slots(tree, node, counts, mbuf[:k]) else 0
+
+
+@njit(cache=True)
+def _take_win(g, h, vals, joint, c, moves, n, best, gr, saved):
+    """Steps role ``c``'s candidate ``moves[:n]`` in turn (with the other roles' moves of
+    ``joint``) from the state of ``h``: the first that reaches a terminal state where ``c``
+    has its best goal is kept (its id returned, the work buffer left in that state); after
+    one that does not, the state is loaded back.  -1 when none wins (``joint`` unchanged).
+    Rare, so it may take ``g`` (a call pays its arrays' reference counting)."""
+    nb = h[K.H_NB]
+    K.pack_into(h, saved)
+    keep = joint[c]
+    for i in range(n):
+        joint[c] = moves[i]
+        f = K.step(h, joint)
+        if f != nb:
+            K.step_finish(g, vals, h, joint, f)
+        if K.terminal_in(h):
+            _read_goals(g, vals, gr)
+            if gr[L.G_COUNT, c] > 0 and gr[L.G_LO, c] >= best[c]:
+                return moves[i]
+        f = K.load_into(h, saved)
+        if f != nb:
+            K.load_finish(g, vals, f)
+    joint[c] = keep
+    return -1
+
+
+@njit(cache=True)
+def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins, stops, best, gr, saved,
+            rank, sort):
+    """Anti-decisive moves: role ``d`` wins at once with the joint move ``win`` after role ``c``
+    played ``last`` from the packed ``state``.  Steps those of ``c``'s other legal moves from
+    ``state`` that may stop ``d``'s (``stops``, decisive.analyse) in turn: the first after which the game goes on and ``d`` has no winning move (the same
+    test as ``_take_win``'s) replaces ``c``'s in ``last`` and is returned, the work buffer in
+    the state after it.  -1 when every move lets ``d`` win: the buffer is then back in the
+    state of ``d``'s win.  Rare (once a playout at most, where a win is near), so it may take
+    ``g``."""
+    nb = h[K.H_NB]
+    f = K.load_into(h, state)
+    if f != nb:
+        K.load_finish(g, vals, f)
+    n = _legal(h, c, legal, rank, sort)
+    played = last[c]
+    R = last.shape[0]
+    fresh = True
+    for i in range(n):
+        if legal[i] == played or stops[wins[d, win[d]], c, legal[i]] == 0:
+            continue
+        if not fresh:
+            f = K.load_into(h, state)
+            if f != nb:
+                K.load_finish(g, vals, f)
+        fresh = False
+        last[c] = legal[i]
+        f = K.step(h, last)
+        if f != nb:
+            K.step_finish(g, vals, h, last, f)
+        if K.terminal_in(h):
+            continue
+        single = True   # d alone chooses again, as it did after the move played
+        for r in range(R):
+            if r != d:
+                if _legal(h, r, dlegal, rank, sort) != 1:
+                    single = False
+                jbuf[r] = dlegal[0]
+        if not single:
+            continue
+        nd = _legal(h, d, dlegal, rank, sort)
+        k = 0
+        for j in range(nd):
+            if wins[d, dlegal[j]] >= 0:
+                moves[k] = dlegal[j]
+                k += 1
+        jbuf[d] = dlegal[0]
+        if k == 0 or _take_win(g, h, vals, jbuf, d, moves, k, best, gr, saved) < 0:
+            return legal[i]
+    last[c] = played
+    f = K.load_into(h, state)
+    if f != nb:
+        K.load_finish(g, vals, f)
+    for joint in (last, win):
+        f = K.step(h, joint)
+        if f != nb:
+            K.step_finish(g, vals, h, joint, f)
+    return -1
 
 
 @njit(cache=True)
@@ -209,10 +296,14 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 
 
 @njit(cache=True)
-def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b):
+def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b,
+             wins, stops, best):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
     proves the root), NO_LEGAL_MOVE on broken rules.  ``ev_w``, ``ev_b``: the game's evaluation
-    (``_evaluation``), read when ``params[P_EVAL_DEPTH]`` > 0."""
+    (``_evaluation``), read when ``params[P_EVAL_DEPTH]`` > 0.  Decisive and anti-decisive
+    moves in playouts when ``params[P_DECISIVE]`` > 0: ``wins[r, move]`` >= 0 for a move that
+    may end the game, ``stops`` the moves that may stop it (``decisive.analyse``), ``best``
+    each role's best goal (``decisive.best_goals``)."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     cd = int(params[P_CHARGE_DEPTH])
@@ -226,14 +317,16 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros((max(cd, 1), R), np.int32), np.zeros(R, np.int32), np.zeros(R, np.int32),
             np.zeros(maxm + 1, np.int32), np.zeros(R, np.int32), np.zeros(total + 1, np.int32),
             np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
-            np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1))
+            np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1),
+            np.zeros((2, g.n_words), np.uint64), np.zeros(R, np.int32), np.zeros(maxm + 1, np.int32),
+            np.zeros(R, np.int32))
     return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-                     ev_w, ev_b)
+                     ev_w, ev_b, wins, stops, best)
 
 
 @njit(cache=True)
 def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-              ev_w, ev_b):
+              ev_w, ev_b, wins, stops, best):
     """``simulate`` on its buffers (``bufs``)."""
     # The arguments without their references (kernels.borrowed): the caller holds them for
     # the whole loop, whose calls then pay no atomic reference counting for them (it was
@@ -245,6 +338,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     path, jslots, pmoves, sl, joint, lbuf = b(bufs[0]), b(bufs[1]), b(bufs[2]), b(bufs[3]), b(bufs[4]), b(bufs[5])
     counts, mbuf, cur, gr, goals, values = b(bufs[6]), b(bufs[7]), b(bufs[8]), b(bufs[9]), b(bufs[10]), b(bufs[11])
     mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
+    wins, stops, best = b(wins), b(stops), b(best)
+    plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
@@ -255,6 +350,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     me = int(params[P_ME])
     use_util = L.uses_utility(params, rp)
     transpose = params[P_TRANSPOSE] > 0 and tree.tt.shape[0] > 1
+    decisive = params[P_DECISIVE] > 0
+    track = decisive and stops.shape[0] > 0   # the last ply's state and moves kept, for _rescue
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -346,18 +443,44 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 f = K.load_into(h, tree.state[node])
                 if f != nb:
                     K.load_finish(g, vals, f)
+            before = -1     # the role that chose the last ply's move (anti-decisive), if one did
             while npm < cut:
                 if npm > 0 and K.terminal_in(h):
                     break
+                if track:
+                    K.pack_into(h, plies[npm & 1])
+                chooser = -1
+                n_wins = 0
                 for r in range(R):
                     n = _legal(h, r, lbuf, rank, sort)
                     if n == 0:
                         return NO_LEGAL_MOVE
                     if n >= 2:
                         mobility[r] = n
+                        chooser = r if chooser == -1 else -2
+                        if decisive:
+                            for i in range(n):
+                                if wins[r, lbuf[i]] >= 0:
+                                    mbuf[n_wins] = lbuf[i]
+                                    n_wins += 1
                     k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf)
                     joint[r] = lbuf[k]
                     pmoves[npm, r] = lbuf[k]
+                if n_wins > 0 and chooser >= 0:
+                    won = _take_win(g, h, vals, joint, chooser, mbuf, n_wins, best, gr, cur)
+                    if won >= 0:    # the state is the win's: the loop ends at its terminal test
+                        if before >= 0 and before != chooser:
+                            saved = _rescue(g, h, vals, plies[(npm - 1) & 1], last, before, joint, chooser,
+                                            lbuf2, lbuf, mbuf, jbuf, wins, stops, best, gr, cur, rank, sort)
+                            if saved >= 0:  # the last ply takes the move that stops the win: this
+                                pmoves[npm - 1, before] = saved     # ply again, after it
+                                continue
+                        pmoves[npm, chooser] = won
+                        npm += 1
+                        continue
+                if track:
+                    before = chooser
+                    last[:] = joint
                 f = K.step_inlined(h, joint)   # vals moves on: no packing, no reload
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
@@ -410,7 +533,7 @@ def init_root(g, tree, state, vals, rank, sort):
 @njit(cache=True)
 def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w, lo_by_role,
               hi_by_role, role_masks, rel_masks, rank, sort, q_out, n_out, move_out, count_out,
-              choice_out, ev_w, ev_b):
+              choice_out, ev_w, ev_b, wins, stops, best):
     """One fresh search per item (state row, role, rng row): Q, visits, move ids, count and
     the persona's choice per item.  count_out[i] = 0 for a terminal state, -1 on error."""
     for i in range(states.shape[0]):
@@ -423,7 +546,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
             count_out[i] = 0 if st == 0 else -1
             continue
         if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
-                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b) < 0:
+                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b, wins, stops, best) < 0:
             count_out[i] = -1
             continue
         cnt = tree.slot_count[0, me]
@@ -458,6 +581,20 @@ class _EngineData:
         self.vals = K.new_vals(g)
         self.util: dict = {}
         self.evaluation = (None, None)     # (heuristic, its arrays): the last one asked for
+        self._decisive = None
+        self._game = g
+
+    def decisive(self):
+        """``decisive.analyse`` shaped as the tree's move ids, and ``decisive.best_goals``."""
+        if self._decisive is None:
+            rows, stops = D.analyse(self._game)
+            R, k = rows.shape
+            wins = np.full((R, self.n_move_ids), -1, np.int32)
+            wins[:, :k] = rows
+            wide = np.zeros((stops.shape[0], R, self.n_move_ids), np.uint8)
+            wide[:, :, :k] = stops
+            self._decisive = (wins, wide, D.best_goals(self._game))
+        return self._decisive
 
     def evaluation_arrays(self, engine, heuristic):
         """(ev_w[R, n_base], ev_b[R]) of the game's evaluation; zeros when there is none.
@@ -574,7 +711,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             n = n_limit - sims
         c0 = time.perf_counter()
         ran = simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
-                       rmask, relmask, data.rank, data.sort, ev_w, ev_b)
+                       rmask, relmask, data.rank, data.sort, ev_w, ev_b, *data.decisive())
         if ran < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
         sims += ran
@@ -633,7 +770,8 @@ def search_batch(engine, items, persona, *, limit: int | None = None, solver: bo
     cnt = np.zeros(n_items, np.int64)
     choice = np.zeros(n_items, np.int64)
     run_batch(g, st.arrays, params_by_role, rp_by_role, states, roles, rngs, data.vals, w, lo, hi,
-              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice, np.zeros((R, 1)), np.zeros(R))
+              rmask, relmask, data.rank, data.sort, q, n, mv, cnt, choice, np.zeros((R, 1)), np.zeros(R),
+              *data.decisive())
     elapsed = (time.perf_counter() - t0) / max(1, n_items)
     out = []
     for i in range(n_items):

@@ -13,14 +13,15 @@ import weakref
 import numpy as np
 
 from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerError
+from . import decisive as D
 from . import features as F
 from . import heuristic as H
 from . import leaf as L
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
-from .params import (P_CHARGE_DEPTH, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
-                     P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME,
+                     P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -82,8 +83,9 @@ class _Ctx:
     """Everything one decision's simulations share."""
 
     def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False,
-                 heuristic=None):
+                 heuristic=None, wins=None):
         self.sm = sm
+        self.wins = wins    # decisive.analyse_terms and best goals: decisive moves, else None
         self.heuristic = heuristic  # read when params[P_EVAL_DEPTH] > 0
         self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
@@ -106,11 +108,12 @@ class _Ctx:
         if deadline is not None:
             self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
-        # playout's moves (MAST off, RAVE off) or its end state (no utility), when no clock
+        # playout's moves (MAST off, RAVE off) or its end state (no utility) or its wins, when no clock
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
         # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
-                               and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0)
+                               and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0
+                               and wins is None)
 
     def late(self) -> bool:
         """Past the deadline, or too near it to finish another reasoner query."""
@@ -280,6 +283,7 @@ class _Ctx:
                 return False, self.zeros, s, cd, False, True
         steps = 0
         terminal = False
+        before = None   # (state, joint, chooser) of the last ply, for anti-decisive moves
         while steps < cut:
             # the clock is read before every query: one query is all a deadline can overrun
             if self.late():
@@ -303,8 +307,25 @@ class _Ctx:
             if len(joint) < self.R or self.late():
                 break                       # cut by the deadline within this ply
             L.carry_mobility(mobility, np.array(counts, np.int64))
+            choosers = [r for r in range(self.R) if counts[r] >= 2]
+            chooser = choosers[0] if len(choosers) == 1 else -1
+            won = self.first_win(s, joint, chooser) if self.wins is not None and chooser >= 0 else None
+            if won is not None:
+                if before is not None and before[2] >= 0 and before[2] != chooser:
+                    saved = self.rescue(before, chooser, won[0])
+                    if saved is not None:   # the last ply takes the move that stops the win:
+                        m, s = saved        # this ply again, after it
+                        c = before[2]
+                        pm[-1][c] = self.ids(c, [m])[0]
+                        before[1][c] = m
+                        continue
+                m, s = won
+                ids_row[chooser] = self.ids(chooser, [m])[0]
+            else:
+                if self.wins is not None and self.wins[0][1] is not None:
+                    before = (s, list(joint), chooser)
+                s = sm.next_state(s, joint)
             pm.append(ids_row)
-            s = sm.next_state(s, joint)
             steps += 1
         if not terminal and steps == cut and steps > 0 and not self.late():
             terminal = sm.is_terminal(s)    # reached in the last step allowed
@@ -316,6 +337,44 @@ class _Ctx:
             self.st.arrays.meta[T.M_EVALUATED] += 1
             return True, self.heuristic.value(s), s, steps, False, False
         return False, self.zeros, s, steps, False, True
+
+    def first_win(self, s, joint, c):
+        """Driver B's ``_take_win``: role ``c``'s first legal candidate (in the legal order)
+        that, with the others' moves of ``joint``, reaches a terminal state with its best
+        goal: (move, that state), else None."""
+        (moves, _), best = self.wins
+        sm = self.sm
+        for m in sm.legal_moves(s, c):
+            if m in moves[c]:
+                trial = list(joint)
+                trial[c] = m
+                after = sm.next_state(s, trial)
+                if sm.is_terminal(after) and sm.goal_values(after)[c] >= best[c]:
+                    return m, after
+        return None
+
+    def rescue(self, before, d, win):
+        """Driver B's ``_rescue``: role ``d`` wins at once with ``win`` after the last ply's
+        ``before`` (state, joint, chooser ``c``).  ``c``'s first other legal move that may stop
+        ``win`` after which the game goes on and ``d``, choosing alone, has no win: (move, the
+        state after it), else None."""
+        s, joint, c = before
+        stoppers = self.wins[0][1][(d, win)]
+        sm = self.sm
+        for m in sm.legal_moves(s, c):
+            if m == joint[c] or (c, m) not in stoppers:
+                continue
+            trial = list(joint)
+            trial[c] = m
+            after = sm.next_state(s, trial)
+            if sm.is_terminal(after):
+                continue
+            answer = [sm.legal_moves(after, r) for r in range(self.R)]
+            if any(len(answer[r]) != 1 for r in range(self.R) if r != d):
+                continue
+            if self.first_win(after, [ms[0] for ms in answer], d) is None:
+                return m, after
+        return None
 
     def scores(self, s, goal_values=None) -> np.ndarray:
         """What each role scores in ``s`` (leaf.goal_scores)."""
@@ -355,6 +414,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
            max_nodes: int | None = None, thesis: bool = False, on_progress=None,
            heuristic=None) -> SearchResult:
     t0 = time.perf_counter()
+    engine = sm
     sm = cached(sm)
     R = len(sm.roles)
     params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
@@ -382,7 +442,12 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
-    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic)
+    wins = None
+    if params[P_DECISIVE] > 0:
+        terms = D.analyse_terms(engine)
+        if terms is not None:
+            wins = (terms, D.best_goals(engine.game))
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic, wins)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])

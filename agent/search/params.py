@@ -11,8 +11,8 @@ import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
  P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
- P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH) = range(17)
-N_PARAMS = 17
+ P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH, P_DECISIVE) = range(18)
+N_PARAMS = 18
 
 MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
@@ -51,6 +51,9 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     # one role chooses): its statistics then count every path's simulations (issue #34)
     p[P_TRANSPOSE] = 0.0 if thesis else 1.0
     p[P_EVAL_DEPTH] = 0 if (thesis or persona.utility_lambda != 0) else eval_depth
+    # a playout takes a move that wins at once when its mover has one, among the few moves
+    # the rules let end the game (decisive.py; driver B, live play: issue #34)
+    p[P_DECISIVE] = 0.0 if thesis else 1.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1
