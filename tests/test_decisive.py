@@ -65,6 +65,16 @@ def test_a_scrambled_sheet_has_the_same_candidates(breakthrough, breakthrough_te
     by_role = dict(zip(scrambled.roles, got))
     assert [by_role[rename(r)] for r in breakthrough.roles] == want
 
+    # and the moves that may stop each of them
+    index = {rename(r): i for i, r in enumerate(breakthrough.roles)}
+    to_original = [index[r] for r in scrambled.roles]
+    _, stoppers = D.analyse_terms(breakthrough)
+    _, scrambled_stoppers = D.analyse_terms(scrambled)
+    assert len(stoppers) == 44 and all(stoppers.values())
+    assert {(to_original[d], w): {(to_original[c], m) for c, m in ms}
+            for (d, w), ms in scrambled_stoppers.items()} == \
+        {(d, rename(w)): {(c, rename(m)) for c, m in ms} for (d, w), ms in stoppers.items()}
+
 
 @pytest.mark.parametrize("game", ["connectFour", "ticTacToe", "nineBoardTicTacToe"])
 def test_none_where_every_move_may_end_the_game(game):

@@ -169,7 +169,9 @@ def analyse(g):
             a = int(g.does_atom[k])
             move_of[a] = (r, k - int(g.legal_start[r]))
             is_move[a] = True
+    role_moves = [{a for a, (r, _) in move_of.items() if r == role} for role in range(R)]
     reads = _reads(g, is_move)
+    size = 0
     try:
         turn_on: dict = {}      # move atom -> fluents it may turn on
         turn_off: dict = {}     # move atom -> fluents it may turn off
@@ -195,10 +197,17 @@ def analyse(g):
                             turn_on.setdefault(m, set()).add(f)
             if not frames:
                 continue    # nothing keeps it: whether it stays is not up to a move
-            for m, (role, _) in move_of.items():
-                if all((m in neg) or (m not in pos and any(move_of.get(x, (-1,))[0] == role for x in pos))
-                       for pos, neg in frames):
-                    turn_off.setdefault(m, set()).add(f)
+            off = None      # the moves that may falsify every frame axiom of f
+            for pos, neg in frames:
+                kept_by = {x for x in pos if is_move[x]}
+                may = set().union(*(role_moves[r] for r in {move_of[x][0] for x in kept_by})) - kept_by
+                may |= {x for x in neg if is_move[x]}
+                off = may if off is None else off & may
+            for m in off:
+                turn_off.setdefault(m, set()).add(f)
+            size += len(off)
+            if size > MAX_READS:
+                raise _TooBig
         for i, (d, w) in enumerate(rows):
             lpos, lneg = reads(int(g.legal_atom[int(g.legal_start[d]) + w]))
             stops[i] = 0
