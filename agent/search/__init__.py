@@ -16,7 +16,8 @@ the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result.
 ``thesis=True`` is exactly the search of spec 2.8 (what scoring recorded decisions needs): a
 fresh tree and MAST table, no solver, a final choice by the spec alone.  ``thesis=False``
 (live play) adds the deviations README lists: tree reuse, the MCTS-Solver, the visit-share
-filter of the final choice and, on a clock, the one-ply look-ahead and deadline cut-offs.
+filter of the final choice, transpositions, decisive and anti-decisive moves in playouts and,
+on a clock, the one-ply look-ahead and deadline cut-offs.
 
 ``on_progress(move, simulations)``: called while the search runs with the best-so-far move
 (a term of the legal list) whenever it changes, at most every 0.1 s, and once at the end if

@@ -70,19 +70,25 @@ def _moves_below(g, atoms, is_move) -> set:
     return found
 
 
+def _moves(g):
+    """(move atom -> (role, move id), bool per atom: is a move atom)."""
+    move_of = {}
+    is_move = np.zeros(int(g.n_atoms), dtype=bool)
+    for r in range(int(g.n_roles)):
+        for k in range(int(g.legal_start[r]), int(g.legal_start[r + 1])):
+            a = int(g.does_atom[k])
+            move_of[a] = (r, k - int(g.legal_start[r]))
+            is_move[a] = True
+    return move_of, is_move
+
+
 def candidates(g) -> np.ndarray:
     """uint8[n_roles, max moves]: 1 for a move that may end the game (see above), for the
     roles where such moves are at most ``MAX_SHARE`` of their moves; all 0 elsewhere."""
     R = int(g.n_roles)
     width = int(max(1, max(int(x) for x in g.role_nmoves)))
     out = np.zeros((R, width), np.uint8)
-    move_of = {}
-    is_move = np.zeros(int(g.n_atoms), dtype=bool)
-    for r in range(R):
-        for k in range(int(g.legal_start[r]), int(g.legal_start[r + 1])):
-            a = int(g.does_atom[k])
-            move_of[a] = (r, k - int(g.legal_start[r]))
-            is_move[a] = True
+    move_of, is_move = _moves(g)
     turning_on = []
     for f in _read_by_terminal(g):
         for body in _positive_body(g, int(g.next_atom[f])):
@@ -111,11 +117,24 @@ class _TooBig(Exception):
 
 
 def _reads(g, is_move):
-    """reads(atom) -> (positive, negative): the fluents and moves ``atom`` reads through its
-    rules, with their polarity (a literal under ``not`` flips it).  Memoised; a recursive
-    cycle reads what its members read outside the cycle."""
+    """(reads, rule_reads): reads(atom) -> (positive, negative), the fluents and moves
+    ``atom`` reads through its rules, with their polarity (a literal under ``not`` flips it).
+    Memoised; a recursive cycle reads what its members read outside the cycle."""
     memo: dict = {}
     size = [0]
+
+    def rule_reads(r):
+        """The same for one rule (its index in the rule arrays), not memoised."""
+        pos, neg = set(), set()
+        for x in g.lits[g.lit_start[r]:g.lit_start[r + 1]]:
+            b, n = int(x >> 1), int(x & 1)
+            if b < g.n_base or is_move[b]:
+                (neg if n else pos).add(b)
+            else:
+                p2, n2 = reads(b)
+                pos |= n2 if n else p2
+                neg |= p2 if n else n2
+        return pos, neg
 
     def reads(a):
         hit = memo.get(a)
@@ -124,21 +143,16 @@ def _reads(g, is_move):
         memo[a] = (frozenset(), frozenset())    # (a cycle back to a reads nothing more)
         pos, neg = set(), set()
         for r in range(g.rule_start[a], g.rule_start[a + 1]):
-            for x in g.lits[g.lit_start[r]:g.lit_start[r + 1]]:
-                b, n = int(x >> 1), int(x & 1)
-                if b < g.n_base or is_move[b]:
-                    (neg if n else pos).add(b)
-                else:
-                    p2, n2 = reads(b)
-                    pos |= n2 if n else p2
-                    neg |= p2 if n else n2
+            p, n = rule_reads(r)
+            pos |= p
+            neg |= n
         size[0] += len(pos) + len(neg)
         if size[0] > MAX_READS:
             raise _TooBig
         memo[a] = (frozenset(pos), frozenset(neg))
         return memo[a]
 
-    return reads
+    return reads, rule_reads
 
 
 def analyse(g):
@@ -162,15 +176,9 @@ def analyse(g):
     if not rows or len(rows) * R * width > MAX_STOPS:
         return cand_row, np.ones((0, R, width), np.uint8)
     stops = np.ones((len(rows), R, width), np.uint8)
-    move_of = {}
-    is_move = np.zeros(int(g.n_atoms), dtype=bool)
-    for r in range(R):
-        for k in range(int(g.legal_start[r]), int(g.legal_start[r + 1])):
-            a = int(g.does_atom[k])
-            move_of[a] = (r, k - int(g.legal_start[r]))
-            is_move[a] = True
+    move_of, is_move = _moves(g)
     role_moves = [{a for a, (r, _) in move_of.items() if r == role} for role in range(R)]
-    reads = _reads(g, is_move)
+    reads, rule_reads = _reads(g, is_move)
     size = 0
     try:
         turn_on: dict = {}      # move atom -> fluents it may turn on
@@ -179,16 +187,7 @@ def analyse(g):
             nxt = int(g.next_atom[f])
             frames = []
             for r in range(g.rule_start[nxt], g.rule_start[nxt + 1]):
-                lits = g.lits[g.lit_start[r]:g.lit_start[r + 1]]
-                pos, neg = set(), set()
-                for x in lits:
-                    b, n = int(x >> 1), int(x & 1)
-                    if b < g.n_base or is_move[b]:
-                        (neg if n else pos).add(b)
-                    else:
-                        p2, n2 = reads(b)
-                        pos |= n2 if n else p2
-                        neg |= p2 if n else n2
+                pos, neg = rule_reads(r)
                 if f in pos:
                     frames.append((pos, neg))
                 else:
