@@ -70,8 +70,8 @@ def test_a_scrambled_sheet_has_the_same_candidates(breakthrough, breakthrough_te
     # and the moves that may stop each of them
     index = {rename(r): i for i, r in enumerate(breakthrough.roles)}
     to_original = [index[r] for r in scrambled.roles]
-    _, stoppers = D.analyse_terms(breakthrough)
-    _, scrambled_stoppers = D.analyse_terms(scrambled)
+    _, stoppers, _ = D.analyse_terms(breakthrough)
+    _, scrambled_stoppers, _ = D.analyse_terms(scrambled)
     assert len(stoppers) == 44 and all(stoppers.values())
     assert {(to_original[d], w): {(to_original[c], m) for c, m in ms}
             for (d, w), ms in scrambled_stoppers.items()} == \

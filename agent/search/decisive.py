@@ -9,6 +9,10 @@ not its frame axiom can turn it on.  Those are this module's candidates; a playo
 only a legal candidate, and keeps it when the state it reaches is terminal with the mover's
 best goal.
 
+``analyse`` also finds, for each candidate, the moves of the other roles that may stop it
+(a capture, a block): when the next mover could win at once, a playout's last move is
+replaced by one of those that leaves no win (anti-decisive moves).
+
 Read from the ground rules' structure alone (``CompiledGame``'s rule arrays), so a scrambled
 game gets the same candidates.  Not found: a win made by turning a fluent *off* (capturing
 the last piece where terminal reads "no piece left" under ``not``); such a move is simply
@@ -227,9 +231,8 @@ def best_goals(g) -> np.ndarray:
 def analyse_terms(engine):
     """``analyse`` in terms, for a driver that plays moves as terms: (per role, the set of its
     candidate moves; per (role, candidate), the set of (role, move) that may stop it, or None
-    where ``analyse`` has no table), or None
-    for an engine whose rules are not compiled (the analysis reads the ground rules) or a game
-    without candidates."""
+    where ``analyse`` has no table; ``best_goals``).  None for an engine whose rules are not
+    compiled (the analysis reads the ground rules) or a game without candidates."""
     g = getattr(engine, "game", None)
     if g is None or not hasattr(g, "rule_start"):
         return None
@@ -242,4 +245,4 @@ def analyse_terms(engine):
     if stops.shape[0]:
         stoppers = {(d, terms[d][w]): {(c, terms[c][m]) for c, m in zip(*np.nonzero(stops[rows[d, w]]))}
                     for d in range(rows.shape[0]) for w in np.nonzero(rows[d] >= 0)[0]}
-    return wins, stoppers
+    return wins, stoppers, best_goals(g)

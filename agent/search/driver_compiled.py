@@ -141,11 +141,12 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
             rank, sort):
     """Anti-decisive moves: role ``d`` wins at once with the joint move ``win`` after role ``c``
     played ``last`` from the packed ``state``.  Steps those of ``c``'s other legal moves from
-    ``state`` that may stop ``d``'s (``stops``, decisive.analyse) in turn: the first after which the game goes on and ``d`` has no winning move (the same
-    test as ``_take_win``'s) replaces ``c``'s in ``last`` and is returned, the work buffer in
-    the state after it.  -1 when every move lets ``d`` win: the buffer is then back in the
-    state of ``d``'s win.  Rare (once a playout at most, where a win is near), so it may take
-    ``g``."""
+    ``state`` that may stop ``d``'s (``stops``, decisive.analyse) in turn: the first after
+    which the game goes on and ``d`` has no winning move (the same test as ``_take_win``'s)
+    replaces ``c``'s in ``last`` and is returned, the work buffer in the state after it.  -1
+    when every move lets ``d`` win: the buffer is then back in the state of ``d``'s win.
+    Called only where a win is near (on breakthrough 2.5 times a playout, each stepping the
+    few legal stoppers), so it may take ``g``."""
     nb = h[K.H_NB]
     f = K.load_into(h, state)
     if f != nb:

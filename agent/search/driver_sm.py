@@ -83,9 +83,11 @@ class _Ctx:
     """Everything one decision's simulations share."""
 
     def __init__(self, sm, st: SearchTree, params, rp, rng, persona, deadline=None, thesis=False,
-                 heuristic=None, wins=None):
+                 heuristic=None, decisive=None):
         self.sm = sm
-        self.wins = wins    # decisive.analyse_terms and best goals: decisive moves, else None
+        # decisive.analyse_terms: the moves that may win, those that may stop each (None: no
+        # anti-decisive moves), each role's best goal; all None without decisive moves
+        self.win_moves, self.stoppers, self.best = decisive or (None, None, None)
         self.heuristic = heuristic  # read when params[P_EVAL_DEPTH] > 0
         self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
@@ -108,12 +110,12 @@ class _Ctx:
         if deadline is not None:
             self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
-        # playout's moves (MAST off, RAVE off) or its end state (no utility) or its wins, when no clock
+        # playout's moves (MAST off, RAVE off), its end state (no utility) or its wins, when no clock
         # runs (one query cannot be cut at a deadline), and not in thesis mode (its moves
         # come from Prolog's random stream, not the playout stream of the seed)
         self.prolog_playout = (params[P_EPSILON] == 0 and params[P_RAVE] == 0 and self.util is None
                                and deadline is None and not thesis and params[P_EVAL_DEPTH] <= 0
-                               and wins is None)
+                               and decisive is None)
 
     def late(self) -> bool:
         """Past the deadline, or too near it to finish another reasoner query."""
@@ -309,7 +311,7 @@ class _Ctx:
             L.carry_mobility(mobility, np.array(counts, np.int64))
             choosers = [r for r in range(self.R) if counts[r] >= 2]
             chooser = choosers[0] if len(choosers) == 1 else -1
-            won = self.first_win(s, joint, chooser) if self.wins is not None and chooser >= 0 else None
+            won = self.first_win(s, joint, chooser) if self.win_moves is not None and chooser >= 0 else None
             if won is not None:
                 if before is not None and before[2] >= 0 and before[2] != chooser:
                     saved = self.rescue(before, chooser, won[0])
@@ -322,7 +324,7 @@ class _Ctx:
                 m, s = won
                 ids_row[chooser] = self.ids(chooser, [m])[0]
             else:
-                if self.wins is not None and self.wins[0][1] is not None:
+                if self.stoppers is not None:
                     before = (s, list(joint), chooser)
                 s = sm.next_state(s, joint)
             pm.append(ids_row)
@@ -342,14 +344,13 @@ class _Ctx:
         """Driver B's ``_take_win``: role ``c``'s first legal candidate (in the legal order)
         that, with the others' moves of ``joint``, reaches a terminal state with its best
         goal: (move, that state), else None."""
-        (moves, _), best = self.wins
         sm = self.sm
         for m in sm.legal_moves(s, c):
-            if m in moves[c]:
+            if m in self.win_moves[c]:
                 trial = list(joint)
                 trial[c] = m
                 after = sm.next_state(s, trial)
-                if sm.is_terminal(after) and sm.goal_values(after)[c] >= best[c]:
+                if sm.is_terminal(after) and sm.goal_values(after)[c] >= self.best[c]:
                     return m, after
         return None
 
@@ -359,7 +360,7 @@ class _Ctx:
         ``win`` after which the game goes on and ``d``, choosing alone, has no win: (move, the
         state after it), else None."""
         s, joint, c = before
-        stoppers = self.wins[0][1][(d, win)]
+        stoppers = self.stoppers[(d, win)]
         sm = self.sm
         for m in sm.legal_moves(s, c):
             if m == joint[c] or (c, m) not in stoppers:
@@ -442,12 +443,8 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
-    wins = None
-    if params[P_DECISIVE] > 0:
-        terms = D.analyse_terms(engine)
-        if terms is not None:
-            wins = (terms, D.best_goals(engine.game))
-    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic, wins)
+    decisive = D.analyse_terms(engine) if params[P_DECISIVE] > 0 else None
+    ctx = _Ctx(sm, st, params, rp, rng, persona, deadline, thesis, heuristic, decisive)
     if not st.arrays.ready[0] and not ctx.expand(0):
         raise MemoryError("no room for the root's moves")
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])

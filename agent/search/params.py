@@ -52,7 +52,8 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     p[P_TRANSPOSE] = 0.0 if thesis else 1.0
     p[P_EVAL_DEPTH] = 0 if (thesis or persona.utility_lambda != 0) else eval_depth
     # a playout takes a move that wins at once when its mover has one, among the few moves
-    # the rules let end the game (decisive.py; driver B, live play: issue #34)
+    # the rules let end the game, and replaces a move that lets the next mover win by one
+    # that may stop it (decisive.py; both drivers on a compiled engine: issue #34)
     p[P_DECISIVE] = 0.0 if thesis else 1.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
