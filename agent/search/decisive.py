@@ -13,10 +13,17 @@ best goal.
 (a capture, a block): when the next mover could win at once, a playout's last move is
 replaced by one of those that leaves no win (anti-decisive moves).
 
+Where more than ``MAX_SHARE`` of a role's moves are candidates (connectFour, the tic-tac-
+toes: any disc or mark may complete a line), stepping them all cost more than it gave.  There
+the candidates are narrowed in each state by terminal's conditions written out over the
+fluents (``near``): a move can end the game only by turning on the one fluent a condition
+still lacks ("one input missing"), so a playout steps only the legal moves that turn on such
+a fluent: none in most states, the move that completes a line of three in the others.
+
 Read from the ground rules' structure alone (``CompiledGame``'s rule arrays), so a scrambled
 game gets the same candidates.  Not found: a win made by turning a fluent *off* (capturing
-the last piece where terminal reads "no piece left" under ``not``); such a move is simply
-not tried.
+the last piece where terminal reads "no piece left" under ``not``), or, in a narrowed game,
+by turning on two fluents of a condition at once; such a move is simply not tried.
 """
 from __future__ import annotations
 
@@ -86,25 +93,167 @@ def _moves(g):
     return move_of, is_move
 
 
-def candidates(g) -> np.ndarray:
-    """uint8[n_roles, max moves]: 1 for a move that may end the game (see above), for the
-    roles where such moves are at most ``MAX_SHARE`` of their moves; all 0 elsewhere."""
-    R = int(g.n_roles)
+def _turning_on(g, f, is_move) -> set:
+    """The move atoms that may turn fluent ``f`` on: those read (positively) by a rule of its
+    ``next`` that is not its frame axiom (a frame axiom keeps it on, never turns it on)."""
+    below = []
+    for body in _positive_body(g, int(g.next_atom[f])):
+        if f not in body:
+            below.extend(body)
+    return _moves_below(g, below, is_move)
+
+
+def _mark(g, atoms, move_of) -> np.ndarray:
+    """uint8[n_roles, max moves]: 1 for each move atom of ``atoms``."""
     width = int(max(1, max(int(x) for x in g.role_nmoves)))
-    out = np.zeros((R, width), np.uint8)
-    move_of, is_move = _moves(g)
-    turning_on = []
-    for f in _read_by_terminal(g):
-        for body in _positive_body(g, int(g.next_atom[f])):
-            if f not in body:   # (a frame axiom keeps the fluent on, never turns it on)
-                turning_on.extend(body)
-    for a in _moves_below(g, turning_on, is_move):
+    out = np.zeros((int(g.n_roles), width), np.uint8)
+    for a in atoms:
         r, k = move_of[a]
         out[r, k] = 1
-    for r in range(R):
-        if out[r].sum() > MAX_SHARE * int(g.role_nmoves[r]):
-            out[r] = 0
     return out
+
+
+def _too_many(g, marked) -> bool:
+    """Some role has more than ``MAX_SHARE`` of its moves marked."""
+    return any(marked[r].sum() > MAX_SHARE * int(g.role_nmoves[r]) for r in range(int(g.n_roles)))
+
+
+def _static_on(g, is_move) -> set:
+    """The move atoms that may turn on a fluent terminal reads."""
+    on = set()
+    for f in _read_by_terminal(g):
+        on |= _turning_on(g, f, is_move)
+    return on
+
+
+def candidates(g) -> np.ndarray:
+    """uint8[n_roles, max moves]: 1 for a move that may end the game (see above).  Where some
+    role has more than ``MAX_SHARE`` of its moves as candidates, those that may complete one
+    of ``conditions`` (narrowed in each state), or none when there are no conditions."""
+    move_of, is_move = _moves(g)
+    out = _mark(g, _static_on(g, is_move), move_of)
+    if _too_many(g, out):
+        cond = _conditions(g, is_move)
+        out = _mark(g, set().union(*cond[1].values()), move_of) if cond else out * 0
+    return out
+
+
+def conditions(g):
+    """``_conditions`` where the candidates are narrowed in each state, else None."""
+    move_of, is_move = _moves(g)
+    if not _too_many(g, _mark(g, _static_on(g, is_move), move_of)):
+        return None
+    return _conditions(g, is_move)
+
+
+class _TooBig(Exception):
+    pass
+
+
+# Terminal written out over the fluents (``_dnf``) is used when it has at most this many
+# conditions, each with at most MAX_LITERALS literals: a playout reads them at every ply.
+MAX_CONDITIONS = 4096
+MAX_LITERALS = 64
+
+
+def _dnf(g, atom, is_move, memo, active) -> list:
+    """``atom`` as a list of conditions (positive fluents, negated fluents), any of which
+    makes it true.  A derived atom under ``not`` becomes negated (or positive) fluents when
+    its own conditions are single fluents (``not open``: no empty cell); otherwise it is left
+    out, which makes a condition weaker, never stronger (the conditions are a filter: a move
+    they let through is stepped).  _TooBig on recursion, a move, or past the bounds."""
+    if atom < g.n_base:
+        return [(frozenset((atom,)), frozenset())]
+    if is_move[atom] or atom in active:
+        raise _TooBig
+    hit = memo.get(atom)
+    if hit is not None:
+        return hit
+    active.add(atom)
+    out = set()
+    for r in range(g.rule_start[atom], g.rule_start[atom + 1]):
+        conds = [(frozenset(), frozenset())]
+        for x in g.lits[g.lit_start[r]:g.lit_start[r + 1]]:
+            b, neg = int(x >> 1), int(x & 1)
+            if b < g.n_base:
+                one = frozenset((b,))
+                conds = [(p, q | one) if neg else (p | one, q) for p, q in conds]
+            elif not neg:
+                sub = _dnf(g, b, is_move, memo, active)
+                conds = [(p | p2, q | q2) for p, q in conds for p2, q2 in sub]
+            else:
+                sub = _dnf(g, b, is_move, memo, active)
+                if all(len(p2) + len(q2) == 1 for p2, q2 in sub):
+                    flip_p = frozenset(x for _, q2 in sub for x in q2)
+                    flip_q = frozenset(x for p2, _ in sub for x in p2)
+                    conds = [(p | flip_p, q | flip_q) for p, q in conds]
+            conds = [(p, q) for p, q in conds if not p & q]   # (never true: dropped)
+            if len(conds) > MAX_CONDITIONS:
+                raise _TooBig
+        out.update(conds)
+        if len(out) > MAX_CONDITIONS:
+            raise _TooBig
+    active.discard(atom)
+    memo[atom] = list(out)
+    return memo[atom]
+
+
+def _conditions(g, is_move):
+    """(terminal's conditions that a single move may complete, sorted; per fluent they lack,
+    the move atoms that may turn it on), or None where terminal cannot be written out within
+    the bounds.  A condition with no positive fluent is not kept (only turning a fluent off
+    completes it); nor one of a single fluent that more than ``MAX_SHARE`` of some role's
+    moves may turn on (it lacks that fluent in every state where it is false, so a playout
+    would step those moves at every ply: a step counter's last value, read by no move)."""
+    t = int(g.terminal_atom)
+    if t < 0:
+        return None
+    try:
+        conds = _dnf(g, t, is_move, {}, set())
+    except (_TooBig, RecursionError):
+        return None
+    move_of, _ = _moves(g)
+    on: dict = {}
+    kept = []
+    for p, q in conds:
+        if not p or len(p) + len(q) > MAX_LITERALS:
+            continue
+        for f in p:
+            if f not in on:
+                on[f] = _turning_on(g, f, is_move)
+        if len(p) == 1 and _too_many(g, _mark(g, on[next(iter(p))], move_of)):
+            continue
+        if any(on[f] for f in p):
+            kept.append((tuple(sorted(p)), tuple(sorted(q))))
+    if not kept:
+        return None
+    kept.sort()
+    used = {f for p, _ in kept for f in p}
+    return kept, {f: on[f] for f in sorted(used)}
+
+
+def near_arrays(g, cond, width: int):
+    """``conditions`` as a playout reads them: (cond_start int32[n + 1], cond_lit int32[...]:
+    fluent * 2 + 1 if negated, on_start int32[n_base + 1], on_move int32[k, 2]: the (role,
+    move) that may turn each fluent on, mark int64[n_roles, width], stamp int64[1]); no
+    conditions for None.  ``mark`` and ``stamp`` are the playout's work space
+    (driver_compiled._near): a move whose mark equals the stamp may complete a condition in
+    the state last read."""
+    R = int(g.n_roles)
+    kept, turn_on = cond if cond is not None else ([], {})
+    move_of, _ = _moves(g)
+    cond_start = np.zeros(len(kept) + 1, np.int32)
+    lits = []
+    for i, (p, q) in enumerate(kept):
+        lits += [2 * f for f in p] + [2 * f + 1 for f in q]
+        cond_start[i + 1] = len(lits)
+    on_start = np.zeros(int(g.n_base) + 1, np.int32)
+    pairs = []
+    for f in range(int(g.n_base)):
+        pairs += sorted(move_of[a] for a in turn_on.get(f, ()))
+        on_start[f + 1] = len(pairs)
+    return (cond_start, np.array(lits, np.int32), on_start, np.array(pairs, np.int32).reshape(-1, 2),
+            np.zeros((R, width), np.int64), np.zeros(1, np.int64))
 
 
 # The stoppers' analysis keeps, for every atom, the fluents and moves it reads (with the
@@ -114,10 +263,6 @@ MAX_READS = 2_000_000
 # ... and past this many entries of its table (candidates x roles x moves), none: the game
 # gets decisive moves only.
 MAX_STOPS = 8_000_000
-
-
-class _TooBig(Exception):
-    pass
 
 
 def _reads(g, is_move):
@@ -160,7 +305,7 @@ def _reads(g, is_move):
 
 
 def analyse(g):
-    """(cand_row int32[R, max moves], stops uint8[rows, R, max moves]).
+    """(cand_row int32[R, max moves], stops uint8[rows, R, max moves], ``conditions``).
 
     ``cand_row[d, w]``: the row of role d's move w in ``stops`` when w is a candidate
     (``candidates``), else -1.  ``stops[row, c, m]``: 1 where role c's move m may stop w:
@@ -170,15 +315,17 @@ def analyse(g):
     every frame axiom of the fluent (a move outside the moves of that role the axiom reads
     positively, or one it reads under ``not``).  Where the analysis is too big, every move
     of the other roles is a stopper (the rescue then tries them all); where the table would
-    be too big, it has no rows (decisive moves only)."""
+    be too big, it has no rows (decisive moves only).  ``conditions``: None unless the
+    candidates are narrowed in each state."""
     wins = candidates(g)
     R, width = wins.shape
     cand_row = np.full((R, width), -1, np.int32)
     rows = list(zip(*np.nonzero(wins)))
     for i, (d, w) in enumerate(rows):
         cand_row[d, w] = i
+    cond = conditions(g) if rows else None
     if not rows or len(rows) * R * width > MAX_STOPS:
-        return cand_row, np.ones((0, R, width), np.uint8)
+        return cand_row, np.ones((0, R, width), np.uint8), cond
     stops = np.ones((len(rows), R, width), np.uint8)
     move_of, is_move = _moves(g)
     role_moves = [{a for a, (r, _) in move_of.items() if r == role} for role in range(R)]
@@ -199,7 +346,16 @@ def analyse(g):
                         if is_move[m]:
                             turn_on.setdefault(m, set()).add(f)
             if not frames:
-                continue    # nothing keeps it: whether it stays is not up to a move
+                # Nothing keeps it: it holds next only where one of its rules fires again,
+                # so a move of a role those rules read may turn it off (nineBoard's board to
+                # play on, set by the last mark: another mark sends the opponent elsewhere).
+                # None where they read no move (whose turn it is).
+                for r in {move_of[m][0] for m in _moves_below(g, [x for b in _positive_body(g, nxt) for x in b],
+                                                             is_move)}:
+                    for x in role_moves[r]:
+                        turn_off.setdefault(x, set()).add(f)
+                    size += len(role_moves[r])
+                continue
             off = None      # the moves that may falsify every frame axiom of f
             for pos, neg in frames:
                 kept_by = {x for x in pos if is_move[x]}
@@ -219,7 +375,20 @@ def analyse(g):
                     stops[i, c, k] = 1
     except (_TooBig, RecursionError):
         stops[:] = 1
-    return cand_row, stops
+    return cand_row, stops, cond
+
+
+def near_moves(narrowing, state, c) -> set:
+    """In terms (``analyse_terms``' narrowing; ``state`` a set of fluents): role ``c``'s
+    moves that may turn on the one positive fluent a condition of terminal lacks in
+    ``state`` while its other literals hold (driver_compiled._near in numba)."""
+    conds, turn_on = narrowing
+    out = set()
+    for pos, neg in conds:
+        missing = pos - state
+        if len(missing) == 1 and not neg & state:
+            out |= {m for r, m in turn_on[next(iter(missing))] if r == c}
+    return out
 
 
 def best_goals(g) -> np.ndarray:
@@ -231,12 +400,14 @@ def best_goals(g) -> np.ndarray:
 def analyse_terms(engine):
     """``analyse`` in terms, for a driver that plays moves as terms: (per role, the set of its
     candidate moves; per (role, candidate), the set of (role, move) that may stop it, or None
-    where ``analyse`` has no table; ``best_goals``).  None for an engine whose rules are not
+    where ``analyse`` has no table; ``best_goals``; the conditions as (positive fluents,
+    negated fluents) with, per fluent they may lack, the (role, move) that may turn it on, or
+    None where the candidates are not narrowed).  None for an engine whose rules are not
     compiled (the analysis reads the ground rules) or a game without candidates."""
     g = getattr(engine, "game", None)
     if g is None or not hasattr(g, "rule_start"):
         return None
-    rows, stops = analyse(g)
+    rows, stops, cond = analyse(g)
     if not (rows >= 0).any():
         return None
     terms = engine.move_terms
@@ -245,4 +416,12 @@ def analyse_terms(engine):
     if stops.shape[0]:
         stoppers = {(d, terms[d][w]): {(c, terms[c][m]) for c, m in zip(*np.nonzero(stops[rows[d, w]]))}
                     for d in range(rows.shape[0]) for w in np.nonzero(rows[d] >= 0)[0]}
-    return wins, stoppers, best_goals(g)
+    narrowing = None
+    if cond is not None:
+        kept, turn_on = cond
+        move_of, _ = _moves(g)
+        base = engine.base
+        narrowing = ([(frozenset(base[f] for f in p), frozenset(base[f] for f in q)) for p, q in kept],
+                     {base[f]: {(move_of[a][0], terms[move_of[a][0]][move_of[a][1]]) for a in atoms}
+                      for f, atoms in turn_on.items()})
+    return wins, stoppers, best_goals(g), narrowing

@@ -111,6 +111,40 @@ def _expand(g, h, tree, node, vals, counts, mbuf, lbuf, rank, sort):
 
 
 @njit(cache=True)
+def _near(vals, near):
+    """Marks the moves that may end the game in the state of ``vals`` where the candidates
+    are narrowed (decisive.near_arrays): a move's mark is then the stamp when it may turn on
+    the one positive fluent a condition of terminal lacks while its other literals hold."""
+    cond_start, cond_lit, on_start, on_move, mark, stamp = near
+    stamp[0] += 1
+    s = stamp[0]
+    for i in range(cond_start.shape[0] - 1):
+        missing = -1
+        ok = True
+        for j in range(cond_start[i], cond_start[i + 1]):   # positives first, then negated
+            x = cond_lit[j]
+            on = vals[x >> 1] == 1
+            if x & 1:
+                if on:
+                    ok = False
+                    break
+            elif not on:
+                if missing >= 0:
+                    ok = False
+                    break
+                missing = x >> 1
+        if ok and missing >= 0:
+            for k in range(on_start[missing], on_start[missing + 1]):
+                mark[on_move[k, 0], on_move[k, 1]] = s
+
+
+@njit(cache=True, inline="always")
+def _may_win(wins, near, narrow, r, m):
+    """Role ``r``'s move ``m`` may end the game (in the state ``_near`` read last)."""
+    return wins[r, m] >= 0 and (not narrow or near[4][r, m] == near[5][0])
+
+
+@njit(cache=True)
 def _take_win(g, h, vals, joint, c, moves, n, best, gr, saved):
     """Steps role ``c``'s candidate ``moves[:n]`` in turn (with the other roles' moves of
     ``joint``) from the state of ``h``: the first that reaches a terminal state where ``c``
@@ -138,7 +172,7 @@ def _take_win(g, h, vals, joint, c, moves, n, best, gr, saved):
 
 @njit(cache=True)
 def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins, stops, best, gr, saved,
-            rank, sort):
+            rank, sort, near):
     """Anti-decisive moves: role ``d`` wins at once with the joint move ``win`` after role ``c``
     played ``last`` from the packed ``state``.  Steps those of ``c``'s other legal moves from
     ``state`` that may stop ``d``'s (``stops``, decisive.analyse) in turn: the first after
@@ -178,9 +212,12 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
         if not single:
             continue
         nd = _legal(h, d, dlegal, rank, sort)
+        narrow = near[0].shape[0] > 1
+        if narrow:
+            _near(vals, near)
         k = 0
         for j in range(nd):
-            if wins[d, dlegal[j]] >= 0:
+            if _may_win(wins, near, narrow, d, dlegal[j]):
                 moves[k] = dlegal[j]
                 k += 1
         jbuf[d] = dlegal[0]
@@ -298,13 +335,14 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 
 @njit(cache=True)
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b,
-             wins, stops, best):
+             wins, stops, best, near):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
     proves the root), NO_LEGAL_MOVE on broken rules.  ``ev_w``, ``ev_b``: the game's evaluation
     (``_evaluation``), read when ``params[P_EVAL_DEPTH]`` > 0.  Decisive and anti-decisive
     moves in playouts when ``params[P_DECISIVE]`` > 0: ``wins[r, move]`` >= 0 for a move that
     may end the game, ``stops`` the moves that may stop it (``decisive.analyse``), ``best``
-    each role's best goal (``decisive.best_goals``)."""
+    each role's best goal (``decisive.best_goals``), ``near`` the candidates' narrowing in
+    each state (``decisive.near_arrays``; no conditions: not narrowed)."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     cd = int(params[P_CHARGE_DEPTH])
@@ -322,12 +360,12 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros((2, g.n_words), np.uint64), np.zeros(R, np.int32), np.zeros(maxm + 1, np.int32),
             np.zeros(R, np.int32))
     return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-                     ev_w, ev_b, wins, stops, best)
+                     ev_w, ev_b, wins, stops, best, near)
 
 
 @njit(cache=True)
 def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-              ev_w, ev_b, wins, stops, best):
+              ev_w, ev_b, wins, stops, best, near):
     """``simulate`` on its buffers (``bufs``)."""
     # The arguments without their references (kernels.borrowed): the caller holds them for
     # the whole loop, whose calls then pay no atomic reference counting for them (it was
@@ -340,6 +378,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     counts, mbuf, cur, gr, goals, values = b(bufs[6]), b(bufs[7]), b(bufs[8]), b(bufs[9]), b(bufs[10]), b(bufs[11])
     mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
     wins, stops, best = b(wins), b(stops), b(best)
+    near = (b(near[0]), b(near[1]), b(near[2]), b(near[3]), b(near[4]), b(near[5]))
     plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
     R = g.n_roles
     horizon = int(params[P_HORIZON])
@@ -353,6 +392,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     transpose = params[P_TRANSPOSE] > 0 and tree.tt.shape[0] > 1
     decisive = params[P_DECISIVE] > 0
     track = decisive and stops.shape[0] > 0   # the last ply's state and moves kept, for _rescue
+    narrow = decisive and near[0].shape[0] > 1
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -452,6 +492,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                     K.pack_into(h, plies[npm & 1])
                 chooser = -1
                 n_wins = 0
+                if narrow:
+                    _near(vals, near)
                 for r in range(R):
                     n = _legal(h, r, lbuf, rank, sort)
                     if n == 0:
@@ -461,7 +503,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                         chooser = r if chooser == -1 else -2
                         if decisive:
                             for i in range(n):
-                                if wins[r, lbuf[i]] >= 0:
+                                if _may_win(wins, near, narrow, r, lbuf[i]):
                                     mbuf[n_wins] = lbuf[i]
                                     n_wins += 1
                     k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf)
@@ -472,7 +514,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                     if won >= 0:    # the state is the win's: the loop ends at its terminal test
                         if before >= 0 and before != chooser:
                             saved = _rescue(g, h, vals, plies[(npm - 1) & 1], last, before, joint, chooser,
-                                            lbuf2, lbuf, mbuf, jbuf, wins, stops, best, gr, cur, rank, sort)
+                                            lbuf2, lbuf, mbuf, jbuf, wins, stops, best, gr, cur, rank, sort,
+                                            near)
                             if saved >= 0:  # the last ply takes the move that stops the win: this
                                 pmoves[npm - 1, before] = saved     # ply again, after it
                                 continue
@@ -534,7 +577,7 @@ def init_root(g, tree, state, vals, rank, sort):
 @njit(cache=True)
 def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w, lo_by_role,
               hi_by_role, role_masks, rel_masks, rank, sort, q_out, n_out, move_out, count_out,
-              choice_out, ev_w, ev_b, wins, stops, best):
+              choice_out, ev_w, ev_b, wins, stops, best, near):
     """One fresh search per item (state row, role, rng row): Q, visits, move ids, count and
     the persona's choice per item.  count_out[i] = 0 for a terminal state, -1 on error."""
     for i in range(states.shape[0]):
@@ -547,7 +590,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
             count_out[i] = 0 if st == 0 else -1
             continue
         if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
-                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b, wins, stops, best) < 0:
+                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b, wins, stops, best, near) < 0:
             count_out[i] = -1
             continue
         cnt = tree.slot_count[0, me]
@@ -586,15 +629,16 @@ class _EngineData:
         self._game = g
 
     def decisive(self):
-        """``decisive.analyse`` shaped as the tree's move ids, and ``decisive.best_goals``."""
+        """``decisive.analyse`` shaped as the tree's move ids, ``decisive.best_goals`` and
+        ``decisive.near_arrays``."""
         if self._decisive is None:
-            rows, stops = D.analyse(self._game)
+            rows, stops, cond = D.analyse(self._game)
             R, k = rows.shape
             wins = np.full((R, self.n_move_ids), -1, np.int32)
             wins[:, :k] = rows
             wide = np.zeros((stops.shape[0], R, self.n_move_ids), np.uint8)
             wide[:, :, :k] = stops
-            self._decisive = (wins, wide, D.best_goals(self._game))
+            self._decisive = (wins, wide, D.best_goals(self._game), D.near_arrays(self._game, cond, self.n_move_ids))
         return self._decisive
 
     def evaluation_arrays(self, engine, heuristic):

@@ -86,8 +86,9 @@ class _Ctx:
                  heuristic=None, decisive=None):
         self.sm = sm
         # decisive.analyse_terms: the moves that may win, those that may stop each (None: no
-        # anti-decisive moves), each role's best goal; all None without decisive moves
-        self.win_moves, self.stoppers, self.best = decisive or (None, None, None)
+        # anti-decisive moves), each role's best goal, the narrowing of the first in each
+        # state (None: not narrowed); all None without decisive moves
+        self.win_moves, self.stoppers, self.best, self.narrowing = decisive or (None, None, None, None)
         self.heuristic = heuristic  # read when params[P_EVAL_DEPTH] > 0
         self.deadline = deadline    # perf_counter time; None: no clock
         self.st = st
@@ -345,8 +346,9 @@ class _Ctx:
         that, with the others' moves of ``joint``, reaches a terminal state with its best
         goal: (move, that state), else None."""
         sm = self.sm
+        may = self.win_moves[c] if self.narrowing is None else self.win_moves[c] & D.near_moves(self.narrowing, s, c)
         for m in sm.legal_moves(s, c):
-            if m in self.win_moves[c]:
+            if m in may:
                 trial = list(joint)
                 trial[c] = m
                 after = sm.next_state(s, trial)
