@@ -233,27 +233,56 @@ def _conditions(g, is_move):
 
 
 def near_arrays(g, cond, width: int):
-    """``conditions`` as a playout reads them: (cond_start int32[n + 1], cond_lit int32[...]:
-    fluent * 2 + 1 if negated, on_start int32[n_base + 1], on_move int32[k, 2]: the (role,
-    move) that may turn each fluent on, mark int64[n_roles, width], stamp int64[1]); no
-    conditions for None.  ``mark`` and ``stamp`` are the playout's work space
-    (driver_compiled._near): a move whose mark equals the stamp may complete a condition in
-    the state last read."""
+    """``conditions`` as a playout reads them (driver_compiled._near), a tuple of arrays:
+
+    - the conditions: ``cond_start`` int32[n + 1], ``cond_lit`` int32[...] (fluent * 2, + 1
+      if negated; positives first);
+    - per fluent, the (role, move) that may turn it on: ``on_start`` int32[n_base + 1],
+      ``on_move`` int32[k, 2]; and the conditions that read it: ``fl_start`` int32[n_base + 1],
+      ``fl_cond`` int32[...] (condition * 2, + 1 if negated there);
+    - work space, kept up to date with a state from one call to the next (only the fluents
+      that changed are read): ``mark`` int64[n_roles, width] and ``stamp`` int64[1] (a move
+      whose mark equals the stamp may complete a condition in the state last read),
+      ``missing`` int32[n] (positive fluents off), ``broken`` int32[n] (negated fluents on),
+      ``seen`` uint8[n_base + 8] (the state they count), ``near_list`` int32[n] and
+      ``near_at`` int32[n] (the conditions with one positive fluent missing and none
+      broken, and where each is in the list, -1 if not), ``n_near`` int32[1].
+
+    No conditions for None (the candidates are not narrowed)."""
     R = int(g.n_roles)
+    n_base = int(g.n_base)
     kept, turn_on = cond if cond is not None else ([], {})
     move_of, _ = _moves(g)
-    cond_start = np.zeros(len(kept) + 1, np.int32)
+    n = len(kept)
+    cond_start = np.zeros(n + 1, np.int32)
     lits = []
+    readers = [[] for _ in range(n_base)]
     for i, (p, q) in enumerate(kept):
         lits += [2 * f for f in p] + [2 * f + 1 for f in q]
         cond_start[i + 1] = len(lits)
-    on_start = np.zeros(int(g.n_base) + 1, np.int32)
+        for f in p:
+            readers[f].append(2 * i)
+        for f in q:
+            readers[f].append(2 * i + 1)
+    on_start = np.zeros(n_base + 1, np.int32)
+    fl_start = np.zeros(n_base + 1, np.int32)
     pairs = []
-    for f in range(int(g.n_base)):
+    fl_cond = []
+    for f in range(n_base):
         pairs += sorted(move_of[a] for a in turn_on.get(f, ()))
         on_start[f + 1] = len(pairs)
+        fl_cond += readers[f]
+        fl_start[f + 1] = len(fl_cond)
+    missing = np.array([len(p) for p, _ in kept], np.int32)     # counted from no fluent on
+    near_list = np.zeros(n, np.int32)
+    near_at = np.full(n, -1, np.int32)
+    ones = np.nonzero(missing == 1)[0]
+    near_list[:len(ones)] = ones
+    near_at[ones] = np.arange(len(ones))
     return (cond_start, np.array(lits, np.int32), on_start, np.array(pairs, np.int32).reshape(-1, 2),
-            np.zeros((R, width), np.int64), np.zeros(1, np.int64))
+            fl_start, np.array(fl_cond, np.int32), np.zeros((R, width), np.int64), np.zeros(1, np.int64),
+            missing, np.zeros(n, np.int32), np.zeros(n_base + 8, np.uint8), near_list, near_at,
+            np.array([len(ones)], np.int32))
 
 
 # The stoppers' analysis keeps, for every atom, the fluents and moves it reads (with the
