@@ -70,20 +70,137 @@ def test_a_scrambled_sheet_has_the_same_candidates(breakthrough, breakthrough_te
     # and the moves that may stop each of them
     index = {rename(r): i for i, r in enumerate(breakthrough.roles)}
     to_original = [index[r] for r in scrambled.roles]
-    _, stoppers, _ = D.analyse_terms(breakthrough)
-    _, scrambled_stoppers, _ = D.analyse_terms(scrambled)
+    _, stoppers, _, narrowing = D.analyse_terms(breakthrough)
+    _, scrambled_stoppers, _, _ = D.analyse_terms(scrambled)
+    assert narrowing is None        # few moves may end it: no narrowing in each state
     assert len(stoppers) == 44 and all(stoppers.values())
     assert {(to_original[d], w): {(to_original[c], m) for c, m in ms}
             for (d, w), ms in scrambled_stoppers.items()} == \
         {(d, rename(w)): {(c, rename(m)) for c, m in ms} for (d, w), ms in stoppers.items()}
 
 
-@pytest.mark.parametrize("game", ["connectFour", "ticTacToe", "nineBoardTicTacToe"])
-def test_none_where_every_move_may_end_the_game(game):
-    """Any mark or disc may complete a line: trying them all is stepping every move, which
-    cost more than it gave (search-equal-time.md), so no move is a candidate."""
+@pytest.mark.parametrize("game,line", [("connectFour", 4), ("ticTacToe", 3), ("nineBoardTicTacToe", 3)])
+def test_where_any_move_may_end_the_game_the_candidates_are_narrowed(game, line):
+    """Any mark or disc may complete a line, so every one is a candidate, narrowed in each
+    state by terminal's conditions over the fluents: here the lines, each of ``line``
+    fluents of one role's marks."""
     e = load_engine(read_rules_file(GAMES / f"{game}.kif"), engine="compiled")
-    assert not candidates(e.game).any()
+    c = candidates(e.game)
+    for r in range(len(e.roles)):
+        assert c[r].sum() > D.MAX_SHARE * e.game.role_nmoves[r]
+    conds, turn_on = D.analyse_terms(e)[3]
+    assert conds and all(len(p) == line and not q for p, q in conds)
+    assert all(len({f[-1] for f in p}) == 1 for p, _ in conds)      # one role's marks
+
+
+@pytest.fixture(scope="module")
+def connect_four():
+    return load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")
+
+
+def _state(facts):
+    return frozenset(parse_term(f) for f in facts)
+
+
+# Red three in a row on the bottom row, yellow's two discs on top of red's first two; red to
+# move: (drop 4) completes the row, and no other move can end the game.
+RED_THREE = ["(control red)", "(disc 1 1 red)", "(disc 2 1 red)", "(disc 3 1 red)",
+             "(disc 1 2 yellow)", "(disc 2 2 yellow)"]
+
+
+def test_the_narrowing_keeps_the_move_that_completes_a_line(connect_four):
+    narrowing = D.analyse_terms(connect_four)[3]
+    red = _state(RED_THREE)
+    assert D.near_moves(narrowing, red, 0) == {parse_term("(drop 4)")}
+    assert D.near_moves(narrowing, red, 1) == set()
+    assert D.near_moves(narrowing, connect_four.initial_state(), 0) == set()
+
+
+def _marked(engine, vals):
+    """Driver B's narrowing in the state ``vals`` holds: per role, the moves it marks."""
+    data = driver_compiled.engine_data(engine)
+    near = data.decisive()[3]
+    driver_compiled._near(vals, near)
+    return [{engine.move_terms[r][m] for m in np.nonzero(near[6][r] == near[7][0])[0]} for r in range(2)]
+
+
+def test_both_drivers_narrow_alike_along_random_games(connect_four):
+    """Driver B counts the conditions' fluents only where they changed since its last call:
+    along random games (and jumps between them, as a search's playouts make) it marks the
+    moves driver A's set arithmetic finds, in every state."""
+    from agent.engine import kernels as K
+    narrowing = D.analyse_terms(connect_four)[3]
+    g = connect_four.game
+    vals = K.new_vals(g)
+    rng = np.random.default_rng(3)
+    seen_some = 0
+    for _ in range(12):
+        s = connect_four.initial_state()
+        while not connect_four.is_terminal(s):
+            K.load_state(g, connect_four.pack(s), vals)
+            want = [D.near_moves(narrowing, s, r) for r in range(2)]
+            assert _marked(connect_four, vals) == want
+            seen_some += bool(want[0] or want[1])
+            joint = []
+            for r in range(2):
+                ms = connect_four.legal_moves(s, r)
+                joint.append(ms[rng.integers(len(ms))])
+            s = connect_four.next_state(s, joint)
+    assert seen_some > 10
+
+
+def test_a_scrambled_connect_four_has_the_same_conditions(connect_four):
+    text = re.sub(r";[^\n]*", "", (GAMES / "connectFour.kif").read_text())
+    scr = Scrambler(text, seed=5)
+    scrambled = load_engine(parse_rules(scr.text(text)), engine="compiled")
+    fwd = scr.forward
+
+    def rename(t):
+        return tuple(rename(x) for x in t) if isinstance(t, tuple) else fwd.get(t, t)
+
+    conds, turn_on = D.analyse_terms(connect_four)[3]
+    s_conds, s_turn_on = D.analyse_terms(scrambled)[3]
+    assert {(frozenset(map(rename, p)), frozenset(map(rename, q))) for p, q in conds} == set(s_conds)
+    red = scrambled.roles.index(rename("red"))
+    assert D.near_moves((s_conds, s_turn_on), _state([]) | {rename(f) for f in _state(RED_THREE)}, red) == \
+        {rename(parse_term("(drop 4)"))}
+
+
+def test_the_mark_that_sends_the_opponent_elsewhere_stops_a_win():
+    """nineBoard's board to play on is a fluent no frame axiom keeps: the last mark sets it.
+    So any mark of the other player may stop a win, not only one on the winning cell."""
+    e = load_engine(read_rules_file(GAMES / "nineBoardTicTacToe.kif"), engine="compiled")
+    _, stoppers, _, _ = D.analyse_terms(e)
+    for (d, w), ms in stoppers.items():
+        assert len({m for c, m in ms if c != d}) > 9, (w, len(ms))
+
+
+# Yellow to move; red threatens (drop 4), which completes its bottom row.
+RED_THREAT = ["(control yellow)", "(disc 1 1 red)", "(disc 2 1 red)", "(disc 3 1 red)",
+              "(disc 1 2 yellow)", "(disc 2 2 yellow)", "(disc 5 1 red)"]
+
+
+@pytest.mark.parametrize("driver", [driver_compiled, driver_sm])
+def test_a_connect_four_playout_takes_the_win(connect_four, driver, monkeypatch):
+    """Each of yellow's seven moves searched once (one playout each, from red to move): after
+    any move but the block, red's playout takes its win, so each is worth 0 to yellow, on
+    every seed; without decisive moves red's random first move misses the win most times."""
+    state = _state(RED_THREAT)
+
+    def others_q():
+        qs = []
+        for seed in range(6):
+            r = driver.search(connect_four, state, 1, load_persona("tournament"), seed=seed, limit=7,
+                              solver=False)
+            qs += [q for m, q in zip(r.moves, r.q) if render(m) != "(drop 4)"]
+        return qs
+
+    assert all(q == 0 for q in others_q())
+    monkeypatch.setattr(D, "candidates", lambda g: np.zeros((int(g.n_roles), 1), np.uint8))
+    driver_compiled.engine_data(connect_four)._decisive = None      # (cached per engine)
+    q_off = others_q()
+    driver_compiled.engine_data(connect_four)._decisive = None
+    assert np.mean(q_off) > 10, q_off
 
 
 # White to move, no white piece near row 8 or near black's runner on (5, 2), which wins from
@@ -160,7 +277,7 @@ def test_without_the_rescue_the_runner_gets_through(breakthrough, monkeypatch):
 def test_the_stoppers_of_a_win_come_from_the_rules(breakthrough):
     """The moves that may stop white's (5, 7) -> (5, 8): black's captures onto (5, 7) among
     them, and few of black's 155 moves in all."""
-    rows, stops = analyse(breakthrough.game)
+    rows, stops, _ = analyse(breakthrough.game)
     w = breakthrough.move_terms[0].index(parse_term("(step 5 7 5 8)"))
     mine = {render(breakthrough.move_terms[1][k]) for k in np.nonzero(stops[rows[0, w], 1])[0]}
     assert {"(step 4 8 5 7)", "(step 6 8 5 7)"} <= mine and len(mine) <= 10, mine
