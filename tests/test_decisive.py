@@ -118,35 +118,47 @@ def test_the_narrowing_keeps_the_move_that_completes_a_line(connect_four):
 
 def _marked(engine, vals):
     """Driver B's narrowing in the state ``vals`` holds: per role, the moves it marks."""
-    data = driver_compiled.engine_data(engine)
-    near = data.decisive()[3]
+    near = driver_compiled.engine_data(engine).decisive()[3]
     driver_compiled._near(vals, near)
-    return [{engine.move_terms[r][m] for m in np.nonzero(near[6][r] == near[7][0])[0]} for r in range(2)]
+    return [{engine.move_terms[r][m] for m in np.nonzero(near[6][r, :len(engine.move_terms[r])] == near[7][0])[0]}
+            for r in range(2)]
 
 
-def test_both_drivers_narrow_alike_along_random_games(connect_four):
-    """Driver B counts the conditions' fluents only where they changed since its last call:
-    along random games (and jumps between them, as a search's playouts make) it marks the
-    moves driver A's set arithmetic finds, in every state."""
+@pytest.mark.parametrize("game", ["connectFour", "nineBoardTicTacToe"])
+def test_both_drivers_narrow_alike_along_random_games(game):
+    """Driver B counts the conditions' fluents only where they changed since its last call,
+    and keeps a move only where its rule for the missing fluent holds in the state (the
+    disc lands on the missing cell).  Along random games (and jumps between them, as a
+    search's playouts make) it marks a subset of the moves driver A's set arithmetic finds,
+    and every move that wins at once is marked, in every state."""
     from agent.engine import kernels as K
-    narrowing = D.analyse_terms(connect_four)[3]
-    g = connect_four.game
+    e = load_engine(read_rules_file(GAMES / f"{game}.kif"), engine="compiled")
+    narrowing = D.analyse_terms(e)[3]
+    g = e.game
     vals = K.new_vals(g)
     rng = np.random.default_rng(3)
-    seen_some = 0
+    wins_seen = fewer = 0
     for _ in range(12):
-        s = connect_four.initial_state()
-        while not connect_four.is_terminal(s):
-            K.load_state(g, connect_four.pack(s), vals)
-            want = [D.near_moves(narrowing, s, r) for r in range(2)]
-            assert _marked(connect_four, vals) == want
-            seen_some += bool(want[0] or want[1])
-            joint = []
+        s = e.initial_state()
+        while not e.is_terminal(s):
+            K.load_state(g, e.pack(s), vals)
+            wide = [D.near_moves(narrowing, s, r) for r in range(2)]
+            marked = _marked(e, vals)
+            legal = [e.legal_moves(s, r) for r in range(2)]
             for r in range(2):
-                ms = connect_four.legal_moves(s, r)
-                joint.append(ms[rng.integers(len(ms))])
-            s = connect_four.next_state(s, joint)
-    assert seen_some > 10
+                assert marked[r] <= wide[r]
+                fewer += len(wide[r] - marked[r])
+                for m in legal[r]:
+                    joint = [m if i == r else legal[i][0] for i in range(2)]
+                    after = e.next_state(s, joint)
+                    if e.is_terminal(after) and 100 in e.goal_values(after)[r]:
+                        assert m in marked[r], (s, m)
+                        wins_seen += 1
+            joint = [ms[rng.integers(len(ms))] for ms in legal]
+            s = e.next_state(s, joint)
+    assert wins_seen > 5
+    if game == "connectFour":
+        assert fewer > 0       # drops that land below or above the missing cell
 
 
 def test_a_scrambled_connect_four_has_the_same_conditions(connect_four):

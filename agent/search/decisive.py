@@ -172,30 +172,35 @@ def _dnf(g, atom, is_move, memo, active) -> list:
     active.add(atom)
     out = set()
     for r in range(g.rule_start[atom], g.rule_start[atom + 1]):
-        conds = [(frozenset(), frozenset())]
-        for x in g.lits[g.lit_start[r]:g.lit_start[r + 1]]:
-            b, neg = int(x >> 1), int(x & 1)
-            if b < g.n_base:
-                one = frozenset((b,))
-                conds = [(p, q | one) if neg else (p | one, q) for p, q in conds]
-            elif not neg:
-                sub = _dnf(g, b, is_move, memo, active)
-                conds = [(p | p2, q | q2) for p, q in conds for p2, q2 in sub]
-            else:
-                sub = _dnf(g, b, is_move, memo, active)
-                if all(len(p2) + len(q2) == 1 for p2, q2 in sub):
-                    flip_p = frozenset(x for _, q2 in sub for x in q2)
-                    flip_q = frozenset(x for p2, _ in sub for x in p2)
-                    conds = [(p | flip_p, q | flip_q) for p, q in conds]
-            conds = [(p, q) for p, q in conds if not p & q]   # (never true: dropped)
-            if len(conds) > MAX_CONDITIONS:
-                raise _TooBig
-        out.update(conds)
+        out.update(_body_dnf(g, g.lits[g.lit_start[r]:g.lit_start[r + 1]], is_move, memo, active))
         if len(out) > MAX_CONDITIONS:
             raise _TooBig
     active.discard(atom)
     memo[atom] = list(out)
     return memo[atom]
+
+
+def _body_dnf(g, lits, is_move, memo, active) -> list:
+    """A rule body (its literals) as conditions over the fluents (``_dnf``)."""
+    conds = [(frozenset(), frozenset())]
+    for x in lits:
+        b, neg = int(x >> 1), int(x & 1)
+        if b < g.n_base:
+            one = frozenset((b,))
+            conds = [(p, q | one) if neg else (p | one, q) for p, q in conds]
+        elif not neg:
+            sub = _dnf(g, b, is_move, memo, active)
+            conds = [(p | p2, q | q2) for p, q in conds for p2, q2 in sub]
+        else:
+            sub = _dnf(g, b, is_move, memo, active)
+            if all(len(p2) + len(q2) == 1 for p2, q2 in sub):
+                flip_p = frozenset(x for _, q2 in sub for x in q2)
+                flip_q = frozenset(x for p2, _ in sub for x in p2)
+                conds = [(p | flip_p, q | flip_q) for p, q in conds]
+        conds = [(p, q) for p, q in conds if not p & q]   # (never true: dropped)
+        if len(conds) > MAX_CONDITIONS:
+            raise _TooBig
+    return conds
 
 
 def _conditions(g, is_move):
@@ -246,13 +251,17 @@ def near_arrays(g, cond, width: int):
       ``missing`` int32[n] (positive fluents off), ``broken`` int32[n] (negated fluents on),
       ``seen`` uint8[n_base + 8] (the state they count), ``near_list`` int32[n] and
       ``near_at`` int32[n] (the conditions with one positive fluent missing and none
-      broken, and where each is in the list, -1 if not), ``n_near`` int32[1].
+      broken, and where each is in the list, -1 if not), ``n_near`` int32[1];
+    - per (fluent, move) entry of ``on_move``, the conditions under which the move turns the
+      fluent on, which the state decides (``_guard``): ``guard_start`` int32[k + 1] (entry
+      k's conditions), ``rule_start`` int32[...] and ``guard_lit`` int32[...] (fluent * 2,
+      + 1 if negated; -1: the move is not tested).
 
     No conditions for None (the candidates are not narrowed)."""
     R = int(g.n_roles)
     n_base = int(g.n_base)
     kept, turn_on = cond if cond is not None else ([], {})
-    move_of, _ = _moves(g)
+    move_of, is_move = _moves(g)
     n = len(kept)
     cond_start = np.zeros(n + 1, np.int32)
     lits = []
@@ -268,11 +277,23 @@ def near_arrays(g, cond, width: int):
     fl_start = np.zeros(n_base + 1, np.int32)
     pairs = []
     fl_cond = []
+    guards = []     # per (fluent, move): its guard conditions (lists of literals), None: untested
+    memo: dict = {}
     for f in range(n_base):
-        pairs += sorted(move_of[a] for a in turn_on.get(f, ()))
+        atoms = sorted(turn_on.get(f, ()), key=lambda a: move_of[a])
+        pairs += [move_of[a] for a in atoms]
+        guards += [_guard(g, f, a, is_move, memo) for a in atoms]
         on_start[f + 1] = len(pairs)
         fl_cond += readers[f]
         fl_start[f + 1] = len(fl_cond)
+    guard_start = np.zeros(len(guards) + 1, np.int32)      # entry k: rules guard_start[k]..
+    rule_start = [0]
+    glits = []
+    for k, rules in enumerate(guards):
+        for body in rules if rules is not None else [None]:
+            glits += body if body is not None else [-1]     # (-1: the move is not tested)
+            rule_start.append(len(glits))
+        guard_start[k + 1] = len(rule_start) - 1
     missing = np.array([len(p) for p, _ in kept], np.int32)     # counted from no fluent on
     near_list = np.zeros(n, np.int32)
     near_at = np.full(n, -1, np.int32)
@@ -282,7 +303,36 @@ def near_arrays(g, cond, width: int):
     return (cond_start, np.array(lits, np.int32), on_start, np.array(pairs, np.int32).reshape(-1, 2),
             fl_start, np.array(fl_cond, np.int32), np.zeros((R, width), np.int64), np.zeros(1, np.int64),
             missing, np.zeros(n, np.int32), np.zeros(n_base + 8, np.uint8), near_list, near_at,
-            np.array([len(ones)], np.int32))
+            np.array([len(ones)], np.int32), guard_start, np.array(rule_start, np.int32),
+            np.array(glits, np.int32))
+
+
+def _guard(g, f, move, is_move, memo):
+    """The conditions over the fluents under which ``move`` turns fluent ``f`` on (each as
+    literals: fluent * 2, + 1 if negated), which a state decides: a playout reads them before
+    it steps the move (connectFour's drop lands on the missing cell or not).  Written out
+    through the derived atoms (the network keeps no value for most of them) as ``_dnf``
+    does, so a condition may be weaker than the rule, never stronger.  None where a rule
+    reads ``move`` only through another rule, or its other literals cannot be written out:
+    then the move is stepped untested."""
+    nxt = int(g.next_atom[f])
+    out = []
+    for r in range(g.rule_start[nxt], g.rule_start[nxt + 1]):
+        lits = [int(x) for x in g.lits[g.lit_start[r]:g.lit_start[r + 1]]]
+        if 2 * f in lits:
+            continue                        # the frame axiom: keeps f, never turns it on
+        if 2 * move not in lits:
+            if move in _moves_below(g, [x >> 1 for x in lits if not x & 1], is_move):
+                return None
+            continue                        # a rule of another move
+        try:
+            conds = _body_dnf(g, [x for x in lits if x != 2 * move], is_move, memo, set())
+        except (_TooBig, RecursionError):
+            return None
+        out += [[2 * x for x in sorted(p)] + [2 * x + 1 for x in sorted(q)] for p, q in conds]
+        if len(out) > MAX_CONDITIONS:
+            return None
+    return out
 
 
 # The stoppers' analysis keeps, for every atom, the fluents and moves it reads (with the

@@ -156,13 +156,27 @@ def _near(vals, near):
                 _recount(near, c)
     stamp[0] += 1
     s = stamp[0]
+    guard_start, rule_start, guard_lit = near[14], near[15], near[16]
     for i in range(n_near[0]):
         c = near_list[i]
         for j in range(cond_start[c], cond_start[c + 1]):
             f = cond_lit[j] >> 1
             if vals[f] != 1:    # (the positive one missing: negated fluents come after it)
                 for k in range(on_start[f], on_start[f + 1]):
-                    mark[on_move[k, 0], on_move[k, 1]] = s
+                    # only where one of the move's rules for f holds in this state (stepping
+                    # every drop into a column whose line lacks a cell higher up tripled a
+                    # connectFour playout's steps)
+                    for q in range(guard_start[k], guard_start[k + 1]):
+                        holds = True
+                        for x in guard_lit[rule_start[q]:rule_start[q + 1]]:
+                            if x < 0:
+                                break
+                            if (vals[x >> 1] == 1) == (x & 1 == 1):
+                                holds = False
+                                break
+                        if holds:
+                            mark[on_move[k, 0], on_move[k, 1]] = s
+                            break
                 break
 
 
@@ -407,7 +421,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     mobility, role_facts, rel_counts, raw, wbuf = b(bufs[12]), b(bufs[13]), b(bufs[14]), b(bufs[15]), b(bufs[16])
     wins, stops, best = b(wins), b(stops), b(best)
     near = (b(near[0]), b(near[1]), b(near[2]), b(near[3]), b(near[4]), b(near[5]), b(near[6]), b(near[7]),
-            b(near[8]), b(near[9]), b(near[10]), b(near[11]), b(near[12]), b(near[13]))
+            b(near[8]), b(near[9]), b(near[10]), b(near[11]), b(near[12]), b(near[13]), b(near[14]),
+            b(near[15]), b(near[16]))
     plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
     R = g.n_roles
     horizon = int(params[P_HORIZON])
