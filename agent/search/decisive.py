@@ -16,9 +16,10 @@ replaced by one of those that leaves no win (anti-decisive moves).
 Where more than ``MAX_SHARE`` of a role's moves are candidates (connectFour, the tic-tac-
 toes: any disc or mark may complete a line), stepping them all cost more than it gave.  There
 the candidates are narrowed in each state by terminal's conditions written out over the
-fluents (``near``): a move can end the game only by turning on the one fluent a condition
-still lacks ("one input missing"), so a playout steps only the legal moves that turn on such
-a fluent: none in most states, the move that completes a line of three in the others.
+fluents (``conditions``): a move can end the game only by turning on the one fluent a
+condition still lacks ("one input missing"), so a playout steps only the legal moves that
+turn on such a fluent, and only where the move's rule for that fluent holds in the state
+(``_guard``): none in most states, the move that completes a line of three in the others.
 
 Read from the ground rules' structure alone (``CompiledGame``'s rule arrays), so a scrambled
 game gets the same candidates.  Not found: a win made by turning a fluent *off* (capturing
@@ -190,6 +191,8 @@ def _body_dnf(g, lits, is_move, memo, active) -> list:
             conds = [(p, q | one) if neg else (p | one, q) for p, q in conds]
         elif not neg:
             sub = _dnf(g, b, is_move, memo, active)
+            if len(conds) * len(sub) > MAX_CONDITIONS:
+                raise _TooBig
             conds = [(p | p2, q | q2) for p, q in conds for p2, q2 in sub]
         else:
             sub = _dnf(g, b, is_move, memo, active)
