@@ -1,8 +1,8 @@
 """Decisive and anti-decisive moves in playouts (issue #34): the moves that may end the game,
 and for each the moves that may stop it, are found from the rules' structure (the same on a
 scrambled sheet); a live-play playout takes a winning move when its mover has one, and
-replaces a move that lets the next mover win by one that stops it; where every move may end
-the game, none is tried.
+replaces a move that lets the next mover win by one that stops it; where any move may end the
+game, the moves tried are narrowed in each state by terminal's conditions (its lines).
 """
 from __future__ import annotations
 
