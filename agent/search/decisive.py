@@ -155,6 +155,10 @@ class _TooBig(Exception):
 # conditions, each with at most MAX_LITERALS literals: a playout reads them at every ply.
 MAX_CONDITIONS = 4096
 MAX_LITERALS = 64
+# ... and where at most this many moves (all roles) may complete one: their analysis (the
+# stoppers of each, the rule that turns each fluent on) runs in the start clock, and took
+# 37 s on a chess endgame's 1,724 (nineBoard has 162, connectFour 16, draughts 340).
+MAX_NARROWED = 400
 
 
 def _dnf(g, atom, is_move, memo, active) -> list:
@@ -206,7 +210,20 @@ def _body_dnf(g, lits, is_move, memo, active) -> list:
     return conds
 
 
+# The last game's conditions: ``candidates`` and ``conditions`` both need them for one game
+# (``analyse``), and on the largest narrowed games of the corpus (a chess endgame: 896
+# conditions, 1,304 candidates) writing them out takes seconds.
+_LAST: list = [None, None]
+
+
 def _conditions(g, is_move):
+    """``_write_out``, the last game's answer kept."""
+    if _LAST[0] is not g:
+        _LAST[:] = [g, _write_out(g, is_move)]
+    return _LAST[1]
+
+
+def _write_out(g, is_move):
     """(terminal's conditions that a single move may complete, sorted; per fluent they lack,
     the move atoms that may turn it on), or None where terminal cannot be written out within
     the bounds.  A condition with no positive fluent is not kept (only turning a fluent off
@@ -233,10 +250,10 @@ def _conditions(g, is_move):
             continue
         if any(on[f] for f in p):
             kept.append((tuple(sorted(p)), tuple(sorted(q))))
-    if not kept:
+    used = {f for p, _ in kept for f in p}
+    if not kept or len(set().union(*(on[f] for f in used))) > MAX_NARROWED:
         return None
     kept.sort()
-    used = {f for p, _ in kept for f in p}
     return kept, {f: on[f] for f in sorted(used)}
 
 
