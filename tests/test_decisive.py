@@ -293,3 +293,11 @@ def test_the_stoppers_of_a_win_come_from_the_rules(breakthrough):
     w = breakthrough.move_terms[0].index(parse_term("(step 5 7 5 8)"))
     mine = {render(breakthrough.move_terms[1][k]) for k in np.nonzero(stops[rows[0, w], 1])[0]}
     assert {"(step 4 8 5 7)", "(step 6 8 5 7)"} <= mine and len(mine) <= 10, mine
+
+
+def test_a_game_with_too_many_completing_moves_is_not_narrowed(monkeypatch):
+    """The narrowing's analysis runs in the start clock: past ``MAX_NARROWED`` moves that may
+    complete a condition (a chess endgame has 1,724) the game gets no candidates at all."""
+    monkeypatch.setattr(D, "MAX_NARROWED", 10)
+    e = load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")   # 14 such moves
+    assert D.conditions(e.game) is None and not candidates(e.game).any()
