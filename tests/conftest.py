@@ -39,3 +39,19 @@ def refusal_kind(message: str) -> str:
     if message.startswith("recursion restriction"):
         return "recursion restriction"
     return message
+
+
+@pytest.fixture
+def no_decisive(monkeypatch):
+    """Live-play searches without decisive and anti-decisive moves (a live-play deviation of
+    issue #34, on a compiled engine only): for tests of the spec's own parameters, and of the
+    two drivers alike where one runs on Prolog, which gets none."""
+    from agent.search import driver_compiled, driver_sm, params
+
+    def build(*args, **kw):
+        p, rp = params.build(*args, **kw)
+        p[params.P_DECISIVE] = 0.0
+        return p, rp
+
+    monkeypatch.setattr(driver_compiled, "build", build)
+    monkeypatch.setattr(driver_sm, "build", build)

@@ -38,7 +38,9 @@ def test_goal_reading():
 
 @pytest.mark.parametrize("thesis", [False, True], ids=["live", "thesis"])
 @pytest.mark.parametrize("name", ["survivor", "attacker", "sanguine", "champion"])
-def test_both_drivers_same_q_and_visits(name, thesis):
+def test_both_drivers_same_q_and_visits(name, thesis, no_decisive):
+    # (live play on the compiled engine takes decisive moves on ticTacToe, driver A on Prolog
+    # none: the leaf is compared without them)
     p = load_persona(name).replace(limit=150)
     g = TicTacToe(TTT, False)
     for state, role in ((g.sm.initial_state(), 0), (g.state("x.. .o. ..x", "o"), 1)):

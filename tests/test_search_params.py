@@ -140,9 +140,10 @@ def test_charge_depth_cuts_playouts_to_charge_defaults(make):
 
 
 # ------------------------------------------------------------------ playout policy
-def test_epsilon_uses_mast(make):
+def test_epsilon_uses_mast(make, no_decisive):
     # after `a` one of ten moves wins (100), the rest lose; `b` gives 40 at once.  Random
-    # playouts value `a` near 10; MAST playouts learn the winning move
+    # playouts value `a` near 10; MAST playouts learn the winning move (without decisive
+    # moves, which would take the needle in every playout)
     sm = needle(make)
     s0 = sm.initial_state()
     base = dict(horizon=1, tree_discount=1.0, charge_discount=1.0, rave=0, grave=0)
