@@ -215,7 +215,8 @@ class Player:
     """One role of one match; every method runs in the process that owns the reasoner."""
 
     def __init__(self, rules_text: str, role_text: str, play_clock: float, persona_spec=None,
-                 seed: int | None = None, use_engine: bool = True, use_search: bool = True):
+                 seed: int | None = None, use_engine: bool = True, use_search: bool = True,
+                 threads: int = 1):
         self.rules_text = rules_text
         self.role_text = role_text
         self.play_clock = play_clock
@@ -224,6 +225,7 @@ class Player:
         self.seed = seed if seed is not None else random.randrange(2 ** 31)
         self.use_engine = use_engine
         self.use_search = use_search
+        self.threads = threads      # search threads (root parallelism on the compiled engine)
         self.description = None
         self.role_index = None
         self.prolog = None
@@ -450,7 +452,8 @@ class Player:
                     on_best(render_spaced(move), sims)
             result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
                                   limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
-                                  tree=self.tree, on_progress=progress, heuristic=self.evaluation())
+                                  tree=self.tree, on_progress=progress, heuristic=self.evaluation(),
+                                  threads=self.threads)
             self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))

@@ -22,7 +22,8 @@ Both sides search afresh every move (no tree reuse); sides alternate every game.
 Head to head (``--versus DIR``): this version's champion against the champion of the
 checkout DIR at ``--seconds`` a move, each version in a child process of its own (two
 versions of the agent package cannot share one process), sides alternating; results in
-search-versus.jsonl.  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
+search-versus.jsonl; ``--threads N`` gives this version N search threads (the other searches
+on one: what a second core gives).  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
 games at another clock; the report shows every search-versus*.jsonl and
 search-scaling*.jsonl with each side's simulations per move, and the reading in
 search-equal-time.md.
@@ -343,9 +344,10 @@ class ChildPlayer:
     game's moves (GDL text) on its own engine and answers with its decision; the search's
     own clock (``seconds``, from the call's entry to its deadline) is the one that counts."""
 
-    def __init__(self, root: Path, games: list):
+    def __init__(self, root: Path, games: list, threads: int = 1):
         self.proc = subprocess.Popen([sys.executable, __file__, "--versus-child", "--root", str(root),
-                                      "--games", *games], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                      "--threads", str(threads), "--games", *games],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
             raise SystemExit(f"the player of {root} did not start (see its error above)")
@@ -398,6 +400,8 @@ def versus_child(args) -> None:
             state = eng.next_state(state, [parse_term(m) for m in joint])
         moves = req["moves"]
         kw = dict(req["kw"], heuristic=heuristics[req["game"]]) if heuristics[req["game"]] is not None else req["kw"]
+        if args.threads > 1:     # (a version before root parallelism has no such argument)
+            kw = dict(kw, threads=args.threads)
         res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **kw)
         print(json.dumps({"move": render(res.move), "simulations": int(res.simulations),
                           "elapsed": res.elapsed, "nodes": int(res.nodes),
@@ -418,7 +422,7 @@ def run_versus(args) -> None:
         raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
     out = Path(args.versus_out)
     done = finished(out, lambda r: (r["game"], r["index"]))
-    new = ChildPlayer(ROOT, args.games)
+    new = ChildPlayer(ROOT, args.games, args.threads)
     old = ChildPlayer(Path(args.versus), args.games)
     opponent = f"champion {old.ready['commit']}"
     todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
@@ -438,6 +442,7 @@ def run_versus(args) -> None:
                 res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
                 rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
                        "mode": "time", "index": i, "budget": args.seconds, "seed": args.seed, "champion_role": new_role,
+                       **({"threads": args.threads} if args.threads > 1 else {}),
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -617,10 +622,13 @@ def equal_time_section(args) -> list:
         games = " ".join(games_of(recs))
         loads = [r["load"] for r in recs if "load" in r]
         seed = recs[-1].get("seed", 2024)
-        lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')} against "
+        threads = recs[-1].get("threads", 1)
+        lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')}"
+                  + (f" on {threads} threads" if threads > 1 else "") + f" against "
                   f"{recs[-1]['opponent']}, load {min(loads):.1f} to {max(loads):.1f}:", "",
                   "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
                   f"--games {games}" + (f" --seed {seed}" if seed != 2024 else "")
+                  + (f" --threads {threads}" if threads > 1 else "")
                   + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
                   "```", ""] + win_table(recs, speeds=True) + [""]
     for path in scaling:
@@ -667,6 +675,8 @@ def main(argv=None) -> int:
     ap.add_argument("--versus", help="this version's champion against the champion of the "
                     "checkout DIR at --seconds a move, in two child processes (then the report)")
     ap.add_argument("--versus-out", default=str(VERSUS))
+    ap.add_argument("--threads", type=int, default=1, help="--versus: this version's search threads "
+                    "(root parallelism; the other version searches on one)")
     ap.add_argument("--versus-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)

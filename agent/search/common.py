@@ -33,6 +33,12 @@ class SearchTree:
     states: list = field(default_factory=list)
     # driver A: each state's first node (transpositions; driver B's table is ``arrays.tt``)
     index: dict = field(default_factory=dict)
+    # the bytes this tree's node and slot pools may take (``node_capacity``): None for
+    # TREE_BYTES, or its share when several threads search trees of their own (``share``)
+    budget: int | None = None
+    # driver B on several threads: the other threads' trees of the same root (root
+    # parallelism), moved on with this one by ``advance``
+    helpers: list = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -72,29 +78,62 @@ def amaf_rows(max_nodes: int, n_roles: int, n_moves: int) -> int:
     return max(1, min(max_nodes, AMAF_BYTES // max(1, n_roles * n_moves * 8)))
 
 
-def node_capacity(want: int, n_roles: int, state_words: int, slots_per_node: int) -> int:
-    """``want`` nodes, or as many as fit in ``TREE_BYTES`` (the node arrays of ``T.new_tree``
-    and ``slots_per_node`` slots each)."""
+def share(threads: int) -> int | None:
+    """The tree budget of each of ``threads`` trees searched at once: None (all of
+    TREE_BYTES) for one."""
+    return None if threads <= 1 else TREE_BYTES // threads
+
+
+def node_capacity(want: int, n_roles: int, state_words: int, slots_per_node: int,
+                  budget: int | None = None) -> int:
+    """``want`` nodes, or as many as fit in ``budget`` bytes (None: ``TREE_BYTES``; the node
+    arrays of ``T.new_tree`` and ``slots_per_node`` slots each)."""
     per_node = (8 + 1 + 1 + 4 + 1 + 4 + 4 + 8 + 4       # visits .. child_key, amaf_row
                 + n_roles * (8 + 8 + 4)                 # pval, slot_off, slot_count
                 + 8 * state_words + (16 if state_words else 0)  # the state; table slots (T.tt_size: <= 4 x 4 bytes)
                 + slots_per_node * (4 + 8 + 8 + 4))     # slot_move, slot_n, slot_q, slot_child
-    return max(1, min(int(want), TREE_BYTES // per_node))
+    return max(1, min(int(want), (TREE_BYTES if budget is None else budget) // per_node))
 
 
-def root_choice(arrays: T.Tree, params, default: float, rng, me: int):
+def root_choice(arrays: T.Tree, params, default: float, rng, me: int, others=()):
     """The root's statistics for role ``me`` and the persona's choice among its slots:
-    (slot ids of the moves, q, visits, index chosen), in slot order."""
+    (slot ids of the moves, q, visits, index chosen), in slot order.  ``others``: trees of
+    the same root searched by other threads; their visits add to ``arrays``' and each Q is
+    the visit-weighted mean (root parallelism; the proofs ``choose`` reads are ``arrays``')."""
     cnt = int(arrays.slot_count[0, me])
     q = np.zeros(cnt)
     n = np.zeros(cnt, np.int64)
     T.root_stats(arrays, me, default, q, n)
+    if len(others):
+        q, n = merged_root_stats(arrays, others, me, default, q, n)
     if cnt and n.max() == 0:        # not one simulation finished (a clock on a slow engine)
         k = fallback_choice(arrays, me, default, rng)
     else:
         k = int(T.choose(arrays, params, q, n, rng))
     off = int(arrays.slot_off[0, me])
     return [int(arrays.slot_move[off + j]) for j in range(cnt)], q, n, k
+
+
+def merged_root_stats(arrays: T.Tree, others, me: int, default: float, q, n):
+    """``arrays``' root statistics (``q``, ``n``, slot order) with those of ``others`` added,
+    matched by move id (a helper's root was expanded alike, but it costs nothing to be sure)."""
+    off = int(arrays.slot_off[0, me])
+    at = {int(arrays.slot_move[off + k]): k for k in range(len(n))}
+    total = q * n
+    n = n.copy()
+    for o in others:
+        c = int(o.slot_count[0, me])
+        oq = np.zeros(c)
+        on = np.zeros(c, np.int64)
+        T.root_stats(o, me, default, oq, on)
+        ooff = int(o.slot_off[0, me])
+        for j in range(c):
+            k = at.get(int(o.slot_move[ooff + j]))
+            if k is not None and on[j] > 0:
+                total[k] += oq[j] * on[j]
+                n[k] += on[j]
+    out = np.where(n > 0, total / np.maximum(n, 1), default)
+    return out, n
 
 
 def one_ply_values(arrays: T.Tree, me: int, default: float) -> np.ndarray:
@@ -223,18 +262,18 @@ def find_child(st: SearchTree, joint_move) -> int:
     return int(T.get_child(a, 0, slots))
 
 
-def _copy_size(src: T.Tree, capacity: int) -> tuple:
+def _copy_size(src: T.Tree, capacity: int, budget: int | None) -> tuple:
     """(nodes, slots per node) of ``compact_into``'s copy asked for ``capacity`` nodes."""
     R = src.mast_n.shape[0]
     used_slots = max(1, int(src.meta[T.M_SLOTS]))
     per_node = max(4, used_slots // max(1, int(src.meta[T.M_NODES])) + 2)
-    return max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node)), per_node
+    return max(int(src.meta[T.M_NODES]), node_capacity(capacity, R, src.state.shape[1], per_node, budget)), per_node
 
 
 def can_grow(st: SearchTree, capacity: int) -> bool:
-    """Whether a copy asked for ``capacity`` nodes would hold more than ``st`` does (at
-    ``TREE_BYTES`` it cannot: copying the whole tree then only costs time)."""
-    return _copy_size(st.arrays, capacity)[0] > st.capacity
+    """Whether a copy asked for ``capacity`` nodes would hold more than ``st`` does (at its
+    ``budget`` it cannot: copying the whole tree then only costs time)."""
+    return _copy_size(st.arrays, capacity, st.budget)[0] > st.capacity
 
 
 def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
@@ -242,7 +281,7 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     nodes (slots scaled alike)."""
     src = st.arrays
     R, M = src.mast_n.shape
-    capacity, per_node = _copy_size(src, capacity)
+    capacity, per_node = _copy_size(src, capacity, st.budget)
     slots = max(src.slot_move.shape[0], capacity * per_node)
     # a tree made with one AMAF row (no RAVE: nothing reads them) keeps one
     rows = amaf_rows(capacity, R, M) if src.amaf_n.shape[0] > 1 else 1
@@ -259,7 +298,7 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
         for new, s in enumerate(states):    # in id order, as T.tt_index
             index.setdefault(s, new)
     root_state = st.states[new_root] if st.states else None
-    return SearchTree(st.kind, dst, root_state, st.move_terms, st.move_index, states, index)
+    return SearchTree(st.kind, dst, root_state, st.move_terms, st.move_index, states, index, st.budget)
 
 
 def advance(st: SearchTree | None, joint_move) -> SearchTree | None:
@@ -273,4 +312,5 @@ def advance(st: SearchTree | None, joint_move) -> SearchTree | None:
     new = compact_into(st, child, st.capacity)
     if st.kind == "compiled":
         new.root_state = None   # the compiled driver reads the packed state of node 0
+    new.helpers = [h for h in (advance(x, joint_move) for x in st.helpers) if h is not None]
     return new

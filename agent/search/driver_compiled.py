@@ -8,6 +8,7 @@ the result of a fixed ``limit``.  ``search_batch`` runs many fresh-tree decision
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import weakref
 
@@ -25,13 +26,14 @@ from . import params as P
 from . import rng as RNG
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
-                     root_choice, root_proven, root_settled, searched, start_counts)
+                     root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER,
                      P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
+HELPER_SEED_STEP = 0x632BE59BD9B4E019   # thread i's streams: make_rng(seed + i * this), mixed apart
 NO_LEGAL_MOVE = -2
 
 
@@ -375,7 +377,7 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
     L.raw_features(gr, terminal, length, mobility, role_facts, rel_counts, me, raw)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)    # nogil: root-parallel threads (``search(threads=)``) run at once
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b,
              wins, stops, best, near):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
@@ -671,6 +673,16 @@ class _EngineData:
         self.evaluation = (None, None)     # (heuristic, its arrays): the last one asked for
         self._decisive = None
         self._game = g
+        self._scratch: dict = {}
+
+    def scratch(self, i: int):
+        """Thread ``i``'s own (vals, near) for root-parallel searches (``vals`` and ``near``
+        change as a simulation runs); thread 0's are ``vals`` and ``decisive()``'s."""
+        if i == 0:
+            return self.vals, self.decisive()[3]
+        if i not in self._scratch:
+            self._scratch[i] = (K.new_vals(self._game), tuple(a.copy() for a in self.decisive()[3]))
+        return self._scratch[i]
 
     def decisive(self):
         """``decisive.analyse`` shaped as the tree's move ids, ``decisive.best_goals`` and
@@ -732,36 +744,24 @@ def engine_data(engine) -> _EngineData:
     return d
 
 
-def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int = 0) -> SearchTree:
+def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int = 0,
+                      budget: int | None = None) -> SearchTree:
     g = engine.game
     R = len(engine.roles)
     per_node = max(8, root_slots + 8)
-    max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node)
+    max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node, budget)
     arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
                         amaf_rows(max_nodes, R, data.n_move_ids), int(g.n_words))
-    return SearchTree("compiled", arrays, None, data.move_terms, data.move_index)
+    return SearchTree("compiled", arrays, None, data.move_terms, data.move_index, budget=budget)
 
 
 def _root_slots(engine, state) -> int:
     return sum(len(engine.legal_moves(state, r)) for r in range(len(engine.roles)))
 
 
-def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
-           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None) -> SearchResult:
-    t0 = time.perf_counter()
-    g = engine.game
-    data = engine_data(engine)
-    R = len(engine.roles)
-    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
-                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0)
-    ev_w, ev_b = data.evaluation_arrays(engine, heuristic)
-    if thesis:
-        tree = None     # spec 2.1: a fresh tree and MAST table per decision
-    n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
-    packed = engine.pack(state)
-    want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
+def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals, budget):
+    """``tree`` when its root is ``state`` (grown if it must), else a fresh tree whose root
+    is expanded on ``vals``."""
     st = None
     if (tree is not None and tree.kind == "compiled" and tree.arrays.ready[0]
             and np.array_equal(tree.arrays.state[0], packed)):
@@ -777,35 +777,55 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
         free = st.capacity - st.nodes
         if max_nodes is None and st.nodes + want > st.capacity and (
                 seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, st.nodes + want):
+            helpers = st.helpers
             st = compact_into(st, 0, st.nodes + want)
+            st.helpers = helpers
     if st is None:
-        st = new_compiled_tree(engine, data, want, _root_slots(engine, state))
-        status = init_root(g, st.arrays, packed, data.vals, data.rank, data.sort)
+        st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget)
+        status = init_root(engine.game, st.arrays, packed, vals, data.rank, data.sort)
         if status == 0:
             raise ValueError("cannot search from a terminal state")
         if status < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
-    rng = make_rng(seed)
-    w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
-    start_counts(st.arrays)
-    sims = 0
-    deadline = None if seconds is None else t0 + seconds
-    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
+    return st
+
+
+class _Shared:
+    """What the threads of one search share: simulations run by each, whether one of them
+    proved the root, the first error."""
+
+    def __init__(self, threads: int):
+        self.ran = [0] * threads    # each thread writes its own entry: no lost update
+        self.stop = False
+        self.error = None
+
+    @property
+    def sims(self) -> int:
+        return sum(self.ran)
+
+
+def _run(g, data, i, st, vals, near, rng, params, rp, ev, util, me, n_limit, deadline, shared, progress=None):
+    """Thread ``i``'s simulations on ``st`` (on ``vals``, ``near``: its own) until the limit
+    (every thread's simulations together), the deadline, or a proven root in any thread."""
+    w, lo, hi, rmask, relmask = util
+    wins, stops, best = data.decisive()[:3]
     chunk = 64
-    if on_progress is not None and deadline is None:
+    if progress is not None and progress.callback is not None and deadline is None:
         chunk = 4096        # reports need a loop in chunks (numba cannot call back)
-    while n_limit is None or sims < n_limit:
-        n = chunk if n_limit is None else min(chunk, n_limit - sims)
-        if deadline is None and on_progress is None:
-            n = n_limit - sims
+    while not shared.stop and (n_limit is None or shared.sims < n_limit):
+        n = chunk if n_limit is None else min(chunk, n_limit - shared.sims)
+        if deadline is None and (progress is None or progress.callback is None):
+            n = n_limit - shared.sims
         c0 = time.perf_counter()
-        ran = simulate(g, st.arrays, params, rp, rng, n, data.vals, w, lo[role_index], hi[role_index],
-                       rmask, relmask, data.rank, data.sort, ev_w, ev_b, *data.decisive())
+        ran = simulate(g, st.arrays, params, rp, rng, n, vals, w, lo[me], hi[me], rmask, relmask,
+                       data.rank, data.sort, ev[0], ev[1], wins, stops, best, near)
         if ran < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
-        sims += ran
-        progress(st, sims)
+        shared.ran[i] += ran
+        if progress is not None:
+            progress(st, shared.sims)
         if root_settled(st.arrays, params):
+            shared.stop = True
             break
         if deadline is not None:
             now = time.perf_counter()
@@ -816,20 +836,87 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
             # overestimates the next chunk's (a 0.05 s breakthrough search overran by ~35 %)
             rate = n / max(now - c0, 1e-6)
             chunk = int(max(1, min(2 * n, rate * 0.02, rate * (deadline - now))))
-    progress(st, sims, final=True)
-    return _finish(st, data, params, rp, rng, role_index, sims, t0)
+
+
+def _helper(*args):
+    shared = args[-1]
+    try:
+        _run(*args)
+    except BaseException as e:  # re-raised by the calling thread
+        shared.error = e
+        shared.stop = True
+
+
+def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
+           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
+           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
+           heuristic=None, threads: int = 1) -> SearchResult:
+    t0 = time.perf_counter()
+    g = engine.game
+    data = engine_data(engine)
+    R = len(engine.roles)
+    params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
+                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0)
+    ev = data.evaluation_arrays(engine, heuristic)
+    if thesis:
+        tree = None     # spec 2.1: a fresh tree and MAST table per decision
+    n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
+    # Root parallelism only on a clock: a search of a fixed size stays one reproducible tree
+    threads = max(1, int(threads)) if seconds is not None and not thesis else 1
+    budget = share(threads)
+    packed = engine.pack(state)
+    want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
+    st = _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, data.vals, budget)
+    # the other threads' trees: those moved on with this one, fresh ones for the rest
+    st.helpers = [_tree_for(engine, data, h, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget)
+                  for i, h in enumerate((st.helpers + [None] * threads)[:threads - 1], 1)]
+    rng = make_rng(seed)
+    util = data.utility_arrays(engine, persona)
+    for t in [st, *st.helpers]:
+        start_counts(t.arrays)
+    deadline = None if seconds is None else t0 + seconds
+    progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
+    shared = _Shared(threads)
+    workers = []
+    for i, h in enumerate(st.helpers, 1):
+        vals, near = data.scratch(i)
+        rng_i = make_rng(int(seed) + i * HELPER_SEED_STEP)
+        args = (g, data, i, h, vals, near, rng_i, params, rp, ev, util, role_index, n_limit, deadline, shared)
+        workers.append(threading.Thread(target=_helper, args=args, daemon=True))
+    for w in workers:
+        w.start()
+    try:
+        _run(g, data, 0, st, data.vals, data.decisive()[3], rng, params, rp, ev, util, role_index, n_limit,
+             deadline, shared, progress)
+    except BaseException:
+        shared.stop = True      # the other threads end at once
+        raise
+    finally:
+        for w in workers:
+            w.join()
+    if shared.error is not None:
+        raise shared.error
+    progress(st, shared.sims, final=True)
+    return _finish(st, data, params, rp, rng, role_index, shared.sims, t0)
 
 
 def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
-    a = st.arrays
-    ids, q, n, k = root_choice(a, params, rp[RP_DEFAULT, me], rng, me)
+    # the tree whose root is proven, if a thread proved it (its proof is what ``choose``
+    # plays), else this thread's; the others' visits and values added to its root's
+    trees = [st, *st.helpers]
+    first = next((t for t in trees if t.arrays.proven[0]), st)
+    others = [t.arrays for t in trees if t is not first]
+    a = first.arrays
+    ids, q, n, k = root_choice(a, params, rp[RP_DEFAULT, me], rng, me, others)
     proven = root_proven(a, me)
     order = sorted(range(len(ids)), key=lambda j: data.rank[me][ids[j]])   # canonical, as driver A
     moves = [data.move_terms[me][ids[j]] for j in order]
+    counts = [searched(t.arrays) for t in trees]
     return SearchResult(move=data.move_terms[me][ids[k]], moves=moves, q=q[order], visits=n[order],
                         simulations=sims, elapsed=time.perf_counter() - t0, tree=st,
-                        proven=proven[order], nodes=st.nodes, pool_full=int(a.meta[T.M_FULL_NODES]),
-                        **searched(a))
+                        proven=proven[order], nodes=sum(t.nodes for t in trees),
+                        pool_full=sum(int(t.arrays.meta[T.M_FULL_NODES]) for t in trees),
+                        **{key: sum(c[key] for c in counts) for key in counts[0]})
 
 
 def search_batch(engine, items, persona, *, limit: int | None = None, solver: bool = True,

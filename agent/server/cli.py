@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .config import (DEFAULT_MARGIN, DEFAULT_MARGIN_FRACTION, DEFAULT_NAME, DEFAULT_PORT, MAX_CONNECTIONS,
-                     READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb,
+                     READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb, default_threads,
                      load_persona_rules)
 
 HELP = "run the GGP player server (register http://HOST:PORT/ with a game manager)"
@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ponder", dest="ponder", action="store_false",
                    help="idle between PLAYs (by default a persona that searches until the clock goes on "
                         "searching while the opponents think; it uses the player's core meanwhile)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="search threads per player: each searches a tree of its own and the move is "
+                        f"chosen from all of them (default: the cores the server may run on, {default_threads()})")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -61,6 +64,8 @@ def config_from_args(args) -> ServerConfig:
         raise ConfigError("--margin must be >= 0 and --margin-fraction in [0, 1)")
     if args.max_matches < 1:
         raise ConfigError("--max-matches must be at least 1")
+    if args.threads is not None and not 1 <= args.threads <= 64:
+        raise ConfigError("--threads must be between 1 and 64")
     if not args.evict_idle > 0 or not args.max_idle > 0:
         raise ConfigError("--evict-idle and --max-idle must be > 0 seconds")
     if not args.read_timeout > 0 or args.max_connections < 2:
@@ -77,6 +82,8 @@ def config_from_args(args) -> ServerConfig:
                        evict_idle=args.evict_idle, max_idle=args.max_idle, ponder=args.ponder)
     if args.memory_budget_mb is not None:
         cfg.memory_budget_mb = args.memory_budget_mb
+    if args.threads is not None:
+        cfg.threads = args.threads
     if args.personas_config:
         rules, default = load_persona_rules(args.personas_config)
         cfg.persona_rules = rules

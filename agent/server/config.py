@@ -103,6 +103,9 @@ class ServerConfig:
     # a smaller ``limit`` would gain skill from it); False: idle between PLAYs (a server that
     # plays persons, whose turns are long, on cores that other games need)
     ponder: bool = True
+    # search threads per player (root parallelism on the compiled engine): by default every
+    # core this server may run on (``taskset`` narrows it), one tree per thread
+    threads: int = field(default_factory=lambda: default_threads())
 
     def prolog_limits(self) -> dict:
         """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""
@@ -118,6 +121,14 @@ class ServerConfig:
             if rule.matches(match_id):
                 return rule.persona
         return self.persona
+
+
+def default_threads() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def default_memory_budget_mb() -> int:

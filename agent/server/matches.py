@@ -622,7 +622,7 @@ class MatchManager:
             "rules_text": msg.rules_text, "role": msg.role, "play_clock": msg.play_clock,
             "persona": persona_spec, "seed": m.seed,
             "ready_by": ready_at - ipc_slack(msg.play_clock),
-            "use_search": cfg.use_search, "ponder_between": cfg.ponder}))
+            "use_search": cfg.use_search, "ponder_between": cfg.ponder, "threads": cfg.threads}))
         # The compiled engine is built beside the player: grounding can take long in one
         # uninterruptible call, and the player must stay responsive meanwhile.
         if cfg.use_engine:

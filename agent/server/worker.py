@@ -403,7 +403,7 @@ def run_player(conn, cfg: dict) -> None:
     log = logging.getLogger("ggp.player")
     player = Player(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
                     seed=cfg.get("seed"), use_engine=False,
-                    use_search=cfg.get("use_search", True))
+                    use_search=cfg.get("use_search", True), threads=cfg.get("threads", 1))
     try:
         legal = player.prepare()
     except RulesRefused as e:
