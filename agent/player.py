@@ -225,7 +225,9 @@ class Player:
         self.seed = seed if seed is not None else random.randrange(2 ** 31)
         self.use_engine = use_engine
         self.use_search = use_search
-        self.threads = threads      # search threads (root parallelism on the compiled engine)
+        # search threads (root parallelism on the compiled engine), for a persona that searches
+        # until the clock: for the others ``limit`` is their skill (spec 6.6), one tree's worth
+        self.threads = threads
         self.description = None
         self.role_index = None
         self.prolog = None
@@ -362,9 +364,10 @@ class Player:
         return self.sm.is_terminal(self.state)
 
     def ponders_between_moves(self) -> bool:
-        """Whether searching during the opponents' turns is this player's to do: only for a
-        persona that searches until the clock (``PONDER_MIN_LIMIT``), whose skill it does not
-        change; a persona's ``limit`` is its skill (spec 6.6), and a fitted model does not search."""
+        """Whether searching during the opponents' turns (and on more than one thread) is this
+        player's to do: only for a persona that searches until the clock (``PONDER_MIN_LIMIT``),
+        whose skill it does not change; a persona's ``limit`` is its skill (spec 6.6), and a
+        fitted model does not search."""
         return (self.search_kind == "agent.search" and self.persona is not None and self.persona.model is None
                 and self.persona.limit >= PONDER_MIN_LIMIT)
 
@@ -453,7 +456,7 @@ class Player:
             result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
                                   limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
                                   tree=self.tree, on_progress=progress, heuristic=self.evaluation(),
-                                  threads=self.threads)
+                                  threads=self.threads if self.ponders_between_moves() else 1)
             self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))

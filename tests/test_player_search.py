@@ -236,3 +236,27 @@ def test_a_pondering_player_learns_the_games_evaluation_before_it_searches(tmp_p
         c4.learn(time.monotonic() + 1.0)
     assert c4.evaluation() is None and not c4.decide(time.monotonic() + 0.2)["evaluated"]
     assert "not used" in c4.learning_summary()
+
+
+def test_threads_are_for_personas_that_search_until_the_clock(tmp_path, monkeypatch):
+    """A player given two threads searches two trees with the tournament persona, and one
+    with a persona whose ``limit`` is its skill (spec 6.6: two half-size trees would be
+    another player)."""
+    import agent.search as S
+    seen = []
+    real = S.search
+
+    def spy(*args, **kw):
+        seen.append(kw.get("threads"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(S, "search", spy)
+    for spec, want in (("tournament", 2), (persona_file(tmp_path, 1000), 1)):
+        p = Player("(" + " ".join(rules_list(TTT.read_text())) + ")", "cross", 10.0, persona_spec=spec, seed=3,
+                   use_engine=True, threads=2)
+        p.prepare()
+        p.load(budget_seconds=60)
+        d = p.decide(time.monotonic() + 0.3)
+        assert d["move"] in d["legal"] and seen[-1] == want
+        if want == 2:
+            assert len(p.tree.helpers) == 1

@@ -131,6 +131,25 @@ def _recount(near, c):
 
 
 @njit(cache=True, inline="always")
+def _guard_holds(vals, near, k):
+    """Whether one of the rules by which completing move ``k`` (an entry of ``on_move``)
+    turns its fluent on holds in the state of ``vals`` (``decisive.near_arrays``: each
+    rule's literals over the fluents; a rule [-1]: the move is not tested, it holds)."""
+    guard_start, rule_start, guard_lit = near[14], near[15], near[16]
+    for q in range(guard_start[k], guard_start[k + 1]):
+        holds = True
+        for x in guard_lit[rule_start[q]:rule_start[q + 1]]:
+            if x < 0:
+                break
+            if (vals[x >> 1] == 1) == (x & 1 == 1):
+                holds = False
+                break
+        if holds:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
 def _near(vals, near):
     """Marks the moves that may end the game in the state of ``vals`` where the candidates
     are narrowed (decisive.near_arrays): a move's mark is then the stamp when it may turn on
@@ -158,7 +177,6 @@ def _near(vals, near):
                 _recount(near, c)
     stamp[0] += 1
     s = stamp[0]
-    guard_start, rule_start, guard_lit = near[14], near[15], near[16]
     for i in range(n_near[0]):
         c = near_list[i]
         for j in range(cond_start[c], cond_start[c + 1]):
@@ -168,17 +186,8 @@ def _near(vals, near):
                     # only where one of the move's rules for f holds in this state (stepping
                     # every drop into a column whose line lacks a cell higher up tripled a
                     # connectFour playout's steps)
-                    for q in range(guard_start[k], guard_start[k + 1]):
-                        holds = True
-                        for x in guard_lit[rule_start[q]:rule_start[q + 1]]:
-                            if x < 0:
-                                break
-                            if (vals[x >> 1] == 1) == (x & 1 == 1):
-                                holds = False
-                                break
-                        if holds:
-                            mark[on_move[k, 0], on_move[k, 1]] = s
-                            break
+                    if _guard_holds(vals, near, k):
+                        mark[on_move[k, 0], on_move[k, 1]] = s
                 break
 
 
