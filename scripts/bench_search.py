@@ -423,7 +423,7 @@ def run_versus(args) -> None:
     out = Path(args.versus_out)
     done = finished(out, lambda r: (r["game"], r["index"]))
     new = ChildPlayer(ROOT, args.games, args.threads)
-    old = ChildPlayer(Path(args.versus), args.games)
+    old = ChildPlayer(Path(args.versus), args.games, args.versus_threads)
     opponent = f"champion {old.ready['commit']}"
     todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
     try:
@@ -443,6 +443,7 @@ def run_versus(args) -> None:
                 rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
                        "mode": "time", "index": i, "budget": args.seconds, "seed": args.seed, "champion_role": new_role,
                        **({"threads": args.threads} if args.threads > 1 else {}),
+                       **({"versus_threads": args.versus_threads} if args.versus_threads > 1 else {}),
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -622,13 +623,15 @@ def equal_time_section(args) -> list:
         games = " ".join(games_of(recs))
         loads = [r["load"] for r in recs if "load" in r]
         seed = recs[-1].get("seed", 2024)
-        threads = recs[-1].get("threads", 1)
+        threads, versus_threads = recs[-1].get("threads", 1), recs[-1].get("versus_threads", 1)
         lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')}"
                   + (f" on {threads} threads" if threads > 1 else "") + f" against "
-                  f"{recs[-1]['opponent']}, load {min(loads):.1f} to {max(loads):.1f}:", "",
+                  f"{recs[-1]['opponent']}" + (f" on {versus_threads}" if versus_threads > 1 else "")
+                  + f", load {min(loads):.1f} to {max(loads):.1f}:", "",
                   "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
                   f"--games {games}" + (f" --seed {seed}" if seed != 2024 else "")
                   + (f" --threads {threads}" if threads > 1 else "")
+                  + (f" --versus-threads {versus_threads}" if versus_threads > 1 else "")
                   + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
                   "```", ""] + win_table(recs, speeds=True) + [""]
     for path in scaling:
@@ -676,7 +679,8 @@ def main(argv=None) -> int:
                     "checkout DIR at --seconds a move, in two child processes (then the report)")
     ap.add_argument("--versus-out", default=str(VERSUS))
     ap.add_argument("--threads", type=int, default=1, help="--versus: this version's search threads "
-                    "(root parallelism; the other version searches on one)")
+                    "(root parallelism)")
+    ap.add_argument("--versus-threads", type=int, default=1, help="--versus: the other version's search threads")
     ap.add_argument("--versus-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
