@@ -208,6 +208,8 @@ def result_fields(result) -> dict:
         v = get(k, None)
         if v is not None:
             out[k] = int(v)
+    if (get("threads", 1) or 1) > 1:    # trees searched at once (root parallelism)
+        out["threads"] = int(get("threads"))
     return out
 
 
@@ -421,6 +423,7 @@ class Player:
             "proven_descents": fields.get("proven_descents"),
             "transpositions": fields.get("transpositions"),
             "evaluated": fields.get("evaluated"),
+            **({"threads": fields["threads"]} if "threads" in fields else {}),
             "elapsed": round(time.monotonic() - t0, 4),
             "fallback": False,
         }

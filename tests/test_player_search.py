@@ -258,5 +258,6 @@ def test_threads_are_for_personas_that_search_until_the_clock(tmp_path, monkeypa
         p.load(budget_seconds=60)
         d = p.decide(time.monotonic() + 0.3)
         assert d["move"] in d["legal"] and seen[-1] == want
+        assert d.get("threads", 1) == want      # the record says how many trees were searched
         if want == 2:
             assert len(p.tree.helpers) == 1

@@ -47,7 +47,7 @@ def test_two_threads_search_two_trees_and_count_both(connect_four):
     s0 = eng.initial_state()
     r = search(eng, s0, 0, load_persona("champion"), seed=3, seconds=0.3, threads=2)
     assert r.move in eng.legal_moves(s0, 0)
-    assert len(r.tree.helpers) == 1
+    assert len(r.tree.helpers) == 1 and r.threads == 2
     main, helper = r.tree.arrays, r.tree.helpers[0].arrays
     assert np.array_equal(main.state[0], helper.state[0])
     _, n_main = _root_visits(main, 0)

@@ -67,6 +67,7 @@ class SearchResult:
     proven_descents: int = 0
     transpositions: int = 0             # moves that reached a state already in the tree (T.M_TRANSPOSED)
     evaluated: int = 0                  # playouts ended by the game's evaluation (T.M_EVALUATED)
+    threads: int = 1                    # trees searched at once, one per thread (root parallelism)
 
     @property
     def best(self):

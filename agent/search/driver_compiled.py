@@ -922,7 +922,7 @@ def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
     moves = [data.move_terms[me][ids[j]] for j in order]
     counts = [searched(t.arrays) for t in trees]
     return SearchResult(move=data.move_terms[me][ids[k]], moves=moves, q=q[order], visits=n[order],
-                        simulations=sims, elapsed=time.perf_counter() - t0, tree=st,
+                        simulations=sims, elapsed=time.perf_counter() - t0, tree=st, threads=len(trees),
                         proven=proven[order], nodes=sum(t.nodes for t in trees),
                         pool_full=sum(int(t.arrays.meta[T.M_FULL_NODES]) for t in trees),
                         **{key: sum(c[key] for c in counts) for key in counts[0]})
