@@ -11,7 +11,8 @@ numba tree functions and the same leaf evaluator).  States are frozensets of ter
 
 ``limit`` overrides the persona's simulations per decision; with ``seconds`` alone the search
 runs until the time is up; with both, whichever ends first (live play: a persona plays with
-the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result.
+the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result (without a
+clock: a clock makes any search depend on timing, and ``threads`` are used only on one).
 
 ``thesis=True`` is exactly the search of spec 2.8 (what scoring recorded decisions needs): a
 fresh tree and MAST table, no solver, a final choice by the spec alone.  ``thesis=False``
