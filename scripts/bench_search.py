@@ -22,8 +22,8 @@ Both sides search afresh every move (no tree reuse); sides alternate every game.
 Head to head (``--versus DIR``): this version's champion against the champion of the
 checkout DIR at ``--seconds`` a move, each version in a child process of its own (two
 versions of the agent package cannot share one process), sides alternating; results in
-search-versus.jsonl; ``--threads N`` gives this version N search threads (the other searches
-on one: what a second core gives).  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
+search-versus.jsonl; ``--threads N`` and ``--versus-threads N`` give this version and the
+other one N search threads each (``--threads 2`` alone: what a second core gives).  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
 games at another clock; the report shows every search-versus*.jsonl and
 search-scaling*.jsonl with each side's simulations per move, and the reading in
 search-equal-time.md.

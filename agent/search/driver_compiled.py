@@ -786,9 +786,7 @@ def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals,
         free = st.capacity - st.nodes
         if max_nodes is None and st.nodes + want > st.capacity and (
                 seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, st.nodes + want):
-            helpers = st.helpers
             st = compact_into(st, 0, st.nodes + want)
-            st.helpers = helpers
     if st is None:
         st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget)
         status = init_root(engine.game, st.arrays, packed, vals, data.rank, data.sort)
@@ -875,28 +873,30 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     budget = share(threads)
     packed = engine.pack(state)
     want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
-    st = _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, data.vals, budget)
-    # the other threads' trees: those moved on with this one, fresh ones for the rest
-    st.helpers = [_tree_for(engine, data, h, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget)
-                  for i, h in enumerate((st.helpers + [None] * threads)[:threads - 1], 1)]
+    # thread i's tree: the one moved on with ``tree`` (its helpers, by ``advance``), else fresh
+    kept = [tree, *tree.helpers] if tree is not None else []
+    trees = [_tree_for(engine, data, t, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget)
+             for i, t in enumerate((kept + [None] * threads)[:threads])]
+    st = trees[0]
+    st.helpers = trees[1:]
     rng = make_rng(seed)
     util = data.utility_arrays(engine, persona)
-    for t in [st, *st.helpers]:
+    for t in trees:
         start_counts(t.arrays)
     deadline = None if seconds is None else t0 + seconds
     progress = Progress(on_progress, params, role_index, rp[RP_DEFAULT, role_index])
     shared = _Shared(threads)
-    workers = []
-    for i, h in enumerate(st.helpers, 1):
-        vals, near = data.scratch(i)
-        rng_i = make_rng(int(seed) + i * HELPER_SEED_STEP)
-        args = (g, data, i, h, vals, near, rng_i, params, rp, ev, util, role_index, n_limit, deadline, shared)
-        workers.append(threading.Thread(target=_helper, args=args, daemon=True))
+
+    def run_args(i):
+        rng_i = rng if i == 0 else make_rng(int(seed) + i * HELPER_SEED_STEP)
+        return (g, data, i, trees[i], *data.scratch(i), rng_i, params, rp, ev, util, role_index, n_limit,
+                deadline, shared)
+
+    workers = [threading.Thread(target=_helper, args=run_args(i), daemon=True) for i in range(1, threads)]
     for w in workers:
         w.start()
     try:
-        _run(g, data, 0, st, data.vals, data.decisive()[3], rng, params, rp, ev, util, role_index, n_limit,
-             deadline, shared, progress)
+        _run(*run_args(0), progress)
     except BaseException:
         shared.stop = True      # the other threads end at once
         raise
@@ -911,7 +911,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
 
 def _finish(st, data, params, rp, rng, me, sims, t0) -> SearchResult:
     # the tree whose root is proven, if a thread proved it (its proof is what ``choose``
-    # plays), else this thread's; the others' visits and values added to its root's
+    # plays), else the first thread's; the others' visits and values added to its root's
     trees = [st, *st.helpers]
     first = next((t for t in trees if t.arrays.proven[0]), st)
     others = [t.arrays for t in trees if t is not first]

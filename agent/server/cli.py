@@ -7,8 +7,9 @@ import socket
 import sys
 from pathlib import Path
 
+from ..compute import default_workers
 from .config import (DEFAULT_MARGIN, DEFAULT_MARGIN_FRACTION, DEFAULT_NAME, DEFAULT_PORT, MAX_CONNECTIONS,
-                     READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb, default_threads,
+                     READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb,
                      load_persona_rules)
 
 HELP = "run the GGP player server (register http://HOST:PORT/ with a game manager)"
@@ -52,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "searching while the opponents think; it uses the player's core meanwhile)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="search threads per player: each searches a tree of its own and the move is "
-                        f"chosen from all of them (default: the cores the server may run on, {default_threads()})")
+                        f"chosen from all of them (default: the cores the server may run on, {default_workers()})")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 

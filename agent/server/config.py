@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..compute import default_workers
+
 DEFAULT_PORT = 9147
 DEFAULT_NAME = "ggp-persona"
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -105,7 +107,7 @@ class ServerConfig:
     ponder: bool = True
     # search threads per player (root parallelism on the compiled engine): by default every
     # core this server may run on (``taskset`` narrows it), one tree per thread
-    threads: int = field(default_factory=lambda: default_threads())
+    threads: int = field(default_factory=default_workers)
 
     def prolog_limits(self) -> dict:
         """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""
@@ -121,14 +123,6 @@ class ServerConfig:
             if rule.matches(match_id):
                 return rule.persona
         return self.persona
-
-
-def default_threads() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def default_memory_budget_mb() -> int:
