@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agent.engine import load_engine
@@ -194,3 +195,65 @@ def test_reused_tree_on_a_clock_is_not_rebuilt_while_it_has_room(c4):
     s2 = c4.next_state(s1, [c4.legal_moves(s1, 0)[0], res1.move])
     res2 = driver_compiled.search(c4, s2, 0, champion, seed=3, limit=200_000, tree=kept2)
     assert res2.tree.arrays is not kept2.arrays and res2.simulations == 200_000
+
+
+def test_pondering_slices_grow_the_pool_by_doubling_not_at_every_slice(c4, monkeypatch):
+    """Pondering searches one state in 0.1 s slices on the same tree.  The pool grew by
+    ``DEFAULT_TIMED_NODES`` alone, so after each slice less than that was free again and the
+    whole tree was copied at every slice (half of pondering's time, issue #34).  On a clock it
+    now doubles: a few copies, however many slices."""
+    from agent.search import common
+    monkeypatch.setattr(driver_compiled, "DEFAULT_TIMED_NODES", 200)
+    copies = []
+    real = driver_compiled.compact_into
+
+    def counting(st, new_root, capacity):
+        copies.append((st.capacity, capacity))
+        return real(st, new_root, capacity)
+
+    monkeypatch.setattr(driver_compiled, "compact_into", counting)
+    tournament = load_persona("tournament")
+    s = c4.initial_state()
+    tree = None
+    for i in range(40):
+        res = driver_compiled.search(c4, s, 0, tournament, seed=i, seconds=0.01, tree=tree)
+        tree = res.tree
+    assert tree.nodes > 8 * 200                      # the slices did add nodes, many times the step
+    assert copies and len(copies) <= 6
+    for before, asked in copies:
+        assert asked >= 2 * before
+    assert common.can_grow(tree, 2 * tree.capacity)  # far from the budget: growth was not refused
+
+
+def test_a_search_goes_on_with_its_mast_table_and_a_new_state_starts_its_own(c4):
+    """Spec 2.4: one MAST table per decision.  Pondering's slices and the decision after them
+    are one state's search, so a tree searched again from the same root keeps its table
+    (reset at every 0.1 s slice, pondering's playouts drew from a table a slice old), also
+    when the pool grows; a tree moved on to the next state starts an empty one."""
+    from agent.search import advance, common
+    tournament = load_persona("tournament")
+    s = c4.initial_state()
+    first = driver_compiled.search(c4, s, 0, tournament, seed=1, limit=2000)
+    learnt = first.tree.arrays.mast_n.sum()
+    assert learnt > 0
+    again = driver_compiled.search(c4, s, 0, tournament, seed=2, limit=50, tree=first.tree)
+    assert again.tree.arrays.mast_n.sum() > learnt
+    grown = common.compact_into(again.tree, 0, 2 * again.tree.capacity)
+    assert np.array_equal(grown.arrays.mast_n, again.tree.arrays.mast_n)
+    assert np.array_equal(grown.arrays.mast_q, again.tree.arrays.mast_q)
+    moved = advance(again.tree, [again.move, c4.legal_moves(s, 1)[0]])
+    assert moved is not None and moved.arrays.mast_n.sum() == 0
+
+
+def test_a_persona_without_rave_gets_one_amaf_row(c4):
+    """Nothing reads or writes AMAF statistics without RAVE (tree.backprop, tree.score): the
+    compiled tree keeps one row, as the state-machine driver's does, and moving it on to the
+    next ply no longer copies a row per node."""
+    from agent.search import advance
+    s = c4.initial_state()
+    plain = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=1, seconds=0.05)
+    assert plain.tree.arrays.amaf_n.shape[0] == 1
+    moved = advance(plain.tree, [plain.move, c4.legal_moves(s, 1)[0]])
+    assert moved.arrays.amaf_n.shape[0] == 1
+    rave = driver_compiled.search(c4, s, 0, load_persona("sanguine"), seed=1, limit=300)
+    assert load_persona("sanguine").rave > 0 and rave.tree.arrays.amaf_n.shape[0] > 1

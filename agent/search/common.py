@@ -289,6 +289,9 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     dst = T.new_tree(R, M, capacity, slots, rows, src.state.shape[1])
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
     T.compact(src, dst, new_root, mapping)
+    if new_root == 0:   # the same root, a larger pool: its search goes on, with its MAST table
+        dst.mast_n[:] = src.mast_n
+        dst.mast_q[:] = src.mast_q
     states = []
     index: dict = {}
     if st.states:

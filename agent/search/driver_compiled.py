@@ -28,8 +28,8 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
-from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_SOLVER,
-                     P_TRANSPOSE, RP_DEFAULT, build)
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
+                     P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -754,13 +754,16 @@ def engine_data(engine) -> _EngineData:
 
 
 def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int = 0,
-                      budget: int | None = None) -> SearchTree:
+                      budget: int | None = None, amaf: bool = True) -> SearchTree:
+    """``amaf=False`` (a persona without RAVE: nothing reads or writes AMAF statistics): one
+    AMAF row, which compaction keeps at one (copying the rows was a third of moving the tree
+    on to the next ply, issue #34)."""
     g = engine.game
     R = len(engine.roles)
     per_node = max(8, root_slots + 8)
     max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node, budget)
     arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
-                        amaf_rows(max_nodes, R, data.n_move_ids), int(g.n_words))
+                        amaf_rows(max_nodes, R, data.n_move_ids) if amaf else 1, int(g.n_words))
     return SearchTree("compiled", arrays, None, data.move_terms, data.move_index, budget=budget)
 
 
@@ -768,14 +771,18 @@ def _root_slots(engine, state) -> int:
     return sum(len(engine.legal_moves(state, r)) for r in range(len(engine.roles)))
 
 
-def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals, budget):
+def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals, budget, amaf):
     """``tree`` when its root is ``state`` (grown if it must), else a fresh tree whose root
     is expanded on ``vals``."""
     st = None
     if (tree is not None and tree.kind == "compiled" and tree.arrays.ready[0]
             and np.array_equal(tree.arrays.state[0], packed)):
         st = tree
-        T.reset_mast(st.arrays)
+        # MAST is kept: a tree whose root is this state was searched from it a moment ago
+        # (pondering's slices, then the decision), and its search goes on.  A tree moved on
+        # to another state starts a table of its own (``compact_into``), as spec 2.4 has it:
+        # one table per decision.  (Reset at every slice, pondering's playouts drew from a
+        # table 0.1 s old.)
         # Room for this decision's nodes.  On a clock what it adds is unknown (a full pool
         # degrades, it does not fail) and ``want`` is the persona's limit (the tournament
         # preset's 10 million, beyond TREE_BYTES): the tree was rebuilt at every move, about
@@ -783,12 +790,16 @@ def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals,
         # rebuilt only when less than DEFAULT_TIMED_NODES are free, and only when the copy
         # can be larger (at TREE_BYTES a nearly full tree was copied whole at every call:
         # every 0.1 s slice of pondering between PLAYs).
+        # On a clock the pool doubles: grown by DEFAULT_TIMED_NODES alone, a tree pondered in
+        # 0.1 s slices had less than that free again after each slice and was copied at every
+        # one (half of pondering's time went to the copies, issue #34).
         free = st.capacity - st.nodes
+        grown = st.nodes + want if seconds is None else max(st.nodes + want, 2 * st.capacity)
         if max_nodes is None and st.nodes + want > st.capacity and (
-                seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, st.nodes + want):
-            st = compact_into(st, 0, st.nodes + want)
+                seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, grown):
+            st = compact_into(st, 0, grown)
     if st is None:
-        st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget)
+        st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget, amaf)
         status = init_root(engine.game, st.arrays, packed, vals, data.rank, data.sort)
         if status == 0:
             raise ValueError("cannot search from a terminal state")
@@ -875,7 +886,8 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
     # thread i's tree: the one moved on with ``tree`` (its helpers, by ``advance``), else fresh
     kept = [tree, *tree.helpers] if tree is not None else []
-    trees = [_tree_for(engine, data, t, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget)
+    amaf = params[P_RAVE] > 0
+    trees = [_tree_for(engine, data, t, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget, amaf)
              for i, t in enumerate((kept + [None] * threads)[:threads])]
     st = trees[0]
     st.helpers = trees[1:]

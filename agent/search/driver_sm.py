@@ -434,8 +434,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         # every widening of the slots copied them, in the time and memory of the search
         want = min(want, CLOCKED_NODES)
     st = tree if (tree is not None and tree.kind == "sm" and tree.root_state == state) else None
-    if st is not None:
-        T.reset_mast(st.arrays)
+    if st is not None:      # its search goes on: MAST kept (driver_compiled._tree_for says why)
         room = st.nodes + want                           # room for this decision's nodes
         if seconds is not None:
             room = min(room, max(CLOCKED_NODES, st.nodes))  # on a clock: the bound holds
