@@ -230,6 +230,7 @@ class Player:
         # search threads (root parallelism on the compiled engine), for a persona that searches
         # until the clock: for the others ``limit`` is their skill (spec 6.6), one tree's worth
         self.threads = threads
+        self.slices = 0     # pondering's searches so far: each gets random streams of its own
         self.description = None
         self.role_index = None
         self.prolog = None
@@ -386,6 +387,12 @@ class Player:
         t0 = time.monotonic()
         legal = self.legal()
         seed = (self.seed * 1_000_003 + self.ply) % (2 ** 63)
+        if ponder:
+            # the slices of one state go on with one tree: with the ply's seed each slice
+            # drew the same random numbers again (the same playout draws, the same ties)
+            from agent.search import item_seed
+            self.slices += 1
+            seed = item_seed(seed, f"ponder|{self.slices}")
         fields = None
         error = None
         if len(legal) == 1 and not ponder:

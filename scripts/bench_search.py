@@ -23,7 +23,9 @@ Head to head (``--versus DIR``): this version's champion against the champion of
 checkout DIR at ``--seconds`` a move, each version in a child process of its own (two
 versions of the agent package cannot share one process), sides alternating; results in
 search-versus.jsonl; ``--threads N`` and ``--versus-threads N`` give this version and the
-other one N search threads each (``--threads 2`` alone: what a second core gives).  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
+other one N search threads each (``--threads 2`` alone: what a second core gives); ``--live``
+plays as the server does: each side keeps its tree from move to move and ponders in the other's
+turns, each on a core of its own (a game then takes both cores: run no second half beside it).  Scaling: ``--seconds S --out search-scaling-S.jsonl`` runs the timed
 games at another clock; the report shows every search-versus*.jsonl and
 search-scaling*.jsonl with each side's simulations per move, and the reading in
 search-equal-time.md.
@@ -134,7 +136,7 @@ def local_player(persona, solver: bool):
     return decide
 
 
-def play_game(eng, players, mode: str, budget, seed: int) -> dict:
+def play_game(eng, players, mode: str, budget, seed: int, live: bool = False) -> dict:
     """players[r]: role r's player (``local_player`` or ``ChildPlayer``); returns goals,
     plies and search stats (simulations, search seconds, searches, expansions refused for a
     full node pool, largest tree)."""
@@ -150,7 +152,8 @@ def play_game(eng, players, mode: str, budget, seed: int) -> dict:
             if len(moves) == 1:
                 joint.append(moves[0])
                 continue
-            kw = {"limit": budget} if mode == "sims" else {"seconds": budget, "max_nodes": TIMED_NODES}
+            kw = ({"limit": budget} if mode == "sims" else {"seconds": budget} if live
+                  else {"seconds": budget, "max_nodes": TIMED_NODES})
             d = players[r](eng, s, r, history, item_seed(seed, ply * roles + r), kw)
             joint.append(d["move"])
             st = stats[r]
@@ -344,9 +347,10 @@ class ChildPlayer:
     game's moves (GDL text) on its own engine and answers with its decision; the search's
     own clock (``seconds``, from the call's entry to its deadline) is the one that counts."""
 
-    def __init__(self, root: Path, games: list, threads: int = 1):
+    def __init__(self, root: Path, games: list, threads: int = 1, cpu: int | None = None):
+        live = [] if cpu is None else ["--live", "--cpu", str(cpu)]
         self.proc = subprocess.Popen([sys.executable, __file__, "--versus-child", "--root", str(root),
-                                      "--threads", str(threads), "--games", *games],
+                                      "--threads", str(threads), *live, "--games", *games],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
@@ -374,8 +378,19 @@ class ChildPlayer:
 
 def versus_child(args) -> None:
     """Child process (``--versus-child``): the champion of the checkout ``--root``, answering
-    one JSON request line (game, moves so far, role, seed, search budget) with its decision."""
+    one JSON request line (game, moves so far, role, seed, search budget) with its decision.
+
+    ``--live`` (on core ``--cpu``): as the server's player, it keeps its tree from move to
+    move (``advance`` by each joint move) and searches while the other side thinks, in
+    slices, from the state its move leads to when the other roles' replies are forced (a
+    turn-taking game), until the next request comes."""
+    import select
     from gdl.kif import parse_term
+    if args.live:
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[args.cpu % len(cores)]})
+        from agent.search import advance
+        from agent.server.worker import BETWEEN_SLICE   # the server's slices of pondering
     check_code()
     champion = load_persona("champion")
     engines = {g: load_engine(read_rules_file(game_path(g)), engine="compiled")
@@ -390,22 +405,47 @@ def versus_child(args) -> None:
             extra["heuristic"][g] = {"r2": [round(float(x), 3) for x in h.r2], "groups": len(h.groups)}
     rev = subprocess_rev(CODE)
     print(json.dumps({"ready": True, "commit": rev, **extra}), flush=True)
-    game, moves, state = None, [], None
-    for line in sys.stdin:
+    game, moves, state, tree = None, [], None, None
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return
         req = json.loads(line)
         eng = engines[req["game"]]
         if req["game"] != game or req["moves"][:len(moves)] != moves:
-            game, moves, state = req["game"], [], eng.initial_state()
+            game, moves, state, tree = req["game"], [], eng.initial_state(), None
         for joint in req["moves"][len(moves):]:   # only the moves played since the last request
-            state = eng.next_state(state, [parse_term(m) for m in joint])
+            terms = [parse_term(m) for m in joint]
+            state = eng.next_state(state, terms)
+            tree = advance(tree, terms) if args.live else None
         moves = req["moves"]
         kw = dict(req["kw"], heuristic=heuristics[req["game"]]) if heuristics[req["game"]] is not None else req["kw"]
         if args.threads > 1:     # (a version before root parallelism has no such argument)
             kw = dict(kw, threads=args.threads)
+        if args.live:            # the server's pool, not the harness's fixed one
+            kw = {k: v for k, v in kw.items() if k != "max_nodes"}
+            kw["tree"] = tree
         res = search(eng, state, req["role"], champion, seed=req["seed"], solver=True, **kw)
         print(json.dumps({"move": render(res.move), "simulations": int(res.simulations),
                           "elapsed": res.elapsed, "nodes": int(res.nodes),
                           "pool_full": int(res.pool_full), **_searched(res)}), flush=True)
+        if not args.live:
+            continue
+        tree = res.tree
+        r = req["role"]
+        others = [eng.legal_moves(state, o) for o in range(len(eng.roles))]
+        if any(len(m) != 1 for o, m in enumerate(others) if o != r):
+            continue            # the replies are not known: nothing to ponder on
+        joint = [res.move if o == r else m[0] for o, m in enumerate(others)]
+        state = eng.next_state(state, joint)
+        moves = moves + [[render(m) for m in joint]]
+        tree = advance(tree, joint)
+        ply = len(moves)
+        while not eng.is_terminal(state) and not select.select([sys.stdin], [], [], 0)[0]:
+            tree = search(eng, state, r, champion, seed=item_seed(req["seed"], f"ponder|{ply}"), solver=True,
+                          seconds=BETWEEN_SLICE, tree=tree,
+                          **({"heuristic": kw["heuristic"]} if "heuristic" in kw else {})).tree
+            ply += 1
 
 
 def subprocess_rev(root: Path) -> str:
@@ -422,8 +462,8 @@ def run_versus(args) -> None:
         raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
     out = Path(args.versus_out)
     done = finished(out, lambda r: (r["game"], r["index"]))
-    new = ChildPlayer(ROOT, args.games, args.threads)
-    old = ChildPlayer(Path(args.versus), args.games, args.versus_threads)
+    new = ChildPlayer(ROOT, args.games, args.threads, 0 if args.live else None)
+    old = ChildPlayer(Path(args.versus), args.games, args.versus_threads, 1 if args.live else None)
     opponent = f"champion {old.ready['commit']}"
     todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
     try:
@@ -439,11 +479,13 @@ def run_versus(args) -> None:
                 players = [old, old]
                 players[new_role] = new
                 t0 = time.perf_counter()
-                res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"))
+                res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"),
+                                live=args.live)
                 rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
                        "mode": "time", "index": i, "budget": args.seconds, "seed": args.seed, "champion_role": new_role,
                        **({"threads": args.threads} if args.threads > 1 else {}),
                        **({"versus_threads": args.versus_threads} if args.versus_threads > 1 else {}),
+                       **({"live": True} if args.live else {}),
                        "wall": round(time.perf_counter() - t0, 2), "load": round(os.getloadavg()[0], 2), **res}
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
@@ -624,14 +666,17 @@ def equal_time_section(args) -> list:
         loads = [r["load"] for r in recs if "load" in r]
         seed = recs[-1].get("seed", 2024)
         threads, versus_threads = recs[-1].get("threads", 1), recs[-1].get("versus_threads", 1)
+        live = recs[-1].get("live", False)
         lines += [f"`{shown(path)}`: champion of commit {recs[-1].get('version', '?')}"
                   + (f" on {threads} threads" if threads > 1 else "") + f" against "
                   f"{recs[-1]['opponent']}" + (f" on {versus_threads}" if versus_threads > 1 else "")
+                  + (", live (trees kept from move to move, pondering, a core each)" if live else "")
                   + f", load {min(loads):.1f} to {max(loads):.1f}:", "",
                   "```", f"python scripts/bench_search.py --versus DIR --seconds {recs[0]['budget']} --n {n} "
                   f"--games {games}" + (f" --seed {seed}" if seed != 2024 else "")
                   + (f" --threads {threads}" if threads > 1 else "")
                   + (f" --versus-threads {versus_threads}" if versus_threads > 1 else "")
+                  + (" --live" if live else "")
                   + (f" --versus-out {shown(path)}" if path != VERSUS.resolve() else ""),
                   "```", ""] + win_table(recs, speeds=True) + [""]
     for path in scaling:
@@ -681,6 +726,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="--versus: this version's search threads "
                     "(root parallelism)")
     ap.add_argument("--versus-threads", type=int, default=1, help="--versus: the other version's search threads")
+    ap.add_argument("--live", action="store_true", help="--versus: as the server plays, each side "
+                    "keeps its tree from move to move and searches while the other thinks, each "
+                    "version on a core of its own (cores 0 and 1: the games take both)")
+    ap.add_argument("--cpu", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--versus-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)

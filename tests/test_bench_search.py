@@ -50,3 +50,21 @@ def test_versus_refuses_a_directory_that_is_no_checkout(tmp_path):
     with pytest.raises(SystemExit, match="not a checkout of this project"):
         _bench().main(["--versus", str(tmp_path), "--games", "ticTacToe", "--n", "1",
                        "--versus-out", str(tmp_path / "v.jsonl")])
+
+
+def test_versus_live_keeps_trees_and_ponders_between_moves(tmp_path):
+    """``--live``: each side plays as the server's player does (its tree kept from move to
+    move, pondering while the other side thinks); the games are legal and the record and the
+    report say the run was live."""
+    bench = _bench()
+    out, results, report = tmp_path / "live.jsonl", tmp_path / "results.jsonl", tmp_path / "report.md"
+    results.write_text("")
+    assert bench.main(["--versus", str(ROOT), "--live", "--games", "ticTacToe", "--n", "2", "--seconds", "0.02",
+                       "--versus-out", str(out), "--out", str(results), "--report", str(report),
+                       "--speed-out", str(tmp_path / "none.jsonl")]) == 0
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["champion_role"] for r in recs] == [0, 1] and all(r["live"] for r in recs)
+    for r in recs:
+        assert 5 <= r["plies"] <= 9 and sorted(r["goals"]) in ([0, 100], [50, 50])
+        assert all(side["searches"] >= 2 and side["sims"] > 0 for side in r["stats"])
+    assert "--live" in report.read_text()

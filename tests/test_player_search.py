@@ -202,6 +202,26 @@ def test_pondering_between_moves_grows_the_tree_the_next_move_reuses(tmp_path):
     assert p.tree.arrays.state[0].tolist() == p.engine.pack(p.state).tolist()
 
 
+def test_each_slice_of_pondering_draws_random_numbers_of_its_own(monkeypatch):
+    """Pondering's slices of one state go on with one tree; seeded by the ply alone, each
+    slice drew the same random numbers again (the same playout draws, the same ties).  A
+    decision keeps the ply's seed (a search of a fixed size stays reproducible)."""
+    p = player(ROOT / "games" / "connectFour.kif", "tournament", True, role="red")
+    seeds = []
+    real = p._search
+
+    def recording(*a, **kw):
+        seeds.append(kw["seed"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(p, "_search", recording)
+    for _ in range(3):
+        p.decide(time.monotonic() + 0.02, ponder=True)
+    p.decide(time.monotonic() + 0.02)
+    assert len(set(seeds[:3])) == 3
+    assert seeds[3] == (p.seed * 1_000_003 + p.ply) % (2 ** 63)
+
+
 def test_a_pondering_player_learns_the_games_evaluation_before_it_searches(tmp_path, monkeypatch):
     """The evaluation (agent.search.heuristic) is learned in pondering's slices, never on a
     move's clock, for a persona that searches until the clock; the search then uses it when

@@ -785,14 +785,11 @@ def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals,
         # table 0.1 s old.)
         # Room for this decision's nodes.  On a clock what it adds is unknown (a full pool
         # degrades, it does not fail) and ``want`` is the persona's limit (the tournament
-        # preset's 10 million, beyond TREE_BYTES): the tree was rebuilt at every move, about
-        # a second of a 5 s clock under load (issue #34's "player late" moves).  It is now
-        # rebuilt only when less than DEFAULT_TIMED_NODES are free, and only when the copy
-        # can be larger (at TREE_BYTES a nearly full tree was copied whole at every call:
-        # every 0.1 s slice of pondering between PLAYs).
-        # On a clock the pool doubles: grown by DEFAULT_TIMED_NODES alone, a tree pondered in
-        # 0.1 s slices had less than that free again after each slice and was copied at every
-        # one (half of pondering's time went to the copies, issue #34).
+        # preset's 10 million, beyond TREE_BYTES), so the tree is rebuilt only when less than
+        # DEFAULT_TIMED_NODES are free, only when the copy can be larger (at TREE_BYTES a
+        # nearly full tree was copied whole at every call), and to twice its size: grown by
+        # DEFAULT_TIMED_NODES alone, a tree pondered in 0.1 s slices had less than that free
+        # again after each slice and was copied at every one (half of pondering's time).
         free = st.capacity - st.nodes
         grown = st.nodes + want if seconds is None else max(st.nodes + want, 2 * st.capacity)
         if max_nodes is None and st.nodes + want > st.capacity and (
