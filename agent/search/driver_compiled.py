@@ -156,7 +156,7 @@ def _near(vals, near):
     the one positive fluent a condition of terminal lacks while its other literals hold.
     The conditions' counts follow the fluents that changed since the last call (8 at a time:
     a scan of every condition at every ply cost a connectFour playout 2.6x its time)."""
-    cond_start, cond_lit, on_start, on_move, fl_start, fl_cond = near[0], near[1], near[2], near[3], near[4], near[5]
+    cond_start, cond_lit, on_start, on_move, fl_start, fl_cond = near[:6]
     mark, stamp, missing, broken, seen, near_list, n_near = near[6], near[7], near[8], near[9], near[10], near[11], near[13]
     n_base = on_start.shape[0] - 1
     for k in range(0, n_base, 8):

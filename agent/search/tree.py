@@ -419,9 +419,11 @@ def select(tree, node, ref, params, rng, out):
             lost = 0
             for k in range(cnt):
                 s = off + k
-                if _proven_win(tree.slot_child, tree.proven, tree.pval, s, r) and tree.pdepth[tree.slot_child[s]] < best_d:
-                    best_d = tree.pdepth[tree.slot_child[s]]
-                    choice = s
+                if _proven_win(tree.slot_child, tree.proven, tree.pval, s, r):
+                    d = tree.pdepth[tree.slot_child[s]]
+                    if d < best_d:
+                        best_d = d
+                        choice = s
                 lost += _proven_loss(tree.slot_child, tree.proven, tree.pval, s, r)
             skip_lost = 0 < lost < cnt
         if choice < 0:
