@@ -440,12 +440,17 @@ def versus_child(args) -> None:
         state = eng.next_state(state, joint)
         moves = moves + [[render(m) for m in joint]]
         tree = advance(tree, joint)
-        ply = len(moves)
+        slices = 0
+        # as the server's ponder_while_idle: until a request comes, or a slice runs no
+        # simulation (a proven root: nothing left to learn)
         while not eng.is_terminal(state) and not select.select([sys.stdin], [], [], 0)[0]:
-            tree = search(eng, state, r, champion, seed=item_seed(req["seed"], f"ponder|{ply}"), solver=True,
-                          seconds=BETWEEN_SLICE, tree=tree,
-                          **({"heuristic": kw["heuristic"]} if "heuristic" in kw else {})).tree
-            ply += 1
+            slices += 1
+            res = search(eng, state, r, champion, seed=item_seed(req["seed"], f"ponder|{slices}"), solver=True,
+                         seconds=BETWEEN_SLICE, tree=tree,
+                         **({"heuristic": kw["heuristic"]} if "heuristic" in kw else {}))
+            tree = res.tree
+            if not res.simulations:
+                break
 
 
 def subprocess_rev(root: Path) -> str:

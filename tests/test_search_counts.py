@@ -216,7 +216,9 @@ def test_pondering_slices_grow_the_pool_by_doubling_not_at_every_slice(c4, monke
     s = c4.initial_state()
     tree = None
     for i in range(40):
-        res = driver_compiled.search(c4, s, 0, tournament, seed=i, seconds=0.01, tree=tree)
+        # a clocked search (its pool grows as pondering's does) that the limit ends, so the
+        # nodes added do not depend on the machine's speed
+        res = driver_compiled.search(c4, s, 0, tournament, seed=i, limit=100, seconds=600.0, tree=tree)
         tree = res.tree
     assert tree.nodes > 8 * 200                      # the slices did add nodes, many times the step
     assert copies and len(copies) <= 6
