@@ -228,7 +228,8 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
             rank, sort, near):
     """Anti-decisive moves: role ``d`` wins at once with the joint move ``win`` after role ``c``
     played ``last`` from the packed ``state``.  Steps those of ``c``'s other legal moves from
-    ``state`` that may stop ``d``'s (``stops``, decisive.analyse) in turn: the first after
+    ``state`` that may stop ``d``'s (``stops``, decisive.analyse), then, where the candidates
+    are narrowed, ``c``'s other moves, in turn: the first after
     which the game goes on and ``d`` has no winning move (the same test as ``_take_win``'s)
     replaces ``c``'s in ``last`` and is returned, the work buffer in the state after it.  -1
     when every move lets ``d`` win: the buffer is then back in the state of ``d``'s win.
@@ -242,8 +243,15 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
     played = last[c]
     R = last.shape[0]
     fresh = True
-    for i in range(n):
-        if legal[i] == played or stops[wins[d, win[d]], c, legal[i]] == 0:
+    narrow = near[0].shape[0] > 1
+    # Pass 0 steps the stoppers.  Where the candidates are narrowed (any move may complete a
+    # line) a move can also *enable* a win, by making the missing cell reachable (a disc
+    # dropped under it): no stopper is then legal but not playing the move saves the game.
+    # There pass 1 steps c's other moves (connectFour: at most 7), as a player avoids
+    # playing under a threat, so the playouts' endings come from zugzwang, not from a gift.
+    for k in range(n * (2 if narrow else 1)):
+        i = k % n
+        if legal[i] == played or (stops[wins[d, win[d]], c, legal[i]] == 0) == (k < n):
             continue
         if not fresh:
             f = K.load_into(h, state)
@@ -265,7 +273,6 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
         if not single:
             continue
         nd = _legal(h, d, dlegal, rank, sort)
-        narrow = near[0].shape[0] > 1
         if narrow:
             _near(vals, near)
         k = 0

@@ -360,12 +360,16 @@ class _Ctx:
         """Driver B's ``_rescue``: role ``d`` wins at once with ``win`` after the last ply's
         ``before`` (state, joint, chooser ``c``).  ``c``'s first other legal move that may stop
         ``win`` after which the game goes on and ``d``, choosing alone, has no win: (move, the
-        state after it), else None."""
+        state after it), else None.  Where the candidates are narrowed, then ``c``'s other
+        moves too (a move that enabled the win: ``_rescue``'s pass 1)."""
         s, joint, c = before
         stoppers = self.stoppers[(d, win)]
         sm = self.sm
-        for m in sm.legal_moves(s, c):
-            if m == joint[c] or (c, m) not in stoppers:
+        legal = sm.legal_moves(s, c)
+        first = [m for m in legal if (c, m) in stoppers]
+        rest = [m for m in legal if (c, m) not in stoppers] if self.narrowing is not None else []
+        for m in first + rest:
+            if m == joint[c]:
                 continue
             trial = list(joint)
             trial[c] = m
