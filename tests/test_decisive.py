@@ -301,3 +301,34 @@ def test_a_game_with_too_many_completing_moves_is_not_narrowed(monkeypatch):
     monkeypatch.setattr(D, "MAX_NARROWED", 10)
     e = load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled")   # 14 such moves
     assert D.conditions(e.game) is None and not candidates(e.game).any()
+
+
+# Yellow to move; red's three on row 2 (columns 1-3) wait for (4, 2), which a drop in column
+# 4 reaches only once (4, 1) is filled: a yellow disc there gives red the win.
+UNDER_THREAT = ["(control yellow)", "(disc 1 1 yellow)", "(disc 2 1 red)", "(disc 3 1 yellow)",
+                "(disc 1 2 red)", "(disc 2 2 red)", "(disc 3 2 red)", "(disc 1 3 yellow)",
+                "(disc 2 3 yellow)", "(disc 7 1 red)"]
+
+
+def test_a_disc_dropped_under_a_threat_is_taken_back(connect_four):
+    """Where the candidates are narrowed a move can give a win without any stopper: yellow's
+    (drop 4) makes red's (4, 2) reachable, and the only move that may stop red's (drop 4) is
+    yellow's own (drop 4).  The rescue then tries yellow's other moves: the first after which
+    red has no win replaces it (driver A's; driver B's ``_rescue`` searches alike,
+    test_search_playout_loop.py)."""
+    e = connect_four
+    ctx = driver_sm._Ctx.__new__(driver_sm._Ctx)
+    ctx.sm, ctx.R = e, 2
+    ctx.win_moves, ctx.stoppers, ctx.best, ctx.narrowing = D.analyse_terms(e)
+    s = _state(UNDER_THREAT)
+    noop, drop4 = parse_term("noop"), parse_term("(drop 4)")
+    after = e.next_state(s, [noop, drop4])
+    assert ctx.first_win(after, [drop4, noop], 0) is not None         # red wins at once
+    assert {m for c, m in ctx.stoppers[(0, drop4)] if c == 1} == {drop4}
+    saved = ctx.rescue((s, [noop, drop4], 1), 0, drop4)
+    assert saved is not None and saved[0] != drop4
+    red = [e.legal_moves(saved[1], 0), e.legal_moves(saved[1], 1)]
+    assert ctx.first_win(saved[1], [red[0][0], red[1][0]], 0) is None
+
+    ctx.narrowing = None        # a game that is not narrowed: the stoppers alone, none left
+    assert ctx.rescue((s, [noop, drop4], 1), 0, drop4) is None
