@@ -249,9 +249,11 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
     # dropped under it): no stopper is then legal but not playing the move saves the game.
     # There pass 1 steps c's other moves (connectFour: at most 7), as a player avoids
     # playing under a threat, so the playouts' endings come from zugzwang, not from a gift.
+    row = wins[d, win[d]]
     for k in range(n * (2 if narrow else 1)):
         i = k % n
-        if legal[i] == played or (stops[wins[d, win[d]], c, legal[i]] == 0) == (k < n):
+        stopper = stops[row, c, legal[i]] != 0
+        if legal[i] == played or stopper != (k < n):     # pass 0: stoppers only; pass 1: the rest
             continue
         if not fresh:
             f = K.load_into(h, state)
