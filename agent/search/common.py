@@ -286,12 +286,15 @@ def compact_into(st: SearchTree, new_root: int, capacity: int) -> SearchTree:
     slots = max(src.slot_move.shape[0], capacity * per_node)
     # a tree made with one AMAF row (no RAVE: nothing reads them) keeps one
     rows = amaf_rows(capacity, R, M) if src.amaf_n.shape[0] > 1 else 1
-    dst = T.new_tree(R, M, capacity, slots, rows, src.state.shape[1])
+    dst = T.new_tree(R, M, capacity, slots, rows, src.state.shape[1], src.nst_key.shape[0])
     mapping = np.full(max(1, int(src.meta[T.M_NODES])), -1, np.int64)
     T.compact(src, dst, new_root, mapping)
     if new_root == 0:   # the same root, a larger pool: its search goes on, with its MAST table
         dst.mast_n[:] = src.mast_n
         dst.mast_q[:] = src.mast_q
+        dst.nst_key[:] = src.nst_key
+        dst.nst_n[:] = src.nst_n
+        dst.nst_q[:] = src.nst_q
     states = []
     index: dict = {}
     if st.states:

@@ -28,8 +28,8 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
-from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_RAVE,
-                     P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_NST,
+                     P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -463,6 +463,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     h = K.hot_borrowed(K.hot(g, vals))   # vals and g are arguments: they outlive the loop
     nb = h[K.H_NB]
     mast_q, mast_n = tree.mast_q, tree.mast_n
+    nst_key, nst_n, nst_q = tree.nst_key, tree.nst_n, tree.nst_q
+    nst = params[P_NST] > 0 and nst_key.shape[0] > 1
     for done in range(n_sims):
         if solver and tree.proven[0] == 1:
             return done     # common.root_settled: nothing left to search
@@ -570,7 +572,14 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                                 if _may_win(wins, near, narrow, r, lbuf[i]):
                                     mbuf[n_wins] = lbuf[i]
                                     n_wins += 1
-                    k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf)
+                    ctx = -1    # NST: the move of the role after r in the ply before
+                    if nst:
+                        q = (r + 1) % R
+                        if npm > 0:
+                            ctx = pmoves[npm - 1, q]
+                        elif depth > 0:
+                            ctx = tree.slot_move[jslots[depth - 1, q]]
+                    k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf, nst_key, nst_n, nst_q, ctx)
                     joint[r] = lbuf[k]
                     pmoves[npm, r] = lbuf[k]
                 if n_wins > 0 and chooser >= 0:
@@ -763,16 +772,17 @@ def engine_data(engine) -> _EngineData:
 
 
 def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int = 0,
-                      budget: int | None = None, amaf: bool = True) -> SearchTree:
+                      budget: int | None = None, amaf: bool = True, nst: bool = False) -> SearchTree:
     """``amaf=False`` (a persona without RAVE: nothing reads or writes AMAF statistics): one
     AMAF row, which compaction keeps at one (copying the rows was a third of moving the tree
-    on to the next ply, issue #34)."""
+    on to the next ply, issue #34).  ``nst``: an NST table (live play, ``P_NST``)."""
     g = engine.game
     R = len(engine.roles)
     per_node = max(8, root_slots + 8)
     max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node, budget)
     arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
-                        amaf_rows(max_nodes, R, data.n_move_ids) if amaf else 1, int(g.n_words))
+                        amaf_rows(max_nodes, R, data.n_move_ids) if amaf else 1, int(g.n_words),
+                      T.NST_SLOTS if nst else 1)
     return SearchTree("compiled", arrays, None, data.move_terms, data.move_index, budget=budget)
 
 
@@ -780,7 +790,7 @@ def _root_slots(engine, state) -> int:
     return sum(len(engine.legal_moves(state, r)) for r in range(len(engine.roles)))
 
 
-def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals, budget, amaf):
+def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals, budget, amaf, nst):
     """``tree`` when its root is ``state`` (grown if it must), else a fresh tree whose root
     is expanded on ``vals``."""
     st = None
@@ -805,7 +815,7 @@ def _tree_for(engine, data, tree, state, packed, want, max_nodes, seconds, vals,
                 seconds is None or free < DEFAULT_TIMED_NODES) and can_grow(st, grown):
             st = compact_into(st, 0, grown)
     if st is None:
-        st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget, amaf)
+        st = new_compiled_tree(engine, data, want, _root_slots(engine, state), budget, amaf, nst)
         status = init_root(engine.game, st.arrays, packed, vals, data.rank, data.sort)
         if status == 0:
             raise ValueError("cannot search from a terminal state")
@@ -892,8 +902,9 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     want = max_nodes or ((n_limit + 1) if n_limit else DEFAULT_TIMED_NODES)
     # thread i's tree: the one moved on with ``tree`` (its helpers, by ``advance``), else fresh
     kept = [tree, *tree.helpers] if tree is not None else []
-    amaf = params[P_RAVE] > 0
-    trees = [_tree_for(engine, data, t, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget, amaf)
+    amaf, nst = params[P_RAVE] > 0, params[P_NST] > 0
+    trees = [_tree_for(engine, data, t, state, packed, want, max_nodes, seconds, data.scratch(i)[0], budget, amaf,
+                       nst)
              for i, t in enumerate((kept + [None] * threads)[:threads])]
     st = trees[0]
     st.helpers = trees[1:]
@@ -965,7 +976,7 @@ def search_batch(engine, items, persona, *, limit: int | None = None, solver: bo
     n_limit = int(params_by_role[0, P_LIMIT])
     maxm = data.n_move_ids
     root_slots = max(_root_slots(engine, s) for s, _, _ in items) if n_items else 0
-    st = new_compiled_tree(engine, data, n_limit + 1, root_slots)
+    st = new_compiled_tree(engine, data, n_limit + 1, root_slots, nst=params_by_role[0, P_NST] > 0)
     w, lo, hi, rmask, relmask = data.utility_arrays(engine, persona)
     q = np.zeros((n_items, maxm))
     n = np.zeros((n_items, maxm), np.int64)

@@ -21,7 +21,7 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME,
-                     P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
+                     P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -258,7 +258,8 @@ class _Ctx:
             end_terminal = bool(a.terminal[node])
         else:
             a.meta[T.M_PLAYOUTS] += 1     # (st.arrays: the playout may grow a copy of it)
-            exact, goals, s, n_steps, end_terminal, charged = self.playout(s, pm, mobility)
+            last = [int(a.slot_move[k]) for k in jsl[-1]] if jsl else None
+            exact, goals, s, n_steps, end_terminal, charged = self.playout(s, pm, mobility, last)
         if self.util is not None:
             self.features(s, end_terminal, depth + n_steps + extra, mobility)
         L.evaluate(p, self.rp, goals, exact, charged, self.raw, self.lo, self.hi, self.w,
@@ -269,10 +270,11 @@ class _Ctx:
                    self.values, extra)
         return True
 
-    def playout(self, s, pm: list, mobility: list):
+    def playout(self, s, pm: list, mobility: list, last=None):
         """A charge from ``s`` (non-terminal): (exact, goals, end state, steps, terminal,
         charged).  One that has not ended after ``P_EVAL_DEPTH`` plies (when that is on) is
-        scored by the game's evaluation, as driver B does: not charged."""
+        scored by the game's evaluation, as driver B does: not charged.  ``last``: the move
+        ids of the tree's last ply (NST's context for the first playout ply), if any."""
         cd = int(self.p[P_CHARGE_DEPTH])
         ed = int(self.p[P_EVAL_DEPTH])
         cut = cd if ed <= 0 else min(cd, ed)
@@ -302,8 +304,10 @@ class _Ctx:
                 if not legal:
                     raise ReasonerError("a role has no legal move in a non-terminal state")
                 ids = self.ids(r, legal)
+                before_ply = pm[-1] if pm else last     # NST: the role after r's move in it
+                ctx = before_ply[(r + 1) % self.R] if (before_ply is not None and self.p[P_NST] > 0) else -1
                 k = int(T.playout_move(self.st.arrays, self.p, r, np.array(ids, np.int32),
-                                       len(ids), self.rng))
+                                       len(ids), self.rng, ctx))
                 joint.append(legal[k])
                 ids_row.append(ids[k])
                 counts.append(len(legal))
@@ -399,14 +403,15 @@ class _Ctx:
                                      facts, cal.relations)
 
 
-def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True) -> SearchTree:
+def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True, nst: bool = False) -> SearchTree:
     """``amaf=False`` (a persona without RAVE: nothing reads or writes AMAF statistics):
     one AMAF row, which compaction keeps at one, instead of up to ``AMAF_BYTES`` copied at
-    every widening of the move ids."""
+    every widening of the move ids.  ``nst``: an NST table (live play, ``P_NST``)."""
     R = len(sm.roles)
     m0 = 16
     max_nodes = node_capacity(max_nodes, R, 0, 4)
-    arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256) if amaf else 1)
+    arrays = T.new_tree(R, m0, max_nodes, max_nodes * 4 + 64, amaf_rows(max_nodes, R, 256) if amaf else 1,
+                        0, T.NST_SLOTS if nst else 1)
     st = SearchTree("sm", arrays, state, [[] for _ in range(R)], [{} for _ in range(R)], [state], {state: 0})
     term = sm.is_terminal(state)
     goals = np.zeros(R)
@@ -445,7 +450,7 @@ def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None 
         if max_nodes is None and room > st.capacity:
             st = compact_into(st, 0, room)
     else:
-        st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0)
+        st = new_sm_tree(sm, state, want, amaf=params[P_RAVE] > 0, nst=params[P_NST] > 0)
     rng = make_rng(seed)
     deadline = None if seconds is None else t0 + seconds
     decisive = D.analyse_terms(engine) if params[P_DECISIVE] > 0 else None

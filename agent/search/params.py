@@ -11,8 +11,8 @@ import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
  P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
- P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH, P_DECISIVE) = range(18)
-N_PARAMS = 18
+ P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH, P_DECISIVE, P_NST) = range(19)
+N_PARAMS = 19
 
 MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
@@ -55,6 +55,10 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     # the rules let end the game, and replaces a move that lets the next mover win by one
     # that may stop it (decisive.py; both drivers on a compiled engine: issue #34)
     p[P_DECISIVE] = 0.0 if thesis else 1.0
+    # a playout move's MAST value is averaged with its value as the reply to the move the
+    # next role made in the ply before (NST's 2-grams, Tak, Winands and Bjornsson 2012),
+    # once that pair has been seen often enough (tree.py, NST_MIN; issue #34)
+    p[P_NST] = 0.0 if thesis else 1.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1

@@ -21,6 +21,9 @@ Layout (``Tree``, a namedtuple of arrays; node 0 is always the root):
           move scored need not be legal (e.g. other boards in nine-board tic-tac-toe),
           so they cannot live on the slots
   mast    [role, move id], reset per decision (spec 8.11)
+  nst     live play: the mean value of a role's move played as the reply to a move of the next
+          role in the ply before (an NST 2-gram), in a hash table keyed by (role, that move,
+          this move), reset with MAST; one slot (never read) where NST is off
 
 Pools are bounded.  A full node pool stops expansion (simulations continue from the
 frontier), a full slot pool leaves a node unexpanded, a full AMAF pool leaves new nodes
@@ -36,7 +39,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_MIN_SHARE, P_NICE, P_RANDOM_ERROR,
+from .params import (P_C, P_EPSILON, P_MAST_TAU, P_ME, P_MIN_SHARE, P_NICE, P_NST, P_RANDOM_ERROR,
                      P_RAVE, P_SOLVER, P_TREE_DISCOUNT)
 from .rng import CHOICE, PLAYOUT, TREE, randint, uniform
 from ..engine.kernels import borrowed
@@ -46,7 +49,7 @@ Tree = namedtuple("Tree", [
     "slot_count", "first_child", "next_sib", "child_key", "amaf_row", "state",
     "slot_move", "slot_n", "slot_q", "slot_child",
     "amaf_n", "amaf_q", "mast_n", "mast_q",
-    "seen", "set_r", "set_m", "tt",
+    "seen", "set_r", "set_m", "tt", "nst_key", "nst_n", "nst_q",
 ])
 
 # meta entries.  What one decision searched (the drivers zero these two when it starts):
@@ -71,12 +74,14 @@ def borrowed_tree(t):
     return Tree(b(t.meta), b(t.visits), b(t.terminal), b(t.proven), b(t.pval), b(t.pdepth), b(t.ready),
                 b(t.slot_off), b(t.slot_count), b(t.first_child), b(t.next_sib), b(t.child_key), b(t.amaf_row),
                 b(t.state), b(t.slot_move), b(t.slot_n), b(t.slot_q), b(t.slot_child), b(t.amaf_n), b(t.amaf_q),
-                b(t.mast_n), b(t.mast_q), b(t.seen), b(t.set_r), b(t.set_m), b(t.tt))
+                b(t.mast_n), b(t.mast_q), b(t.seen), b(t.set_r), b(t.set_m), b(t.tt), b(t.nst_key),
+                b(t.nst_n), b(t.nst_q))
 
 
 def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
-             max_amaf_rows: int, state_words: int = 0) -> Tree:
-    """Empty tree arrays; ``reset_root`` makes it usable."""
+             max_amaf_rows: int, state_words: int = 0, nst_slots: int = 1) -> Tree:
+    """Empty tree arrays; ``reset_root`` makes it usable.  ``nst_slots``: the NST table's
+    size (a power of two; ``NST_SLOTS`` for a tree that live play searches, 1 where NST is off)."""
     N, S, A, R, M = max(1, max_nodes), max(1, max_slots), max(1, max_amaf_rows), n_roles, max(1, n_move_ids)
     return Tree(
         meta=np.zeros(N_META, np.int64),
@@ -105,6 +110,9 @@ def new_tree(n_roles: int, n_move_ids: int, max_nodes: int, max_slots: int,
         set_r=np.zeros(R * M, np.int32),
         set_m=np.zeros(R * M, np.int32),
         tt=np.full(tt_size(N) if state_words > 0 else 1, -1, np.int32),
+        nst_key=np.zeros(nst_slots, np.int64),
+        nst_n=np.zeros(nst_slots, np.int64),
+        nst_q=np.zeros(nst_slots, np.float64),
     )
 
 
@@ -176,16 +184,19 @@ def reset_root(tree, terminal, goals):
     """Forget everything (fresh tree and MAST, spec 2.1) and create the root as node 0."""
     for k in range(tree.meta.shape[0]):
         tree.meta[k] = 0
-    tree.mast_n[:, :] = 0
-    tree.mast_q[:, :] = 0.0
+    reset_mast(tree)
     tree.meta[M_NODES] = 1
     _init_node(tree, 0, terminal, goals)
 
 
 @njit(cache=True)
 def reset_mast(tree):
+    """MAST and NST start afresh."""
     tree.mast_n[:, :] = 0
     tree.mast_q[:, :] = 0.0
+    tree.nst_key[:] = 0
+    tree.nst_n[:] = 0
+    tree.nst_q[:] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -453,34 +464,78 @@ def select(tree, node, ref, params, rng, out):
 
 # --------------------------------------------------------------------------- playout
 @njit(cache=True)
-def playout_move(tree, params, r, ids, n, rng):
+def playout_move(tree, params, r, ids, n, rng, ctx=-1):
     """Index into ``ids[:n]`` of role r's playout move: a MAST Gibbs draw with probability
-    epsilon, else uniform (spec 2.4); unplayed moves count as 100."""
-    return mast_move(tree.mast_q, tree.mast_n, params, r, ids, n, rng, np.empty(max(n, 1)))
+    epsilon, else uniform (spec 2.4); unplayed moves count as 100.  ``ctx``: the move of the
+    role after r in the ply before (-1: none), for NST (``mast_move``)."""
+    return mast_move(tree.mast_q, tree.mast_n, params, r, ids, n, rng, np.empty(max(n, 1)),
+                     tree.nst_key, tree.nst_n, tree.nst_q, ctx)
+
+
+# NST (live play).  Tak, Winands and Bjornsson (2012) found the N-gram selection technique
+# (a move's value as the reply to the moves before it) ahead of MAST in most GGP games; here
+# its 2-grams: a role's move after the move the next role made in the ply before (in a
+# turn-taking game of two, the opponent's last move).  A pair's mean counts once it has been
+# seen NST_MIN times (their threshold); the playout's value of a move is then the mean of its
+# MAST and NST values.  The table is a hash table of NST_SLOTS (a pair found within
+# NST_PROBES slots of its hash, else not recorded: the table degrades, it does not grow), so
+# games with thousands of moves (chess) need no table of moves squared.
+NST_SLOTS = 1 << 16
+NST_MIN = 7
+NST_PROBES = 8
+
+
+@njit(cache=True, inline="always")
+def nst_pair(r, ctx, m):
+    """The table's key of role r's move m after ``ctx`` (never 0, the empty slot's)."""
+    return ((np.int64(ctx) + 1) << 36) | (np.int64(m) << 8) | np.int64(r)
+
+
+@njit(cache=True, inline="always")
+def nst_slot(keys, key, insert):
+    """The slot of ``key`` (with ``insert``, a free slot taken for it), else -1."""
+    mask = keys.shape[0] - 1
+    i = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
+    for _ in range(NST_PROBES):
+        k = keys[i]
+        if k == key:
+            return i
+        if k == 0:
+            if insert:
+                keys[i] = key
+                return i
+            return -1
+        i = (i + 1) & mask
+    return -1
 
 
 @njit(cache=True)
-def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf):
-    """``playout_move`` on the MAST arrays themselves, for a playout loop: a call that takes
-    the Tree pays the reference counting of all its arrays, more than a playout step costs.
-    ``wbuf`` (n floats) holds each move's weight, so the draw computes each exp once."""
+def mast_move(mast_q, mast_n, params, r, ids, n, rng, wbuf, nst_key, nst_n, nst_q, ctx):
+    """``playout_move`` on the MAST and NST arrays themselves, for a playout loop: a call
+    that takes the Tree pays the reference counting of all its arrays, more than a playout
+    step costs.  ``wbuf`` (n floats) holds each move's value, then its weight, so the draw
+    computes each exp once."""
     if n == 1:
         return 0
     eps = params[P_EPSILON]
     if eps <= 0.0 or uniform(rng, PLAYOUT) >= eps:
         return randint(rng, PLAYOUT, n)
     tau = params[P_MAST_TAU]
+    nst = ctx >= 0 and params[P_NST] > 0 and nst_key.shape[0] > 1
     top = -np.inf
     for k in range(n):
         m = ids[k]
         v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
+        if nst:
+            j = nst_slot(nst_key, nst_pair(r, ctx, m), False)
+            if j >= 0 and nst_n[j] >= NST_MIN:
+                v = 0.5 * (v + nst_q[j])
+        wbuf[k] = v
         if v > top:
             top = v
     total = 0.0
     for k in range(n):
-        m = ids[k]
-        v = mast_q[r, m] if mast_n[r, m] > 0 else 100.0
-        e = np.exp((v - top) / tau)
+        e = np.exp((wbuf[k] - top) / tau)
         wbuf[k] = e
         total += e
     x = uniform(rng, PLAYOUT) * total
@@ -501,6 +556,13 @@ def _add_move(tree, k, r, m):
         tree.set_m[k] = m
         return k + 1
     return k
+
+
+@njit(cache=True, inline="always")
+def ply_move(tree, jslots, pmoves, depth, t, r):
+    """Role r's move id at ply t of a simulation: its tree plies (``jslots``), then its
+    playout's (``pmoves``)."""
+    return tree.slot_move[jslots[t, r]] if t < depth else pmoves[t - depth, r]
 
 
 @njit(cache=True, inline="always")
@@ -551,6 +613,16 @@ def backprop(tree, params, path, depth, jslots, pmoves, n_pmoves, values, extra)
         tree.mast_n[r, m] += 1
         tree.mast_q[r, m] += (values[r] - tree.mast_q[r, m]) / tree.mast_n[r, m]
         tree.seen[r, m] = 0
+    if params[P_NST] > 0 and tree.nst_key.shape[0] > 1:
+        # every pair of consecutive plies, the tree's then the playout's, each occurrence
+        for t in range(1, depth + n_pmoves):
+            for r in range(R):
+                m = ply_move(tree, jslots, pmoves, depth, t, r)
+                ctx = ply_move(tree, jslots, pmoves, depth, t - 1, (r + 1) % R)
+                j = nst_slot(tree.nst_key, nst_pair(r, ctx, m), True)
+                if j >= 0:
+                    tree.nst_n[j] += 1
+                    tree.nst_q[j] += (values[r] - tree.nst_q[j]) / tree.nst_n[j]
     if solver and tree.proven[path[depth]] == 1:
         for i in range(depth - 1, -1, -1):
             if not try_prove(tree, path[i]):
