@@ -467,10 +467,12 @@ def run_versus(args) -> None:
         raise SystemExit(f"--versus {args.versus}: not a checkout of this project (no agent/search in it)")
     out = Path(args.versus_out)
     done = finished(out, lambda r: (r["game"], r["index"]))
+    todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
+    if not todo:
+        return      # a finished run resumed: no player process to start (each loads the agent)
     new = ChildPlayer(ROOT, args.games, args.threads, 0 if args.live else None)
     old = ChildPlayer(Path(args.versus), args.games, args.versus_threads, 1 if args.live else None)
     opponent = f"champion {old.ready['commit']}"
-    todo = [(g, i) for g in args.games for i in range(args.n) if (g, i) not in done]
     try:
         with out.open("a") as f, Progress() as bar:
             task = bar.add_task(f"champion vs {opponent}", total=len(todo))

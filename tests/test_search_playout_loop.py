@@ -43,10 +43,11 @@ def _walk_states(eng, plies, seed):
         s = eng.next_state(s, [rng.choice(eng.legal_moves(s, r)) for r in range(len(eng.roles))])
         if not eng.is_terminal(s):
             out.append(s)
-    return out[::3]
+    return out[::4]
 
 
-def _check(eng, persona, limit, thesis, plies=12):
+def _check(eng, persona, limit, thesis, plies=8):
+    """Both drivers on three states of a walk (the initial state, plies 4 and 8), each role."""
     for i, state in enumerate(_walk_states(eng, plies, 5)):
         for role in range(len(eng.roles)):
             a = driver_sm.search(eng, state, role, persona, seed=100 + i, limit=limit, thesis=thesis)
