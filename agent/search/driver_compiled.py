@@ -782,7 +782,7 @@ def new_compiled_tree(engine, data: _EngineData, max_nodes: int, root_slots: int
     max_nodes = node_capacity(max_nodes, R, int(g.n_words), per_node, budget)
     arrays = T.new_tree(R, data.n_move_ids, max_nodes, max_nodes * per_node + 64,
                         amaf_rows(max_nodes, R, data.n_move_ids) if amaf else 1, int(g.n_words),
-                      T.NST_SLOTS if nst else 1)
+                        T.NST_SLOTS if nst else 1)
     return SearchTree("compiled", arrays, None, data.move_terms, data.move_index, budget=budget)
 
 
