@@ -464,7 +464,6 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     nb = h[K.H_NB]
     mast_q, mast_n = tree.mast_q, tree.mast_n
     nst_key, nst_n, nst_q = tree.nst_key, tree.nst_n, tree.nst_q
-    nst = params[P_NST] > 0 and nst_key.shape[0] > 1
     for done in range(n_sims):
         if solver and tree.proven[0] == 1:
             return done     # common.root_settled: nothing left to search
@@ -572,13 +571,10 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                                 if _may_win(wins, near, narrow, r, lbuf[i]):
                                     mbuf[n_wins] = lbuf[i]
                                     n_wins += 1
-                    ctx = -1    # NST: the move of the role after r in the ply before
-                    if nst:
-                        q = (r + 1) % R
-                        if npm > 0:
-                            ctx = pmoves[npm - 1, q]
-                        elif depth > 0:
-                            ctx = tree.slot_move[jslots[depth - 1, q]]
+                    # NST's context: the next role's move in the ply before (read where NST is on)
+                    ctx = -1
+                    if depth + npm > 0:
+                        ctx = T.ply_move(tree, jslots, pmoves, depth, depth + npm - 1, (r + 1) % R)
                     k = T.mast_move(mast_q, mast_n, params, r, lbuf, n, rng, wbuf, nst_key, nst_n, nst_q, ctx)
                     joint[r] = lbuf[k]
                     pmoves[npm, r] = lbuf[k]

@@ -305,7 +305,7 @@ class _Ctx:
                     raise ReasonerError("a role has no legal move in a non-terminal state")
                 ids = self.ids(r, legal)
                 before_ply = pm[-1] if pm else last     # NST: the role after r's move in it
-                ctx = before_ply[(r + 1) % self.R] if (before_ply is not None and self.p[P_NST] > 0) else -1
+                ctx = before_ply[(r + 1) % self.R] if before_ply is not None else -1
                 k = int(T.playout_move(self.st.arrays, self.p, r, np.array(ids, np.int32),
                                        len(ids), self.rng, ctx))
                 joint.append(legal[k])
