@@ -345,6 +345,10 @@ class Player:
         """The game's evaluation once learned (None: not yet, or none found)."""
         return self.learner.result if self.learner is not None and self.learner.done else None
 
+    def material(self):
+        """Each role's pieces once learned with the evaluation (None: not yet, or none)."""
+        return self.learner.material if self.learner is not None and self.learner.done else None
+
     # -------------------------------------------------------------- play
     def observe(self, move_texts) -> list:
         """Apply the joint move the manager reports; returns notes about anything odd."""
@@ -466,6 +470,7 @@ class Player:
             result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
                                   limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
                                   tree=self.tree, on_progress=progress, heuristic=self.evaluation(),
+                                  material=self.material(),
                                   threads=self.threads if self.ponders_between_moves() else 1)
             self.tree = result.tree
             return result_fields(result)

@@ -92,13 +92,20 @@ def game_path(name: str) -> Path:
 
 
 def evaluations(engines: dict) -> dict:
-    """Each game's evaluation (agent.search.heuristic, from a version that has one: None
-    otherwise), learned as a player learns it but from its playouts alone (no clock)."""
+    """Each game's search arguments from what a player learns at the start (agent.search.heuristic's
+    ``Learner``, learned from its playouts alone, no clock): ``heuristic`` (the evaluation) and
+    ``material`` where found and the version has them."""
     try:
         from agent.search import heuristic as H
     except ImportError:
-        return {g: None for g in engines}
-    return {g: H.learn(eng, seconds=None) for g, eng in engines.items()}
+        return {g: {} for g in engines}
+    out = {}
+    for g, eng in engines.items():
+        learner = H.Learner(eng, seconds=None)
+        learner.step()
+        found = {"heuristic": learner.result, "material": getattr(learner, "material", None)}
+        out[g] = {k: v for k, v in found.items() if v is not None}
+    return out
 
 
 def check_code() -> None:
@@ -397,12 +404,16 @@ def versus_child(args) -> None:
                for g in args.games}
     for eng in engines.values():      # numba compiled and warm before the first timed move
         search(eng, eng.initial_state(), 0, champion, seed=1, limit=200, solver=True)
-    heuristics = evaluations(engines)
+    learned = evaluations(engines)
     extra = {"heuristic": {}}
-    for g, h in heuristics.items():
+    for g, found in learned.items():
+        if found:       # numba compiled for them too
+            search(engines[g], engines[g].initial_state(), 0, champion, seed=1, limit=200, **found)
+        h, m = found.get("heuristic"), found.get("material")
         if h is not None:
-            search(engines[g], engines[g].initial_state(), 0, champion, seed=1, limit=200, heuristic=h)
             extra["heuristic"][g] = {"r2": [round(float(x), 3) for x in h.r2], "groups": len(h.groups)}
+        if m is not None:
+            extra.setdefault("material", {})[g] = m.summary()
     rev = subprocess_rev(CODE)
     print(json.dumps({"ready": True, "commit": rev, **extra}), flush=True)
     game, moves, state, tree = None, [], None, None
@@ -419,7 +430,7 @@ def versus_child(args) -> None:
             state = eng.next_state(state, terms)
             tree = advance(tree, terms) if args.live else None
         moves = req["moves"]
-        kw = dict(req["kw"], heuristic=heuristics[req["game"]]) if heuristics[req["game"]] is not None else req["kw"]
+        kw = dict(req["kw"], **learned[req["game"]])
         if args.threads > 1:     # (a version before root parallelism has no such argument)
             kw = dict(kw, threads=args.threads)
         if args.live:            # the server's pool, not the harness's fixed one
@@ -446,8 +457,7 @@ def versus_child(args) -> None:
         while not eng.is_terminal(state) and not select.select([sys.stdin], [], [], 0)[0]:
             slices += 1
             res = search(eng, state, r, champion, seed=item_seed(req["seed"], f"ponder|{slices}"), solver=True,
-                         seconds=BETWEEN_SLICE, tree=tree,
-                         **({"heuristic": kw["heuristic"]} if "heuristic" in kw else {}))
+                         seconds=BETWEEN_SLICE, tree=tree, **learned[req["game"]])
             tree = res.tree
             if not res.simulations:
                 break
@@ -488,7 +498,7 @@ def run_versus(args) -> None:
                 t0 = time.perf_counter()
                 res = play_game(eng, players, "time", args.seconds, item_seed(args.seed, f"{game}|versus|{i}"),
                                 live=args.live)
-                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game),
+                rec = {"kind": "game", "game": game, "opponent": opponent, "version": new.ready["commit"], "heuristic": new.ready.get("heuristic", {}).get(game), "material": new.ready.get("material", {}).get(game),
                        "mode": "time", "index": i, "budget": args.seconds, "seed": args.seed, "champion_role": new_role,
                        **({"threads": args.threads} if args.threads > 1 else {}),
                        **({"versus_threads": args.versus_threads} if args.versus_threads > 1 else {}),

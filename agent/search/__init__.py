@@ -48,12 +48,14 @@ def _compiled(engine) -> bool:
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
            max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None, threads: int = 1) -> SearchResult:
+           heuristic=None, material=None, threads: int = 1) -> SearchResult:
     """One decision for ``role_index`` in ``state``.  ``tree``: a tree from a previous
     result, moved on with ``advance``; used when its root is ``state`` (not in thesis mode).
     ``solver=False`` turns off the terminal solver (for baselines); ``max_nodes`` bounds
     the node pool; ``heuristic``: the game's evaluation (``heuristic.learn``), which ends
-    playouts after ``heuristic.EVAL_DEPTH`` plies in live play.  ``threads``: on a clock,
+    playouts after ``heuristic.EVAL_DEPTH`` plies in live play; ``material``: each role's
+    pieces (``material.Material``, from ``heuristic.Learner``), a prior on the moves the
+    compiled engine's search tries (the state-machine driver has none).  ``threads``: on a clock,
     the compiled engine searches that many trees of the root at once, one per thread, and
     the choice reads their root statistics together (root parallelism; the state-machine
     driver searches on one thread)."""
@@ -61,7 +63,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
         from .driver_compiled import search as run
         return run(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
                    tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis, on_progress=on_progress,
-                   heuristic=heuristic, threads=threads)
+                   heuristic=heuristic, material=material, threads=threads)
     from .driver_sm import search as run
     return run(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
                tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis, on_progress=on_progress,

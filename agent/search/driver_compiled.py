@@ -22,14 +22,16 @@ from . import decisive as D
 from . import features as F
 from . import heuristic as H
 from . import leaf as L
+from . import material as M
 from . import params as P
 from . import rng as RNG
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
-from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME, P_NST,
-                     P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
+from .material import SHARPNESS
+from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_MATERIAL, P_ME,
+                     P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
 
 DEFAULT_TIMED_NODES = 100_000      # node pool for time-limited searches without max_nodes
@@ -324,13 +326,55 @@ def _evaluation(state, ev_w, ev_b, out):
 
 
 @njit(cache=True)
-def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, finals, first):
+def _root_material(tree, pmasks, base, root_q):
+    """Each role's material in the root's state (into ``base``) and the root's value for it
+    (into ``root_q``: its slots' mean, 50 until the root has been visited 50 times), what
+    ``_material_prior`` measures a new state against."""
+    for r in range(pmasks.shape[0]):
+        base[r] = _count(tree.state[0], pmasks[r])
+        root_q[r] = 50.0
+        if tree.visits[0] >= 50:
+            off = tree.slot_off[0, r]
+            n = 0.0
+            q = 0.0
+            for k in range(tree.slot_count[0, r]):
+                n += tree.slot_n[off + k]
+                q += tree.slot_n[off + k] * tree.slot_q[off + k]
+            if n > 0:
+                root_q[r] = q / n
+
+
+@njit(cache=True)
+def _material_prior(state, pmasks, base, root_q, out):
+    """Each role's prior value of a packed state from its material (``material.py``): the
+    share of the material won or lost since the root that is the role's (in pieces a role
+    had at the root), through a logistic of ``material.SHARPNESS``, moves the root's value
+    towards 100 or 0 by that much."""
+    R = pmasks.shape[0]
+    mean = 0.0
+    total = 0.0
+    for r in range(R):
+        out[r] = _count(state, pmasks[r]) - base[r]
+        mean += out[r] / R
+        total += base[r]
+    per_role = max(total / R, 1.0)
+    for r in range(R):
+        x = (out[r] - mean) / per_role
+        h = 2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0
+        q = root_q[r]
+        out[r] = q + h * (100.0 - q) if h > 0 else q + h * q
+
+
+@njit(cache=True)
+def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, finals, first, masks, changes, ends):
     """Uniform random playouts from the packed state ``s0`` for the game's evaluation
     (``heuristic.Learner``): one non-terminal state in ``stride`` (from a random offset) into
     ``states`` (packed) with its playout's number (``first`` onwards) in ``owner``, each
-    playout's goals into ``finals``.  A playout past ``cap`` plies is dropped; one that would
-    overflow ``states`` is dropped and ends the call.  Returns (states stored, playouts kept,
-    playouts tried, plies of the playouts kept), or (-1, 0, 0, 0) on broken rules."""
+    playout's goals into ``finals``.  For material (``material.py``): the plies in which the
+    count of each candidate set (``masks[k]``) changed, added to ``changes[k]``, and its count
+    in each playout's final state, into ``ends``.  A playout past ``cap`` plies is dropped; one
+    that would overflow ``states`` is dropped and ends the call.  Returns (states stored,
+    playouts kept, playouts tried, plies of the playouts kept), or (-1, 0, 0, 0) on broken rules."""
     R = g.n_roles
     h = K.hot(g, vals)
     nb = h[K.H_NB]
@@ -341,6 +385,10 @@ def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, fi
     joint = np.zeros(R, np.int32)
     gr = np.zeros((3, R))
     goals = np.zeros(R)
+    S = masks.shape[0]
+    cur = np.zeros(g.n_words, np.uint64)
+    count = np.zeros(S, np.int64)
+    changed = np.zeros(S, np.int64)     # this playout's, added to ``changes`` if it is kept
     k = 0
     p = 0
     plies = 0
@@ -351,6 +399,10 @@ def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, fi
         start = k
         steps = 0
         offset = RNG.randint(rng, RNG.PLAYOUT, stride)
+        if S > 0:
+            for j in range(S):
+                count[j] = _count(s0, masks[j])
+                changed[j] = 0
         while not K.terminal_in(h) and steps < cap:
             if steps % stride == offset:
                 if k >= states.shape[0]:
@@ -367,11 +419,21 @@ def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, fi
             if f != nb:
                 K.step_finish(g, vals, h, joint, f)
             steps += 1
+            if S > 0:
+                K.pack_into(h, cur)
+                for j in range(S):
+                    c = _count(cur, masks[j])
+                    if c != count[j]:
+                        changed[j] += 1
+                        count[j] = c
         if not K.terminal_in(h):
             k = start               # past the cap: a game without end, dropped
             continue
         _scores(g, vals, gr, goals)
         finals[p, :] = goals
+        for j in range(S):
+            changes[j] += changed[j]
+            ends[p, j] = count[j]
         p += 1
         plies += steps
     return k, p, n_playouts, plies
@@ -397,14 +459,15 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
 
 @njit(cache=True, nogil=True)    # nogil: root-parallel threads (``search(threads=)``) run at once
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b,
-             wins, stops, best, near):
+             pmasks, wins, stops, best, near):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
     proves the root), NO_LEGAL_MOVE on broken rules.  ``ev_w``, ``ev_b``: the game's evaluation
     (``_evaluation``), read when ``params[P_EVAL_DEPTH]`` > 0.  Decisive and anti-decisive
     moves in playouts when ``params[P_DECISIVE]`` > 0: ``wins[r, move]`` >= 0 for a move that
     may end the game, ``stops`` the moves that may stop it (``decisive.analyse``), ``best``
     each role's best goal (``decisive.best_goals``), ``near`` the candidates' narrowing in
-    each state (``decisive.near_arrays``; no conditions: not narrowed)."""
+    each state (``decisive.near_arrays``; no conditions: not narrowed).  ``pmasks[r]``: role
+    r's material (``material.py``), a prior on new moves when ``params[P_MATERIAL]`` > 0."""
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     cd = int(params[P_CHARGE_DEPTH])
@@ -420,14 +483,14 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
             np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1),
             np.zeros((2, g.n_words), np.uint64), np.zeros(R, np.int32), np.zeros(maxm + 1, np.int32),
-            np.zeros(R, np.int32))
+            np.zeros(R, np.int32), np.zeros(R), np.zeros(R), np.zeros(R))
     return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-                     ev_w, ev_b, wins, stops, best, near)
+                     ev_w, ev_b, pmasks, wins, stops, best, near)
 
 
 @njit(cache=True)
 def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
-              ev_w, ev_b, wins, stops, best, near):
+              ev_w, ev_b, pmasks, wins, stops, best, near):
     """``simulate`` on its buffers (``bufs``)."""
     # The arguments without their references (kernels.borrowed): the caller holds them for
     # the whole loop, whose calls then pay no atomic reference counting for them (it was
@@ -444,6 +507,8 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
             b(near[8]), b(near[9]), b(near[10]), b(near[11]), b(near[12]), b(near[13]), b(near[14]),
             b(near[15]), b(near[16]))
     plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
+    pbase, proot, prior = b(bufs[21]), b(bufs[22]), b(bufs[23])
+    pmasks = b(pmasks)
     R = g.n_roles
     horizon = int(params[P_HORIZON])
     grave = params[P_GRAVE]
@@ -457,6 +522,10 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     decisive = params[P_DECISIVE] > 0
     track = decisive and stops.shape[0] > 0   # the last ply's state and moves kept, for _rescue
     narrow = decisive and near[0].shape[0] > 1
+    weight = int(params[P_MATERIAL])
+    material = weight > 0 and pmasks.shape[0] == R
+    if material:
+        _root_material(tree, pmasks, pbase, proot)
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -502,6 +571,9 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
                 K.pack_into(h, cur)
+                if material:
+                    _material_prior(cur, pmasks, pbase, proot, prior)
+                    T.seed_prior(tree, node, sl, prior, weight)
                 hv = np.uint64(0)
                 if transpose:
                     hv = T.state_hash(cur)
@@ -659,7 +731,8 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
             count_out[i] = 0 if st == 0 else -1
             continue
         if simulate(g, tree, params, rp, rng, int(params[P_LIMIT]), vals, w, lo_by_role[me],
-                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b, wins, stops, best, near) < 0:
+                    hi_by_role[me], role_masks, rel_masks, rank, sort, ev_w, ev_b, np.zeros((0, 1), np.uint64),
+                    wins, stops, best, near) < 0:
             count_out[i] = -1
             continue
         cnt = tree.slot_count[0, me]
@@ -671,7 +744,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
         choice_out[i] = T.choose(tree, params, q_out[i, :cnt], n_out[i, :cnt], rng)
 
 
-guard([sys.modules[__name__]], [K, T, L, RNG, P, F, sys.modules[__name__]])
+guard([sys.modules[__name__]], [K, T, L, RNG, P, F, M, sys.modules[__name__]])
 
 
 # --------------------------------------------------------------------------- Python side
@@ -834,7 +907,8 @@ class _Shared:
         return sum(self.ran)
 
 
-def _run(g, data, i, st, vals, near, rng, params, rp, ev, util, me, n_limit, deadline, shared, progress=None):
+def _run(g, data, i, st, vals, near, rng, params, rp, ev, pmasks, util, me, n_limit, deadline, shared,
+         progress=None):
     """Thread ``i``'s simulations on ``st`` (on ``vals``, ``near``: its own) until the limit
     (every thread's simulations together), the deadline, or a proven root in any thread."""
     w, lo, hi, rmask, relmask = util
@@ -848,7 +922,7 @@ def _run(g, data, i, st, vals, near, rng, params, rp, ev, util, me, n_limit, dea
             n = n_limit - shared.sims
         c0 = time.perf_counter()
         ran = simulate(g, st.arrays, params, rp, rng, n, vals, w, lo[me], hi[me], rmask, relmask,
-                       data.rank, data.sort, ev[0], ev[1], wins, stops, best, near)
+                       data.rank, data.sort, ev[0], ev[1], pmasks, wins, stops, best, near)
         if ran < 0:
             raise RuntimeError("a role has no legal move in a non-terminal state")
         shared.ran[i] += ran
@@ -880,14 +954,16 @@ def _helper(*args):
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
            seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
            max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None, threads: int = 1) -> SearchResult:
+           heuristic=None, material=None, threads: int = 1) -> SearchResult:
     t0 = time.perf_counter()
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)
     params, rp = build(persona, R, role_index, solver=solver, limit=limit, thesis=thesis,
-                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0)
+                       eval_depth=H.EVAL_DEPTH if heuristic is not None else 0, material=material is not None)
     ev = data.evaluation_arrays(engine, heuristic)
+    pmasks = (material.masks(int(g.n_words)) if params[P_MATERIAL] > 0
+              else np.zeros((0, int(g.n_words)), np.uint64))
     if thesis:
         tree = None     # spec 2.1: a fresh tree and MAST table per decision
     n_limit = int(params[P_LIMIT]) if (limit is not None or seconds is None) else None
@@ -914,7 +990,7 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
 
     def run_args(i):
         rng_i = rng if i == 0 else make_rng(int(seed) + i * HELPER_SEED_STEP)
-        return (g, data, i, trees[i], *data.scratch(i), rng_i, params, rp, ev, util, role_index, n_limit,
+        return (g, data, i, trees[i], *data.scratch(i), rng_i, params, rp, ev, pmasks, util, role_index, n_limit,
                 deadline, shared)
 
     workers = [threading.Thread(target=_helper, args=run_args(i), daemon=True) for i in range(1, threads)]

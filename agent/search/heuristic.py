@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _compiled
+from . import material as M
 from .features import rules_seed
 
 PLAYOUTS = 2000             # random playouts sampled (fewer when ``seconds`` or the sample runs out)
@@ -143,6 +144,7 @@ class Learner:
         self.done = False
         self.fitted: Heuristic | None = None    # the fit, used or not
         self.result: Heuristic | None = None    # the evaluation: the fit if ``useful``
+        self.material: M.Material | None = None  # each role's pieces (compiled engines only)
         # a compiled engine is sampled in numba on packed states (a hundred times faster than
         # through the state-machine interface: 200 checkers playouts in 0.1 s)
         self.packed_states = _compiled(sm)
@@ -158,6 +160,11 @@ class Learner:
             self.rng = make_rng(seed)
             self.vals = engine_data(sm).vals
             self.s0 = sm.pack(self.s0)
+            # the same playouts measure the candidate piece sets (material.py)
+            self.cands = M.candidates(sm.base, self.n_roles)
+            self.cand_masks = M.candidate_masks(self.cands, int(sm.game.n_words))
+            self.changes = np.zeros(len(self.cands), np.int64)
+            self.ends: list = []
         else:
             self.states: list = []
             self.owner_list: list = []
@@ -187,14 +194,16 @@ class Learner:
         from .driver_compiled import sample_playouts
         todo = min(PACKED_CHUNK, self.playouts - len(self.finals))
         finals = np.zeros((todo, self.n_roles))
+        ends = np.zeros((todo, len(self.cands)), np.int64)
         k, p, tried, plies = sample_playouts(self.sm.game, self.s0, self.vals, self.rng, todo, PLY_CAP,
                                              self.stride(), self.packed[self.n:], self.owner[self.n:],
-                                             finals, len(self.finals))
+                                             finals, len(self.finals), self.cand_masks, self.changes, ends)
         if k < 0:
             raise ValueError("a role has no legal move in a non-terminal state")
         self.n += k
         self.plies += plies
         self.finals.extend(finals[:p].tolist())
+        self.ends.extend(ends[:p])
         self.tried += tried
         # the sample is full, or playouts keep running past PLY_CAP (a game without end)
         self.full = tried < todo or self.tried >= 4 * self.playouts
@@ -227,6 +236,9 @@ class Learner:
     def _fit(self) -> None:
         finals = np.array(self.finals, np.float64).reshape(-1, self.n_roles)
         if self.packed_states:
+            if len(self.finals) >= MIN_PLAYOUTS:
+                self.material = M.select(self.cands, self.changes, self.plies,
+                                         np.array(self.ends, np.int64).reshape(-1, len(self.cands)), finals)
             keys, X = design_packed(self.packed[:self.n], self.memberships, len(self.sm.base))
             owner = self.owner[:self.n]
             self.packed = self.owner = None      # the samples are not needed any more
@@ -244,8 +256,10 @@ class Learner:
         if h is None:
             return f"no evaluation: {len(self.finals)} random playouts, too few to fit"
         verdict = "the search uses it" if self.result is not None else f"below {R2_MIN}: not used"
+        material = self.material.summary() if self.material is not None else "no material found"
         return (f"evaluation from {h.playouts} random playouts ({h.samples} states, {len(h.groups)} "
-                f"groups of facts): out-of-fold R^2 {', '.join(f'{x:.2f}' for x in h.r2)}; {verdict}")
+                f"groups of facts): out-of-fold R^2 {', '.join(f'{x:.2f}' for x in h.r2)}; {verdict}; "
+                f"{material}")
 
 
 def _memberships(base) -> tuple:

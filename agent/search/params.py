@@ -11,9 +11,10 @@ import numpy as np
 
 (P_RAVE, P_GRAVE, P_CHARGE_DEPTH, P_HORIZON, P_C, P_LIMIT, P_TREE_DISCOUNT,
  P_CHARGE_DISCOUNT, P_EPSILON, P_RANDOM_ERROR, P_NICE, P_MAST_TAU, P_SOLVER, P_ME,
- P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH, P_DECISIVE, P_NST) = range(19)
-N_PARAMS = 19
+ P_MIN_SHARE, P_TRANSPOSE, P_EVAL_DEPTH, P_DECISIVE, P_NST, P_MATERIAL) = range(20)
+N_PARAMS = 20
 
+MATERIAL_WEIGHT = 6.0  # simulations a material prior counts as (live play: material.py)
 MIN_VISIT_SHARE = 0.1  # live play: visits a move needs, relative to the most visited, to compete on Q
 
 RP_DEFAULT, RP_AGGR, RP_DEF, RP_LAMBDA = range(4)
@@ -21,7 +22,7 @@ N_ROLE_PARAMS = 4
 
 
 def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | None = None,
-          thesis: bool = False, eval_depth: int = 0):
+          thesis: bool = False, eval_depth: int = 0, material: bool = False):
     """(params, role_params) for ``persona`` deciding for role ``me``.
 
     ``thesis``: exactly the search of spec 2.8 (no solver, no visit-share filter in the final
@@ -30,7 +31,9 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     off when the persona mixes in a utility (lambda > 0): a proven goal value says nothing
     about the features that persona also values.  ``eval_depth``: a playout that has not
     ended after that many plies is scored by the game's evaluation (``heuristic.py``; live
-    play only, and not for a persona with a utility: the same reason as the solver)."""
+    play only, and not for a persona with a utility: the same reason as the solver).
+    ``material``: the game has material (``material.py``), a prior on new moves in live play
+    (not with a utility either)."""
     p = np.zeros(N_PARAMS, dtype=np.float64)
     p[P_RAVE] = persona.rave
     p[P_GRAVE] = persona.grave
@@ -59,6 +62,9 @@ def build(persona, n_roles: int, me: int, *, solver: bool = True, limit: int | N
     # next role made in the ply before (NST's 2-grams, Tak, Winands and Bjornsson 2012),
     # once that pair has been seen often enough (tree.py, NST_MIN; issue #34)
     p[P_NST] = 0.0 if thesis else 1.0
+    # a move first tried from a node starts at a value from the material it wins or loses,
+    # worth that many simulations (material.py, tree.seed_prior; issue #34)
+    p[P_MATERIAL] = MATERIAL_WEIGHT if (material and not thesis and persona.utility_lambda == 0) else 0.0
     rp = np.zeros((N_ROLE_PARAMS, n_roles), dtype=np.float64)
     for r in range(n_roles):
         k = 0 if r == me else 1

@@ -462,6 +462,18 @@ def select(tree, node, ref, params, rng, out):
         out[r] = choice
 
 
+@njit(cache=True, inline="always")
+def seed_prior(tree, node, sl, prior, weight):
+    """Each role's slot ``sl[r]`` at ``node`` tried for the first time (a role with a choice)
+    starts at ``prior[r]``, the value of the state it led to, counted as ``weight``
+    simulations (material.py): the real simulations then outweigh it as they come."""
+    for r in range(sl.shape[0]):
+        s = sl[r]
+        if tree.slot_count[node, r] > 1 and tree.slot_n[s] == 0:
+            tree.slot_n[s] = weight
+            tree.slot_q[s] = prior[r]
+
+
 # --------------------------------------------------------------------------- playout
 @njit(cache=True)
 def playout_move(tree, params, r, ids, n, rng, ctx=-1):
