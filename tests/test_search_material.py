@@ -107,6 +107,8 @@ def test_select_needs_rare_changes_and_correlation_for_every_role():
     flat = ends.copy()
     flat[:, 1] = rng.integers(0, 2, 400)
     assert M.select(cands, np.array([10, 10]), 1000, flat, finals) is None
+    # one role: nothing to weigh its material against
+    assert M.select(cands[:1], np.array([10]), 1000, ends[:, :1], finals[:, :1]) is None
 
 
 def test_prior_moves_the_root_value_by_the_material_won():

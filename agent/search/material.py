@@ -15,7 +15,8 @@ Found from the structure alone (no symbol's name is read):
               rare: ``MAX_CHANGE_RATE``; connectFour's discs, one added every other ply, are
               not material) and whose count in the final state goes with a role's final goal
               (Pearson correlation at least ``MIN_CORRELATION`` over the playouts) is that
-              role's material; every role needs some, else the game has none.
+              role's material; every role needs some, else the game has none (and a game of
+              one role has none: the prior weighs one role's material against the others').
 
 The search uses it as a prior on a move first tried from a node (``tree.seed_prior``; the
 compiled driver): its child's material against the root's, turned into a value near the
@@ -112,7 +113,9 @@ def select(cands, changes, plies: int, ends, finals) -> Material | None:
     count changed out of ``plies``, ``ends[p, k]`` its count in playout p's final state,
     ``finals[p, r]`` role r's goal there.  None: no material for some role."""
     n_roles = finals.shape[1]
-    if not cands or plies <= 0 or finals.shape[0] < 2:
+    # material is a balance between roles: with one role the prior would only pull every new
+    # move towards the root's value
+    if n_roles < 2 or not cands or plies <= 0 or finals.shape[0] < 2:
         return None
     sets: list = [set() for _ in range(n_roles)]
     keys: list = [[] for _ in range(n_roles)]
