@@ -256,7 +256,8 @@ class Learner:
         if h is None:
             return f"no evaluation: {len(self.finals)} random playouts, too few to fit"
         verdict = "the search uses it" if self.result is not None else f"below {R2_MIN}: not used"
-        material = self.material.summary() if self.material is not None else "no material found"
+        material = (self.material.summary() if self.material is not None else
+                    "no material found" if self.packed_states else "material not measured (no compiled engine)")
         return (f"evaluation from {h.playouts} random playouts ({h.samples} states, {len(h.groups)} "
                 f"groups of facts): out-of-fold R^2 {', '.join(f'{x:.2f}' for x in h.r2)}; {verdict}; "
                 f"{material}")
