@@ -93,6 +93,18 @@ def test_scrambled_rules_give_the_same_material(breakthrough_text, breakthrough,
     assert [len(c) for c in other.material.correlation] == [len(c) for c in learned.material.correlation]
 
 
+def test_a_game_without_a_board_has_no_material_and_keeps_its_evaluation():
+    """No candidate set (test_heuristic's claim game: four cells per owner): the learner
+    still fits the evaluation, and says there is no material."""
+    from tests.test_heuristic import CLAIM
+    eng = load_engine(parse_rules(CLAIM), engine="compiled")
+    learner = H.Learner(eng, playouts=200, seconds=None)
+    learner.step()
+    assert learner.cands == [] and learner.done
+    assert learner.material is None and learner.result is not None
+    assert "no material found" in learner.summary()
+
+
 def test_select_needs_rare_changes_and_correlation_for_every_role():
     cands = [(("cell", 2, "w"), [0, 1]), (("cell", 2, "b"), [2, 3])]
     rng = np.random.default_rng(1)

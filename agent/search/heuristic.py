@@ -236,9 +236,9 @@ class Learner:
     def _fit(self) -> None:
         finals = np.array(self.finals, np.float64).reshape(-1, self.n_roles)
         if self.packed_states:
-            if len(self.finals) >= MIN_PLAYOUTS:
-                self.material = M.select(self.cands, self.changes, self.plies,
-                                         np.array(self.ends, np.int64).reshape(-1, len(self.cands)), finals)
+            if len(self.finals) >= MIN_PLAYOUTS and self.cands:
+                ends = np.array(self.ends, np.int64).reshape(len(self.ends), len(self.cands))
+                self.material = M.select(self.cands, self.changes, self.plies, ends, finals)
             keys, X = design_packed(self.packed[:self.n], self.memberships, len(self.sm.base))
             owner = self.owner[:self.n]
             self.packed = self.owner = None      # the samples are not needed any more
