@@ -94,7 +94,7 @@ def candidates(base, n_roles: int) -> list:
 
 def candidate_masks(cands, n_words: int) -> np.ndarray:
     """uint64[len(cands), n_words]: each candidate set as bits of a packed state."""
-    out = np.zeros((max(1, len(cands)), n_words), np.uint64)[:len(cands)]
+    out = np.zeros((len(cands), n_words), np.uint64)
     for k, (_, facts) in enumerate(cands):
         for i in facts:
             out[k, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
