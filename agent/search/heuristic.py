@@ -162,7 +162,7 @@ class Learner:
             self.s0 = sm.pack(self.s0)
             # the same playouts measure the candidate piece sets (material.py)
             self.cands = M.candidates(sm.base, self.n_roles)
-            self.cand_masks = M.candidate_masks(self.cands, int(sm.game.n_words))
+            self.cand_masks = M.fact_masks([facts for _, facts in self.cands], int(sm.game.n_words))
             self.changes = np.zeros(len(self.cands), np.int64)
             self.ends: list = []
         else:

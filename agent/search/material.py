@@ -44,11 +44,7 @@ class Material:
 
     def masks(self, n_words: int) -> np.ndarray:
         """uint64[R, n_words]: role r's pieces as bits of a packed state."""
-        out = np.zeros((len(self.sets), n_words), np.uint64)
-        for r, facts in enumerate(self.sets):
-            for i in facts:
-                out[r, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-        return out
+        return fact_masks(self.sets, n_words)
 
     def summary(self) -> str:
         parts = [f"role {r}: {len(s)} facts ({', '.join('/'.join(map(str, k)) for k in ks)}; r = "
@@ -92,10 +88,11 @@ def candidates(base, n_roles: int) -> list:
     return out
 
 
-def candidate_masks(cands, n_words: int) -> np.ndarray:
-    """uint64[len(cands), n_words]: each candidate set as bits of a packed state."""
-    out = np.zeros((len(cands), n_words), np.uint64)
-    for k, (_, facts) in enumerate(cands):
+def fact_masks(index_lists, n_words: int) -> np.ndarray:
+    """uint64[len(index_lists), n_words]: each list of fact indices (of an engine's ``base``)
+    as bits of a packed state: the candidate sets, a role's material."""
+    out = np.zeros((len(index_lists), n_words), np.uint64)
+    for k, facts in enumerate(index_lists):
         for i in facts:
             out[k, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     return out
