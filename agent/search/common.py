@@ -67,6 +67,7 @@ class SearchResult:
     proven_descents: int = 0
     transpositions: int = 0             # moves that reached a state already in the tree (T.M_TRANSPOSED)
     evaluated: int = 0                  # playouts ended by the game's evaluation (T.M_EVALUATED)
+    extended: int = 0                   # of them, run on past its depth to a quiet state (T.M_EXTENDED)
     threads: int = 1                    # trees searched at once, one per thread (root parallelism)
 
     @property
@@ -218,6 +219,7 @@ def start_counts(arrays: T.Tree) -> None:
     arrays.meta[T.M_PROVEN_ENDS] = 0
     arrays.meta[T.M_TRANSPOSED] = 0
     arrays.meta[T.M_EVALUATED] = 0
+    arrays.meta[T.M_EXTENDED] = 0
 
 
 def searched(arrays: T.Tree) -> dict:
@@ -225,7 +227,8 @@ def searched(arrays: T.Tree) -> dict:
     return {"playouts": int(arrays.meta[T.M_PLAYOUTS]),
             "proven_descents": int(arrays.meta[T.M_PROVEN_ENDS]),
             "transpositions": int(arrays.meta[T.M_TRANSPOSED]),
-            "evaluated": int(arrays.meta[T.M_EVALUATED])}
+            "evaluated": int(arrays.meta[T.M_EVALUATED]),
+            "extended": int(arrays.meta[T.M_EXTENDED])}
 
 
 def root_settled(arrays: T.Tree, params) -> bool:

@@ -483,7 +483,8 @@ def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_
             np.zeros(g.n_words, np.uint64), np.zeros((3, R)), np.zeros(R), np.zeros(R), np.ones(R),
             np.zeros(R), np.zeros(rel_masks.shape[0]), np.zeros(w.shape[0]), np.zeros(maxm + 1),
             np.zeros((2, g.n_words), np.uint64), np.zeros(R, np.int32), np.zeros(maxm + 1, np.int32),
-            np.zeros(R, np.int32), np.zeros(R), np.zeros(R), np.zeros(R))
+            np.zeros(R, np.int32), np.zeros(R), np.zeros(R), np.zeros(R),
+            np.zeros((2, g.n_words), np.uint64), np.zeros((2, R), np.int64))
     return _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, bufs,
                      ev_w, ev_b, pmasks, wins, stops, best, near)
 
@@ -507,7 +508,7 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
             b(near[8]), b(near[9]), b(near[10]), b(near[11]), b(near[12]), b(near[13]), b(near[14]),
             b(near[15]), b(near[16]))
     plies, last, lbuf2, jbuf = b(bufs[17]), b(bufs[18]), b(bufs[19]), b(bufs[20])
-    pbase, proot, prior = b(bufs[21]), b(bufs[22]), b(bufs[23])
+    pbase, proot, prior, qstate, qcount = b(bufs[21]), b(bufs[22]), b(bufs[23]), b(bufs[24]), b(bufs[25])
     pmasks = b(pmasks)
     R = g.n_roles
     horizon = int(params[P_HORIZON])
@@ -526,6 +527,13 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
     material = weight > 0 and pmasks.shape[0] == R
     if material:
         _root_material(tree, pmasks, pbase, proot)
+    # A playout the evaluation would cut in the middle of an exchange (a capture made, the
+    # recapture not yet) scores a state whose material is about to change: with material,
+    # it runs on past ``ed`` until a ply that changes no role's material, at most
+    # ``H.QUIET_PLIES`` more, and the state that ply started from is scored (quiescence,
+    # found from the material alone).
+    quiet = material and 0 < ed < cd
+    limit = min(cd, ed + H.QUIET_PLIES) if quiet else cut
     # The playout loop calls no function that takes the CompiledGame or the Tree (their
     # reference counting per call cost more than a playout step): kernels.hot's arrays,
     # the MAST arrays, and vals moved on in place from the new leaf to the playout's end.
@@ -622,9 +630,25 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if f != nb:
                     K.load_finish(g, vals, f)
             before = -1     # the role that chose the last ply's move (anti-decisive), if one did
-            while npm < cut:
+            settled = False     # a quiet state found past ``ed``: ``cur`` holds it
+            while npm < limit:
                 if npm > 0 and K.terminal_in(h):
                     break
+                if quiet and npm >= ed:
+                    # each state from ``ed`` on with its material, by ply parity (a rescued
+                    # ply redoes this ply: the state before it is kept)
+                    qs = npm & 1
+                    K.pack_into(h, qstate[qs])
+                    same = True
+                    for r in range(R):
+                        c = _count(qstate[qs], pmasks[r])
+                        same = same and c == qcount[1 - qs, r]
+                        qcount[qs, r] = c
+                    if npm > ed and same:
+                        npm -= 1
+                        cur[:] = qstate[1 - qs]
+                        settled = True
+                        break
                 if track:
                     K.pack_into(h, plies[npm & 1])
                 chooser = -1
@@ -670,17 +694,19 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 if f != nb:
                     K.step_finish(g, vals, h, joint, f)
                 npm += 1
-            if use_util or ed > 0:
+            if (use_util or ed > 0) and not settled:
                 K.pack_into(h, cur)
-            exact = K.terminal_in(h)
+            exact = K.terminal_in(h) and not settled
             end_terminal = exact
             if exact:
                 _scores(g, vals, gr, goals)
-            elif ed > 0 and npm == ed:
+            elif ed > 0 and npm >= ed:
                 # cut by the evaluation, not by the persona's charge depth: its values are
                 # the leaf's, as a terminal's goals are (no charge default, no discount)
                 _evaluation(cur, ev_w, ev_b, goals)
                 tree.meta[T.M_EVALUATED] += 1
+                if npm > ed:
+                    tree.meta[T.M_EXTENDED] += 1
                 exact = True
                 charged = False
         if use_util:
@@ -744,7 +770,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
         choice_out[i] = T.choose(tree, params, q_out[i, :cnt], n_out[i, :cnt], rng)
 
 
-guard([sys.modules[__name__]], [K, T, L, RNG, P, F, M, sys.modules[__name__]])
+guard([sys.modules[__name__]], [K, T, L, RNG, P, F, M, H, sys.modules[__name__]])
 
 
 # --------------------------------------------------------------------------- Python side

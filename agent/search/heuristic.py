@@ -48,6 +48,8 @@ MAX_SAMPLES_TERMS = 10_000  # states sampled at most through the state-machine i
 PACKED_CHUNK = 16           # playouts per numba call (a slice's clock is read between calls)
 RIDGE = 0.1                 # ridge penalty per sample on standardised counts
 EVAL_DEPTH = 8              # plies a playout runs before the evaluation scores it
+QUIET_PLIES = 4             # and at most this many more, to a quiet state (a game with material:
+                            # driver_compiled's playouts)
 R2_MIN = 0.15               # out-of-fold R^2 an evaluation needs, per role (mean over roles)
 
 

@@ -58,9 +58,11 @@ Tree = namedtuple("Tree", [
 # tree descent only, the value known: no playout).  Their sum is the simulations run.
 # M_TRANSPOSED: moves of this decision's descents that reached a state already in the tree.
 # M_EVALUATED: playouts (counted in M_PLAYOUTS) ended by the game's evaluation (heuristic.py).
+# M_EXTENDED: of those, the ones run past the evaluation's depth to a quiet state
+# (heuristic.QUIET_PLIES).
 (M_NODES, M_SLOTS, M_AMAF, M_FULL_NODES, M_FULL_SLOTS, M_PLAYOUTS, M_PROVEN_ENDS, M_TRANSPOSED,
- M_EVALUATED) = range(9)
-N_META = 9
+ M_EVALUATED, M_EXTENDED) = range(10)
+N_META = 10
 
 WIN = 100.0          # a goal this high cannot be improved on: a proven win for the mover
 MIXED = -2           # mover_of(): more than one role has a choice (simultaneous moves)
