@@ -204,7 +204,7 @@ def result_fields(result) -> dict:
     if sims is None and "visits" in out:
         sims = sum(out["visits"])
     out["simulations"] = None if sims is None else int(sims)
-    for k in ("playouts", "proven_descents", "transpositions", "evaluated"):   # what the simulations were (agent.search)
+    for k in ("playouts", "proven_descents", "transpositions", "evaluated", "extended"):   # what the simulations were (agent.search)
         v = get(k, None)
         if v is not None:
             out[k] = int(v)
@@ -434,6 +434,7 @@ class Player:
             "proven_descents": fields.get("proven_descents"),
             "transpositions": fields.get("transpositions"),
             "evaluated": fields.get("evaluated"),
+            "extended": fields.get("extended"),     # of them, run on to a quiet state
             **({"threads": fields["threads"]} if "threads" in fields else {}),
             "elapsed": round(time.monotonic() - t0, 4),
             "fallback": False,

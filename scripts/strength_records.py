@@ -55,6 +55,7 @@ def rows(results: Path, ours: Path, exclude: set) -> list:
             "playouts": median(d.get("playouts") for d in searched),
             "transpositions": median(d.get("transpositions") for d in searched),
             "evaluated": median(d.get("evaluated") for d in searched),   # playouts the evaluation ended
+            "extended": median(d.get("extended") for d in searched),     # of them, run on to a quiet state
             # the root's visits: this move's simulations, plus what a reused (and pondered) tree brought
             "root": median(sum((d.get("visits") or {}).values()) for d in searched),
             "seconds": median(d.get("elapsed") for d in searched),
@@ -72,12 +73,12 @@ def main() -> None:
     args = ap.parse_args()
     table = rows(args.results, args.ours, set(args.exclude))
     print("| match | we play | winner | plies | searched moves | fallback moves (ply: reason) | "
-          "simulations / move | playouts / move | of them evaluated | transpositions / move | root visits / move | "
+          "simulations / move | playouts / move | of them evaluated | extended to a quiet state | transpositions / move | root visits / move | "
           "s / move | player peak MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['match']} | {r['role']} | {r['winner']} | {r['plies']} | {r['searched']} | {r['fallbacks']} | "
-              f"{fmt(r['sims'])} | {fmt(r['playouts'])} | {fmt(r['evaluated'])} | {fmt(r['transpositions'])} | "
+              f"{fmt(r['sims'])} | {fmt(r['playouts'])} | {fmt(r['evaluated'])} | {fmt(r['extended'])} | {fmt(r['transpositions'])} | "
               f"{fmt(r['root'])} | "
               f"{fmt(r['seconds'], 2)} | "
               f"{r['rss'] if r['rss'] is not None else '-'} |")

@@ -29,7 +29,7 @@ from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
                      root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
-from .material import SHARPNESS
+from .material import MATERIAL_MIX, SHARPNESS
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_MATERIAL, P_ME,
                      P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
@@ -363,6 +363,22 @@ def _material_prior(state, pmasks, base, root_q, out):
         h = 2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0
         q = root_q[r]
         out[r] = q + h * (100.0 - q) if h > 0 else q + h * q
+
+
+@njit(cache=True)
+def _material_value(state, pmasks, out):
+    """Each role's value of a packed state from its material alone (``material.py``): its
+    pieces against the mean of the roles', as a share of a role's mean count, through the
+    logistic of ``material.SHARPNESS``, from 50 towards 100 or 0 (no piece left: 50)."""
+    R = pmasks.shape[0]
+    mean = 0.0
+    for r in range(R):
+        out[r] = _count(state, pmasks[r])
+        mean += out[r] / R
+    per_role = max(mean, 1.0)
+    for r in range(R):
+        x = (out[r] - mean) / per_role
+        out[r] = 50.0 + 50.0 * (2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0)
 
 
 @njit(cache=True)
@@ -704,6 +720,13 @@ def _simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel
                 # cut by the evaluation, not by the persona's charge depth: its values are
                 # the leaf's, as a terminal's goals are (no charge default, no discount)
                 _evaluation(cur, ev_w, ev_b, goals)
+                if material:
+                    # random play's outcomes weigh material less than good play does (the
+                    # regression's states are random play's): the cut's value is mixed with
+                    # the material's own (``prior`` is free outside a descent)
+                    _material_value(cur, pmasks, prior)
+                    for r in range(R):
+                        goals[r] = (1.0 - MATERIAL_MIX) * goals[r] + MATERIAL_MIX * prior[r]
                 tree.meta[T.M_EVALUATED] += 1
                 if npm > ed:
                     tree.meta[T.M_EXTENDED] += 1

@@ -32,6 +32,7 @@ MIN_FACTS = 6             # a candidate set has this many facts at least (a boar
 MAX_CHANGE_RATE = 0.4     # material changes in fewer plies than this (captures), per set
 MIN_CORRELATION = 0.06    # with a role's final goal, over random playouts
 SHARPNESS = 10.0          # how far a share of the material moves the prior (driver_compiled)
+MATERIAL_MIX = 0.5        # the material's share of a playout's value where the evaluation cuts it
 
 
 @dataclass
