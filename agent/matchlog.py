@@ -11,7 +11,9 @@ completed), previewClock/startClock/playClock, playerNamesFromHost, scrambled.  
                 move, simulations (= playouts, the leaf evaluations that walked the game, +
                 proven_descents, the tree descents that ended in a terminal or proven node;
                 both null when the search used does not tell them apart), transpositions
-                (moves of the descents that reached a state already searched), elapsed seconds,
+                (moves of the descents that reached a state already searched), evaluated
+                (playouts the game's evaluation ended) and extended (of them, the ones run on
+                past its depth to a quiet state), elapsed seconds,
                 search used, whether a fallback was sent
   x-notes       problems seen during the match (illegal or unparsable moves, late workers, ...)
   x-player      our name; x-refused: why a START was refused
