@@ -129,10 +129,12 @@ def baseline(kind: str):
     return persona_from_dict(d, kind, check_ranges=False)
 
 
+SEARCHED = ("playouts", "proven_descents", "evaluated", "extended")   # what a search's simulations were
+
+
 def _searched(res) -> dict:
     """Playouts run and proven descents, from a version whose results tell them apart."""
-    return {k: int(getattr(res, k)) for k in ("playouts", "proven_descents", "evaluated", "extended")
-            if hasattr(res, k)}
+    return {k: int(getattr(res, k)) for k in SEARCHED if hasattr(res, k)}
 
 
 def local_player(persona, solver: bool):
@@ -170,7 +172,7 @@ def play_game(eng, players, mode: str, budget, seed: int, live: bool = False) ->
             st["searches"] += 1
             st["pool_full"] += d["pool_full"]
             st["nodes_max"] = max(st["nodes_max"], d["nodes"])
-            for k in ("playouts", "proven_descents", "evaluated", "extended"):   # versions that tell them apart
+            for k in SEARCHED:   # from versions that tell them apart
                 if k in d:
                     st[k] = st.get(k, 0) + d[k]
         history.append([render(m) for m in joint])

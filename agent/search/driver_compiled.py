@@ -344,6 +344,13 @@ def _root_material(tree, pmasks, base, root_q):
                 root_q[r] = q / n
 
 
+@njit(cache=True, inline="always")
+def _lean(x):
+    """-1..1: how far a share ``x`` of a role's material won (or lost) moves a value, the
+    logistic of ``material.SHARPNESS`` (the prior and the cut's material value)."""
+    return 2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0
+
+
 @njit(cache=True)
 def _material_prior(state, pmasks, base, root_q, out):
     """Each role's prior value of a packed state from its material (``material.py``): the
@@ -360,7 +367,7 @@ def _material_prior(state, pmasks, base, root_q, out):
     per_role = max(total / R, 1.0)
     for r in range(R):
         x = (out[r] - mean) / per_role
-        h = 2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0
+        h = _lean(x)
         q = root_q[r]
         out[r] = q + h * (100.0 - q) if h > 0 else q + h * q
 
@@ -378,7 +385,7 @@ def _material_value(state, pmasks, out):
     per_role = max(mean, 1.0)
     for r in range(R):
         x = (out[r] - mean) / per_role
-        out[r] = 50.0 + 50.0 * (2.0 / (1.0 + np.exp(-SHARPNESS * x)) - 1.0)
+        out[r] = 50.0 + 50.0 * _lean(x)
 
 
 @njit(cache=True)
