@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Raw random playouts of the compiled engine, this version against an earlier checkout, in
-CPU time: for an engine change measured on a machine shared with other long jobs, where
-wall-clock rates move with the load but a process's CPU time much less.
+"""Raw random playouts of the compiled engine (``--engine nonground``: of the non-ground one),
+this version against an earlier checkout, in CPU time: for an engine change measured on a
+machine shared with other long jobs, where wall-clock rates move with the load but a
+process's CPU time much less.
 
     git worktree add ../base main
     python scripts/ab_playouts.py --baseline ../base --games ticTacToe connectFour --reps 7
@@ -36,40 +37,54 @@ GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "reversi", "hex
          "nineBoardTicTacToe"]
 
 
-def serve(key: str, root: Path, budget: float, cache_dir: str) -> None:
+def serve(key: str, root: Path, budget: float, cache_dir: str, engine: str) -> None:
     """Child: load (or build) ``key`` with the ``agent`` package of ``root``; then answer
     ``N SEED`` lines (N playouts, timed) with one JSON line each."""
     sys.path.insert(0, str(root))
     import agent
     if Path(agent.__file__).resolve().parents[1] != root.resolve():
         raise SystemExit(f"imported {agent.__file__}, not the version in {root}")
-    from agent.engine import kernels as K
-    from agent.engine import load_engine
     from gdl.kif import read_rules_file
-    eng = load_engine(read_rules_file(rules_path(key)), engine="compiled", budget_seconds=budget,
-                      cache_dir=cache_dir)
-    g = eng.game
-    K.seed(1)
-    K.playouts_for(g, g.init_state, 10, 10_000)   # kernels loaded (or compiled) first
+    desc = read_rules_file(rules_path(key))
+    if engine == "nonground":   # its playout loop in numba (``NK.playout``), from the initial state
+        from agent.engine.nonground import NonGroundEngine
+        sm = NonGroundEngine(desc)
+        s0 = sm.initial_state()
+
+        def playouts(n: int, seed: int):
+            depth = 0
+            for i in range(n):
+                depth += sm.random_playout(s0, cap=10_000, seed=seed * 100_003 + i)[0]
+            return n, depth
+    else:
+        from agent.engine import kernels as K
+        from agent.engine import load_engine
+        g = load_engine(desc, engine="compiled", budget_seconds=budget, cache_dir=cache_dir).game
+
+        def playouts(n: int, seed: int):
+            K.seed(seed)
+            done, depth, _ = K.playouts_for(g, g.init_state, n, 10_000)
+            return done, depth
+    playouts(1, 0)   # kernels loaded (or compiled) first
     t0 = time.process_time()
     n = 0
     while time.process_time() - t0 < 1.0:   # warm-up, and the rate for the parent's calibration
-        n += K.playouts_for(g, g.init_state, 10, 10_000)[0]
+        n += playouts(1 if engine == "nonground" else 10, 0)[0]
     print(json.dumps({"rate": n / (time.process_time() - t0)}), flush=True)
     for line in sys.stdin:
         n, s = (int(x) for x in line.split())
-        K.seed(s)
         t0 = time.process_time()
-        done, depth, _ = K.playouts_for(g, g.init_state, n, 10_000)
+        done, depth = playouts(n, s)
         cpu = time.process_time() - t0
         print(json.dumps({"playouts": int(done), "depth": int(depth), "cpu": cpu}), flush=True)
 
 
 class Child:
-    def __init__(self, key: str, root: Path, budget: float, cache_dir: str):
+    def __init__(self, key: str, root: Path, budget: float, cache_dir: str, engine: str):
         env = dict(os.environ, NUMBA_CACHE_DIR=str(root / ".cache" / "numba"))
         self.p = subprocess.Popen([sys.executable, __file__, "--serve", key, "--root", str(root),
-                                   "--budget", str(budget), "--cache", cache_dir], stdin=subprocess.PIPE,
+                                   "--budget", str(budget), "--cache", cache_dir, "--engine", engine],
+                                  stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env, cwd=root)
 
     def read(self) -> dict:
@@ -95,13 +110,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=7, help="alternating runs per version")
     ap.add_argument("--cpu-seconds", type=float, default=2.0, help="CPU time of one run")
     ap.add_argument("--budget", type=float, default=120.0, help="grounding budget (s)")
+    ap.add_argument("--engine", choices=("compiled", "nonground"), default="compiled",
+                    help="the engine whose playouts are timed (nonground: chess's)")
     ap.add_argument("--out", help="append one JSON line per game here")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
-        serve(a.serve, Path(a.root), a.budget, a.cache)
+        serve(a.serve, Path(a.root), a.budget, a.cache, a.engine)
         return
     if not a.baseline:
         ap.error("--baseline is required: a checkout of the earlier version")
@@ -117,7 +134,8 @@ def main() -> None:
             n = 0
             ours, theirs, ratios, depths = [], [], [], set()
             for rep in range(a.reps):
-                this, that = Child(key, ROOT, a.budget, caches["this"]), Child(key, base, a.budget, caches["base"])
+                this = Child(key, ROOT, a.budget, caches["this"], a.engine)
+                that = Child(key, base, a.budget, caches["base"], a.engine)
                 rate = min(this.read()["rate"], that.read()["rate"])
                 n = n or max(1, int(rate * a.cpu_seconds))
                 pair = [this, that] if rep % 2 == 0 else [that, this]   # who goes first alternates
@@ -130,7 +148,7 @@ def main() -> None:
                 ratios.append(ours[-1] / theirs[-1])
                 depths.add((round(x["depth"] / n, 2), round(y["depth"] / n, 2)))
                 prog.advance(task)
-            row = {"game": key, "playouts_per_run": n, "ratio": round(statistics.median(ratios), 3),
+            row = {"game": key, "engine": a.engine, "playouts_per_run": n, "ratio": round(statistics.median(ratios), 3),
                    "ratios": [round(r, 3) for r in ratios],
                    "this_per_cpu_s": round(statistics.median(ours)), "baseline_per_cpu_s": round(statistics.median(theirs)),
                    "avg_depth_this_baseline": sorted(depths)}

@@ -172,3 +172,34 @@ def test_a_person_waits_for_the_interim_engine_not_for_the_grounder_to_give_up(s
     reply, interim, engine = asyncio.run(go())
     assert reply == "ready" and interim, (reply, interim, engine)
     assert engine not in ("upgraded", "none"), engine   # the grounder had not finished
+
+
+def test_scrambled_chess_playouts_draw_checked_moves_that_are_legal(shared_dir):
+    """Chess v0's legal moves negate a derived check test (``threatened``): its playouts test
+    the candidate moves one at a time (``Compiled._sampler``), and ``has_legal_move`` needs
+    only one legal move (an existence relation). Found from the rules' structure, so a
+    scrambled sheet gets both; every move a playout draws is one of the engine's legal moves
+    (exact on the reference traces), and a playout ends where the rules end it."""
+    from agent.engine.nonground import NonGroundEngine
+    from agent.match.rules import Scrambler, read_rules
+    from gdl.kif import parse_rules
+
+    text = read_rules((shared_dir / CHESS).read_text())[0][1:-1]   # the rules, no comments
+    sm = NonGroundEngine(parse_rules(Scrambler(text, seed=11).text(text)))
+    try:
+        assert any(chk >= 0 for pairs in sm.c.samplers.values() for _, chk in pairs)
+        assert any(k[0] == "$exists" for k in sm.c.rel_keys)
+        s0 = sm.initial_state()
+        for seed in (1, 2):
+            depth, goals, moves = sm._playout(s0, 400, seed, keep_moves=True)
+            assert depth == len(moves) > 10
+            s = s0
+            for joint in moves:
+                assert not sm.is_terminal(s)
+                for i, m in enumerate(joint):
+                    assert m in sm.legal_moves(s, i)
+                s = sm.next_state(s, joint)
+            assert sm.is_terminal(s)
+            assert goals == [[max(v, default=0)] for v in sm.goal_values(s)]
+    finally:
+        sm.close()

@@ -78,6 +78,51 @@ SHAPES = """
 (<= (goal ?r 0) (role ?r) (not (true (cell 2 ?r))))
 """
 
+# Legal moves guarded by negations of derived relations, as chess's are (is the square
+# attacked once I move there): a recursive relation through a cycle (``near`` over the ring,
+# through the fog) read by ground calls, a legal rule whose ground negation comes first, a
+# move relation read by a literal that needs one answer (``canmove``; ``(infog ?z ?z)`` needs
+# them all: its first answer may not have ?z twice), and states where every candidate move
+# fails its check (``stuck``).
+GUARDED = """
+(role a) (role b)
+(opp a b) (opp b a)
+(cell 1) (cell 2) (cell 3) (cell 4) (cell 5) (cell 6)
+(ring 1 2) (ring 2 3) (ring 3 4) (ring 4 5) (ring 5 6) (ring 6 1)
+(<= (adj ?x ?y) (ring ?x ?y))
+(<= (adj ?x ?y) (ring ?y ?x))
+(init (at a 1)) (init (at b 4)) (init (fog 2)) (init (fog 5)) (init (control a)) (init (clock 0))
+(<= (near ?z ?y) (adj ?z ?y))
+(<= (near ?z ?y) (near ?z ?w) (adj ?w ?y) (true (fog ?w)))
+(<= (attacked ?r ?y) (opp ?r ?o) (true (at ?o ?z)) (near ?z ?y))
+(<= (legal ?r (go ?y)) (true (control ?r)) (true (at ?r ?x)) (adj ?x ?y) (not (attacked ?r ?y)))
+(<= (legal ?r (fly ?y)) (true (control ?r)) (true (at ?r ?x)) (cell ?y) (distinct ?x ?y)
+    (not (near ?x ?y)) (not (attacked ?r ?y)) (not (true (at ?r 6))))
+(<= (legal ?r stay) (true (control ?r)) (true (at ?r ?x)) (not (attacked ?r ?x)))
+(<= (legal a swap) (not (attacked a 1)) (true (control a)) (true (at a 2)))
+(<= (legal ?r noop) (role ?r) (not (true (control ?r))))
+(<= (legal ?r wait) (true (control ?r)) (infog ?z ?z))
+(<= (infog ?x ?y) (true (at a ?x)) (true (fog ?y)))
+(<= (canmove ?r) (legal ?r ?m))
+(<= (next (at ?r ?y)) (does ?r (go ?y)))
+(<= (next (at ?r ?y)) (does ?r (fly ?y)))
+(<= (next (at ?r ?x)) (true (at ?r ?x)) (does ?r stay))
+(<= (next (at ?r ?x)) (true (at ?r ?x)) (does ?r noop))
+(<= (next (at ?r ?x)) (true (at ?r ?x)) (does ?r wait))
+(<= (next (at a 1)) (does a swap))
+(<= (next (fog ?y)) (true (fog ?x)) (ring ?x ?y))
+(<= (next (control b)) (true (control a)))
+(<= (next (control a)) (true (control b)))
+(<= (next (clock ?n)) (true (clock ?m)) (plus ?m ?n))
+(plus 0 1) (plus 1 2) (plus 2 3) (plus 3 4) (plus 4 5) (plus 5 6) (plus 6 7) (plus 7 8)
+(<= stuck (true (control ?r)) (not (canmove ?r)))
+(<= terminal stuck)
+(<= terminal (true (clock 8)))
+(<= (goal ?r 100) (true (control ?o)) (opp ?r ?o) stuck)
+(<= (goal ?r 0) (true (control ?r)) stuck)
+(<= (goal ?r 50) (role ?r) (not stuck))
+"""
+
 
 def _walk_and_compare(text: str, make, limit: int = 200) -> int:
     """Every state reachable (breadth first, up to ``limit``): the same answers as Prolog."""
@@ -108,7 +153,7 @@ def _walk_and_compare(text: str, make, limit: int = 200) -> int:
         sm.close()
 
 
-@pytest.mark.parametrize("text", [CYCLES, SHAPES], ids=["cycles", "shapes"])
+@pytest.mark.parametrize("text", [CYCLES, SHAPES, GUARDED], ids=["cycles", "shapes", "guarded"])
 def test_every_reachable_state_agrees_with_prolog(text):
     assert _walk_and_compare(text, NonGroundEngine) > 5
 
@@ -135,7 +180,7 @@ def test_recursion_through_a_cycle_is_complete():
 
 
 def test_playouts_replay_move_by_move_in_prolog():
-    for text in (CYCLES, SHAPES):
+    for text in (CYCLES, SHAPES, GUARDED):   # GUARDED's playouts draw by the sampler
         desc = parse_rules(text)
         sm, ref = NonGroundEngine(desc), PrologReasoner(desc)
         try:
@@ -153,6 +198,66 @@ def test_playouts_replay_move_by_move_in_prolog():
                 assert goals == [[max(v, default=0)] for v in ref.goal_values(s)]
         finally:
             ref.close()
+
+
+def _sample(sm, state, role: int, n: int, seed: int) -> list:
+    """``n`` moves drawn by the playout's sampler (``NK.sample_legal``) in ``state``; None
+    where it finds no legal move."""
+    import numpy as np
+    from agent.engine import nonground_kernels as NK
+    sm._load(frozenset(state))
+    call = np.empty(sm.W.callbuf.shape[0], np.int32)
+    np.random.seed(seed)
+    out = []
+    for _ in range(n):
+        st, k, s = NK.sample_legal(sm.P, sm.W, sm.G, sm._role_sym[role], call, sm._sample_buf,
+                                   sm._sample_ent)
+        assert st == NK.OK
+        if k < 0:
+            out.append(None)
+            continue
+        rel = sm._legal[k]
+        out.append(sm._decoded(rel, tuple(sm._sample_buf[s + 1:s + int(sm.c.width[rel])].tolist())))
+    return out
+
+
+def test_the_sampler_draws_every_legal_move_alike_and_only_those():
+    """Where the legal rules negate derived relations, a playout draws each move by testing
+    candidates one at a time: every move it draws is legal, every legal move comes up about
+    as often as the others, and a state where every candidate fails has no move."""
+    from collections import Counter
+    desc = parse_rules(GUARDED)
+    sm, ref = NonGroundEngine(desc), PrologReasoner(desc)
+    try:
+        assert sm.c.samplers, "the guarded moves get a sampler"
+        seen, todo, stuck, spread = {ref.initial_state()}, [ref.initial_state()], 0, 0
+        while todo:
+            s = todo.pop()
+            terminal = ref.is_terminal(s)
+            for i in range(len(desc.roles)):
+                legal = ref.legal_moves(s, i)
+                drawn = _sample(sm, s, i, 300 if len(legal) > 2 else 30, seed=len(seen))
+                if not legal:
+                    stuck += 1
+                    assert drawn == [None] * 30
+                    continue
+                assert set(drawn) <= set(legal), sorted(s)
+                if len(legal) > 2:
+                    counts = Counter(drawn)
+                    assert set(counts) == set(legal)
+                    assert min(counts.values()) > 0.4 * 300 / len(legal), counts
+                    spread += 1
+            if terminal:
+                continue
+            for joint in __import__("itertools").product(*[ref.legal_moves(s, i) for i in range(2)]):
+                n = ref.next_state(s, joint)
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        assert stuck > 0 and spread > 0 and len(seen) > 50
+    finally:
+        ref.close()
+        sm.close()
 
 
 def test_shapes_of_a_move_argument_and_the_flat_names():

@@ -25,7 +25,7 @@ from gdl.analysis import literal_atom
 from gdl.flatten import (KEYWORD_TERM, FlatRules, FlattenError, flat_term, shape_text, slots,
                           unflat_term)
 from gdl.kif import Description
-from gdl.terms import render
+from gdl.terms import render, variables
 
 from ..reasoner.prolog import ordered_body
 from ..reasoner.statemachine import (BrokenRules, GroundingError, InvalidQuery, PlayoutCap,
@@ -105,6 +105,10 @@ class Compiled:
             t = shape_text(s[1])
             self._rel_id(("does", t), 1 + slots(s[1]))
         self._kinds(rules)
+        self.derived = self.kind == NK.K_RULES   # the final kinds (the listing below changes them)
+        self.first = [0] * len(self.rel_keys)    # 1: an existence relation (``_exists_rel``)
+        self._exists: dict = {}                  # derived relation -> its existence relation
+        self.samplers: dict = {}                 # legal relation -> [(candidates, check)] (``_sampler``)
         # static relations: every row, found by the evaluator itself (their rules run as
         # derived ones, in an empty state), then read as facts
         final = self.kind.copy()
@@ -114,7 +118,7 @@ class Compiled:
         self._encode_rules(rules)
         self._indexes()
         rows = self._static_rows(static)
-        self.kind = final
+        self.kind = np.concatenate([final, self.kind[len(final):]])   # and existence relations
         self._facts(rows)
         self._encode_rules(rules)
         self._indexes()
@@ -214,49 +218,40 @@ class Compiled:
     # -- rules of derived relations
     def _encode_rules(self, rules) -> None:
         order = [i for i in range(len(self.rel_keys)) if self.kind[i] == NK.K_RULES]
+        encoded: dict = {}           # relation -> [(variables, head codes, literals)]
+        for rel in order:
+            encoded[rel] = [self._encode_rule(r) for r in self.rules_of[rel]]
+        for rel in order:
+            if self.rel_keys[rel][0] == "legal" and isinstance(self.rel_keys[rel][1], str) and self.derived[rel]:
+                self._sampler(rel, encoded)
         rs, re = np.zeros(len(self.rel_keys), np.int32), np.zeros(len(self.rel_keys), np.int32)
         nvars, hstart, bstart, bend = [], [], [], []
-        lkind, lrel, lcode, codes = [], [], [], []
+        lkind, lrel, lcode, codes, lalt, lneed = [], [], [], [], [], []
         self.rule_lits: list = []    # per rule: [(kind, rel, codes)] for the pattern analysis
         n = 0
-        for rel in order:
+        for rel, rules_ in encoded.items():
             rs[rel] = n
-            for r in self.rules_of[rel]:
-                var: dict = {}
-
-                def code(t):
-                    if isinstance(t, str) and t.startswith("?"):
-                        if t not in var:
-                            var[t] = len(var)
-                        return -var[t] - 1
-                    return self.sym_id(t)
-                key, args = _split(r.head)
-                head = [code(a) for a in args]
-                lits = []
-                for l in ordered_body(r.body):
-                    la = literal_atom(l)
-                    if la is not None:
-                        k, a = _split(la[0])
-                        lits.append((NK.L_POS if la[1] else NK.L_NEG, self.rel[k], [code(x) for x in a]))
-                    elif l[0] == "distinct":
-                        lits.append((NK.L_DIST, -1, [code(l[1]), code(l[2])]))
-                    else:   # (not (distinct a b)): a and b equal
-                        lits.append((NK.L_EQ, -1, [code(l[1][1]), code(l[1][2])]))
-                if len(var) > 63:
-                    raise GroundingError("no non-ground engine: a rule with more than 63 variables")
-                nvars.append(len(var))
+            for nv, head, lits in rules_:
+                alts = self._existential(head, lits)
+                nvars.append(nv)
                 hstart.append(len(codes))
                 codes.extend(head)
                 bstart.append(len(lkind))
-                for k, rl, cs in lits:
+                for (k, rl, cs), (alt, need) in zip(lits, alts):
                     lkind.append(k)
                     lrel.append(rl)
+                    lalt.append(alt)
+                    lneed.append(need)
                     lcode.append(len(codes))
                     codes.extend(cs)
                 bend.append(len(lkind))
                 self.rule_lits.append((rel, head, lits))
                 n += 1
             re[rel] = n
+        grown = len(self.rel_keys) - len(rs)     # existence relations made meanwhile
+        rs, re = np.append(rs, np.zeros(grown, np.int32)), np.append(re, np.zeros(grown, np.int32))
+        for base, ex in self._exists.items():    # an existence relation runs its base's rules
+            rs[ex], re[ex] = rs[base], re[base]
         self.rel_rule_start, self.rel_rule_end = rs, re
         self.rule_nvars = np.array(nvars or [0], np.int32)
         self.rule_head_start = np.array(hstart or [0], np.int32)
@@ -264,15 +259,153 @@ class Compiled:
         self.rule_body_end = np.array(bend or [0], np.int32)
         self.lit_kind = np.array(lkind or [0], np.int32)
         self.lit_rel = np.array(lrel or [0], np.int32)
+        self.lit_alt = np.array(lalt or [-1], np.int32)
+        self.lit_need = np.array(lneed or [0], np.int64)
         self.lit_code_start = np.array(lcode or [0], np.int32)
         self.codes = np.array(codes or [0], np.int32)
         self.max_body = max([e - s for s, e in zip(bstart, bend)] or [0]) + 1
         self.max_vars = max(nvars or [0]) + 1
 
+    def _encode_rule(self, r) -> tuple:
+        """(number of variables, head codes, [(literal kind, relation, codes)]): a constant's
+        code is its symbol id, variable v's is -v - 1."""
+        var: dict = {}
+
+        def code(t):
+            if isinstance(t, str) and t.startswith("?"):
+                if t not in var:
+                    var[t] = len(var)
+                return -var[t] - 1
+            return self.sym_id(t)
+        head = [code(a) for a in _split(r.head)[1]]
+        lits = []
+        for l in self._body_order(r.body):
+            la = literal_atom(l)
+            if la is not None:
+                k, a = _split(la[0])
+                lits.append((NK.L_POS if la[1] else NK.L_NEG, self.rel[k], [code(x) for x in a]))
+            elif l[0] == "distinct":
+                lits.append((NK.L_DIST, -1, [code(l[1]), code(l[2])]))
+            else:   # (not (distinct a b)): a and b equal
+                lits.append((NK.L_EQ, -1, [code(l[1][1]), code(l[1][2])]))
+        if len(var) > 63:
+            raise GroundingError("no non-ground engine: a rule with more than 63 variables")
+        return len(var), head, lits
+
+    def _sampler(self, rel: int, encoded: dict) -> None:
+        """A playout's random legal move without every legal move (``NK.playout``).
+
+        A legal rule with negations of derived relations (chess's ``(not (threatened ?player
+        ?kx ?ky ?u ?v))``: is the king attacked once this piece has moved) is split in two
+        relations: its *candidates*, the head with the variables of those negations, by the
+        rest of the body; and its *check*, those negations, asked with every argument bound
+        (a safe rule's positive literals bind them all). A playout then tests the candidates of one random move after another
+        until one passes, instead of evaluating every candidate's check. Each rule of a sampled
+        relation gets a candidate relation (a rule with nothing to split: the whole body, no
+        check); ``self.samplers[rel]`` lists their (candidate, check or -1) relations."""
+        parts = []
+        for nv, head, lits in encoded[rel]:
+            costly = [l for l in lits if l[0] == NK.L_NEG and self.derived[l[1]]]
+            parts.append(([l for l in lits if l not in costly], costly))
+        if not any(costly for _, costly in parts):
+            return
+        out = []
+        for i, ((nv, head, _), (cheap, costly)) in enumerate(zip(encoded[rel], parts)):
+            hv = {-c - 1 for c in head if c < 0}
+            extra = []
+            for _, _, cs in costly:
+                for c in cs:
+                    if c < 0 and (-c - 1) not in hv and c not in extra:
+                        extra.append(c)
+            ch = head + extra
+            cand = self._virtual_rel(("$candidates", self.rel_keys[rel], i), len(ch))
+            encoded[cand] = [(nv, ch, cheap)]
+            chk = -1
+            if costly:
+                chk = self._virtual_rel(("$check", self.rel_keys[rel], i), len(ch))
+                encoded[chk] = [(nv, ch, costly)]
+            out.append((cand, chk))
+        self.samplers[rel] = out
+
+    def _body_order(self, body) -> list:
+        """ggp-base's order (``ordered_body``), except that in the body's leading run of ground
+        literals a negation of a derived relation (chess's castling: ``(not (threatened white
+        f 1 e 1))``) comes after the run's lookups of the state and the static relations: a
+        lookup costs one probe and often fails, such a negation evaluates tables."""
+        lits = ordered_body(body)
+        k = 0
+        while k < len(lits) and not variables(lits[k]):
+            k += 1
+        costly = [l for l in lits[:k] if self._derived_negation(l)]
+        cheap = [l for l in lits[:k] if not self._derived_negation(l)]
+        return cheap + costly + lits[k:]
+
+    def _derived_negation(self, lit) -> bool:
+        la = literal_atom(lit)
+        return la is not None and not la[1] and bool(self.derived[self.rel[_split(la[0])[0]]])
+
+    def _existential(self, head: list, lits: list) -> list:
+        """Per literal, (existence relation, argument positions that must be bound) or (-1, 0).
+
+        A positive literal of a derived relation whose new variables nothing after it reads
+        but the head (chess's ``(has_legal_move ?p) <= (legal ?p (move ?piece ?u ?v ?x ?y))``)
+        needs one answer, not all, when the call binds the head's variables among them: then
+        it reads the relation's existence relation instead, whose tables complete at their
+        first answer. Not when a new variable occurs twice in it: that filters the answers."""
+        out = []
+        bound: set = set()
+        head_vars = {-c - 1 for c in head if c < 0}
+        for i, (k, rel, cs) in enumerate(lits):
+            vs = {-c - 1 for c in cs if c < 0}
+            alt = (-1, 0)
+            fresh = [c for c in cs if c < 0 and (-c - 1) not in bound]   # ``(count 1 1 ?x ?x)``: twice
+            if k == NK.L_POS and fresh and len(set(fresh)) == len(fresh) and self.derived[rel]:
+                later = set()
+                for _, _, cs2 in lits[i + 1:]:
+                    later |= {-c - 1 for c in cs2 if c < 0}
+                if not (vs - bound) & later:
+                    need = 0
+                    for j, c in enumerate(cs):
+                        if c < 0 and (-c - 1) in head_vars and (-c - 1) not in bound:
+                            need |= 1 << j
+                    if (vs - bound) - head_vars:    # something to leave unbound
+                        alt = (self._exists_rel(rel), need)
+            out.append(alt)
+            if k == NK.L_POS:
+                bound |= vs
+        return out
+
+    def _exists_rel(self, rel: int) -> int:
+        ex = self._exists.get(rel)
+        if ex is None:
+            ex = self._exists[rel] = self._virtual_rel(("$exists", self.rel_keys[rel]), self._widths[rel])
+            self.first[ex] = 1
+        return ex
+
+    def _virtual_rel(self, key, width: int) -> int:
+        """A derived relation of the engine's own, keyed so that no game sentence has its key
+        (the same id when both encodings ask for it)."""
+        v = self.rel.get(key)
+        if v is None:
+            v = self.rel[key] = len(self.rel_keys)
+            self.rel_keys.append(key)
+            self._widths.append(width)
+            self.width = np.array(self._widths, np.int32)
+            self.kind = np.append(self.kind, np.int32(NK.K_RULES))
+            self.rules_of[v] = []
+            self.first.append(0)
+            self.derived = np.append(self.derived, True)
+        return v
+
     # -- call patterns, and an index for each one on a static or true relation
     def top_calls(self) -> list:
         out = []
-        for i, (name, tag) in enumerate(self.rel_keys):
+        for pairs in self.samplers.values():    # a playout asks these with the role bound,
+            for cand, chk in pairs:             # and every check with every argument bound
+                out.append((cand, 1))
+                if chk >= 0:
+                    out.append((chk, (1 << int(self.width[chk])) - 1))
+        for i, (name, tag) in enumerate(k[:2] for k in self.rel_keys):
             if name == "legal" and isinstance(tag, str) or (name, tag) == ("goal", 2):
                 out.append((i, 1))
             elif name == "next" and isinstance(tag, str) or (name, tag) == ("terminal", 0):
@@ -343,7 +476,8 @@ class Compiled:
                        self.rule_body_end, self.lit_kind, self.lit_rel, self.lit_code_start,
                        self.codes, self.fact_vals, self.fact_start, self.fact_count,
                        self.imap_key, self.imap_val, self.ix_head, self.ix_head_start,
-                       self.ix_nslots, self.ix_row, self.ix_next)
+                       self.ix_nslots, self.ix_row, self.ix_next,
+                       np.array(self.first, np.int32), self.lit_alt, self.lit_need)
 
 
 def new_work(c: Compiled, tables: int = 1 << 14, answers: int = 1 << 16, depth: int = 256,
@@ -357,7 +491,7 @@ def new_work(c: Compiled, tables: int = 1 << 14, answers: int = 1 << 16, depth: 
     return Work(
         reg, np.array([depth, maxv, maxb], np.int64), i32(1), i32(wmax + 1), i32(wmax + 1),
         i32(tables), i32(tables), i32(tables), i32(tables), i32(tables), i32(tables), i32(tables),
-        i32(tables), i32(tables), i32(tables), i32(tables * (wmax + 1)), i32(_pow2(tables), -1),
+        i32(tables), i32(tables), i32(tables), i32(tables), i32(tables * (wmax + 1)), i32(_pow2(tables), -1),
         i32(answers), i32(answers), i32(answers), i32(answers), i32(answers),
         i32(answers * max(1, wmax)), i32(_pow2(answers), -1), i32(tables),
         i32(depth), i32(depth), i32(depth), i32(depth), np.zeros(depth, np.int64),
@@ -380,6 +514,9 @@ class NonGroundEngine:
         self._sizes = {"tables": 1 << 14, "answers": 1 << 16, "depth": 256, "state_rows": 256}
         self.W = new_work(self.c, **self._sizes)
         self._out = np.empty(1 << 12, np.int32)   # answers of ``_ask_many``
+        self._sample_buf = np.empty(1 << 12, np.int32)       # candidate rows (``NK.candidate_rows``)
+        self._sample_ent = np.empty((3, 1 << 10), np.int64)
+        self._candidates = None     # (state, role, rows, rep, reps, buf, ent) of ``move_candidates``
         self._state = None
         self._does = None
         self.info: dict = {}   # set by load_engine
@@ -414,7 +551,20 @@ class NonGroundEngine:
             i32(self._next), i32([self._true.get(rk[r][1], -1) for r in self._next]),
             -1 if self._terminal is None else self._terminal, -1 if self._goal is None else self._goal,
             np.array(self._role_sym, np.int32), sym_int,
-            i32([x[0] for x in state_ix]), i32([x[1] for x in state_ix]), i32([x[2] for x in state_ix]))
+            i32([x[0] for x in state_ix]), i32([x[1] for x in state_ix]), i32([x[2] for x in state_ix]),
+            *self._sampler_arrays())
+
+    def _sampler_arrays(self) -> tuple:
+        """Per legal relation of ``G.legal_rels``, its sampler's (candidates, check)
+        relations (``Compiled._sampler``): start and end in the two lists, the lists."""
+        start, end, cand, chk = [], [], [], []
+        for rel in self._legal:
+            start.append(len(cand))
+            for a, b in self.c.samplers.get(rel, ()):
+                cand.append(a)
+                chk.append(b)
+            end.append(len(cand))
+        return tuple(np.array(x, np.int32) for x in (start, end, cand or [0], chk or [0]))
 
     # -- loading a state and a joint move
     def _load(self, state) -> None:
@@ -638,7 +788,8 @@ class NonGroundEngine:
             stride = W.callbuf.shape[0] + 1
             trail = np.zeros(stride * len(self.roles) * (cap + 1) if keep_moves else 0, np.int32)
             status, depth = NK.playout(self.P, W, self.G, int(seed), int(cap), np.zeros(n, np.int32),
-                                       np.zeros(n, np.int32), goals, trail)
+                                       np.zeros(n, np.int32), goals, trail, self._sample_buf,
+                                       self._sample_ent)
             self._state = None   # the work space now holds the playout's last state
             if status == NK.OK:
                 moves = []
@@ -653,7 +804,66 @@ class NonGroundEngine:
                 return int(depth), [[int(v)] for v in goals], moves
             if status == NK.E_CAP:
                 raise PlayoutCap(cap)
+            if status == NK.E_OUT:      # more candidate moves than the sampler's buffers hold
+                self._grow_sampler()
+                continue
             self._grow(status, "a playout")   # too small: grow, and play the same playout again
+
+    # -- a playout's moves drawn from candidates (``Compiled._sampler``)
+    @property
+    def samples_moves(self) -> bool:
+        """Whether ``move_candidates`` has candidates to give (legal rules with checks)."""
+        return bool(self.c.samplers)
+
+    def move_candidates(self, state, role_index: int) -> list:
+        """The moves a playout draws from: every legal move of the role, and moves whose
+        check fails (chess: those that leave the king attacked), each once, in the rules'
+        order; ``candidate_legal(state, role_index, i)`` tests the i-th. What the sampler of
+        ``random_playout`` does, for a search that draws its playout moves itself."""
+        state = frozenset(state)
+        role = self._role_sym[role_index]
+        while True:
+            self._load(state)
+            call = np.empty(self.W.callbuf.shape[0], np.int32)
+            status, n = NK.candidate_rows(self.P, self.W, self.G, role, call, self._sample_buf,
+                                          self._sample_ent)
+            if status == NK.OK:
+                break
+            if status == NK.E_OUT:
+                self._grow_sampler()
+            else:
+                self._grow_and_reload(status)
+        buf, ent = self._sample_buf.copy(), self._sample_ent[:, :n].copy()
+        rep, reps = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
+        k = NK.group_rows(self.P, self.G, buf, ent, n, rep, reps)
+        reps = reps[:k]
+        self._candidates = (state, role_index, n, rep, reps, buf, ent)
+        out = []
+        for e in reps.tolist():
+            rel = self._legal[int(ent[0, e])]
+            s = int(ent[2, e])
+            out.append(self._decoded(rel, tuple(buf[s + 1:s + int(self.c.width[rel])].tolist())))
+        return out
+
+    def candidate_legal(self, state, role_index: int, i: int) -> bool:
+        """Whether the i-th of ``move_candidates(state, role_index)`` (the last asked) is legal."""
+        state = frozenset(state)
+        if self._candidates is None or self._candidates[:2] != (state, role_index):
+            raise InvalidQuery("candidate_legal asks of the candidates move_candidates gave last")
+        _, _, n, rep, reps, buf, ent = self._candidates
+        while True:
+            self._load(state)
+            call = np.empty(self.W.callbuf.shape[0], np.int32)
+            status, e = NK.group_legal(self.P, self.W, buf, ent, n, rep, int(reps[i]), call)
+            if status == NK.OK:
+                return e >= 0
+            self._grow_and_reload(status)
+
+    def _grow_sampler(self) -> None:
+        if self._sample_buf.shape[0] >= MAX_ENTRIES:
+            raise ResourceLimit(f"a role's candidate moves need more than {MAX_ENTRIES:,} values", "table")
+        self._sample_buf = np.empty(4 * self._sample_buf.shape[0], np.int32)
+        self._sample_ent = np.empty((3, 4 * self._sample_ent.shape[1]), np.int64)
 
     def close(self) -> None:
         self.closed = True

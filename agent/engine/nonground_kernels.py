@@ -34,10 +34,10 @@ from .kernels import borrowed
 Program = namedtuple("Program", (
     "rel_kind rel_width rel_rule_start rel_rule_end rule_nvars rule_head_start rule_body_start "
     "rule_body_end lit_kind lit_rel lit_code_start codes fact_vals rel_fact_start rel_fact_count "
-    "imap_key imap_val ix_head ix_head_start ix_nslots ix_row ix_next"))
+    "imap_key imap_val ix_head ix_head_start ix_nslots ix_row ix_next rel_first lit_alt lit_need"))
 
 Work = namedtuple("Work", (
-    "reg dims root callbuf rowbuf tab_rel tab_key tab_state tab_dfn tab_low tab_head tab_tail "
+    "reg dims root callbuf rowbuf tab_rel tab_key tab_state tab_dfn tab_low tab_head tab_tail tab_first "
     "tab_count tab_slot tab_hnext tkeys th_head ans_tab ans_start ans_next ans_slot ans_hnext "
     "ans_vals ah_head waiting ctx_tab ctx_rule ctx_phase ctx_level ctx_added ctx_outer_looped "
     "ctx_vars ctx_cur ctx_end ctx_src ctx_sub ctx_bound st_vals st_rel_start st_rel_count "
@@ -157,9 +157,15 @@ def _table_of(P, W, rel, call, cstart):
     W.tab_rel[t] = rel
     ks = reg[R_NKEY]
     reg[R_NKEY] = ks + width
+    first = P.rel_first[rel]
+    ground = 1
     for j in range(width):
-        W.tkeys[ks + j] = call[cstart + j]
+        v = call[cstart + j]
+        W.tkeys[ks + j] = v
+        if v == FREE:
+            ground = 0
     W.tab_key[t] = ks
+    W.tab_first[t] = first | ground   # complete at the first answer (``solve``)
     W.tab_state[t] = STALE
     W.tab_head[t] = -1
     W.tab_tail[t] = -1
@@ -298,7 +304,10 @@ def _borrowed_program(P):
         borrowed(P.ix_head_start),
         borrowed(P.ix_nslots),
         borrowed(P.ix_row),
-        borrowed(P.ix_next))
+        borrowed(P.ix_next),
+        borrowed(P.rel_first),
+        borrowed(P.lit_alt),
+        borrowed(P.lit_need))
 
 
 @njit(cache=True, inline="always")
@@ -316,6 +325,7 @@ def _borrowed_work(W):
         borrowed(W.tab_low),
         borrowed(W.tab_head),
         borrowed(W.tab_tail),
+        borrowed(W.tab_first),
         borrowed(W.tab_count),
         borrowed(W.tab_slot),
         borrowed(W.tab_hnext),
@@ -467,6 +477,18 @@ def solve(P, W, rel, call):
                 added = _add_answer(W, t, rowbuf, w)
                 if added < 0:
                     return E_ANSWERS, -1
+                if (added > 0 and W.tab_first[t] != 0 and W.tab_low[t] == W.tab_dfn[t]
+                        and (reg[R_NWAIT] == 0 or W.tab_dfn[W.waiting[reg[R_NWAIT] - 1]] < W.tab_dfn[t])):
+                    # complete at the first answer: a call with every argument bound has no
+                    # other, an existence relation's reader needs no other; only when no
+                    # table of its evaluation still waits for a fixpoint (an answer found is
+                    # true whatever the iteration would add)
+                    W.tab_state[t] = COMPLETE
+                    reg[R_LOOPED] = W.ctx_outer_looped[d]
+                    d -= 1
+                    if d >= 0:
+                        W.ctx_phase[d] = PH_RESUME
+                    continue
                 _backtrack(W, d, i)
                 continue
             lit = P.rule_body_start[r] + i
@@ -499,6 +521,8 @@ def solve(P, W, rel, call):
             if kind == L_NEG and mask != (1 << width) - 1:
                 return E_UNSAFE, -1
             if rk == K_RULES:
+                if P.lit_alt[lit] >= 0 and (mask & P.lit_need[lit]) == P.lit_need[lit]:
+                    lrel = P.lit_alt[lit]    # one answer is all this literal needs
                 u = _table_of(P, W, lrel, callbuf, 0)
                 if u < 0:
                     return E_TABLES, -1
@@ -690,7 +714,7 @@ def answer_rows(W, t, out):
 # ---------------------------------------------------------------- states and playouts
 Game = namedtuple("Game", (
     "legal_rels legal_does next_rels next_true term_rel goal_rel role_syms sym_int "
-    "six_ix six_rel six_mask"))
+    "six_ix six_rel six_mask samp_start samp_end samp_cand samp_chk"))
 E_STATE, E_NO_MOVE, E_CAP, E_GOAL, E_OUT = 7, 8, 9, 10, 11
 NOT_INT = -(1 << 62)     # G.sym_int of a symbol that is not an integer
 
@@ -830,13 +854,152 @@ def load_rows(P, W, G, vals, rels, nrow):
 
 
 @njit(cache=True)
-def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
+def candidate_rows(P, W, G, role, call, buf, ent):
+    """Every candidate row of ``role``'s moves (the sampler's relations,
+    ``nonground.Compiled._sampler``; a legal relation without a sampler gives its rows, with
+    no check): their values one after the other in ``buf``; row e's legal index, check
+    relation (-1: none) and start in ``buf`` in ``ent[0, e]``, ``ent[1, e]``, ``ent[2, e]``.
+    (status, rows); E_OUT when ``buf`` or ``ent`` is too small (the caller grows them)."""
+    n = 0
+    pos = 0
+    for k in range(G.legal_rels.shape[0]):
+        lrel = G.legal_rels[k]
+        ns = G.samp_end[k] - G.samp_start[k]
+        for q in range(max(ns, 1)):
+            rel = lrel if ns == 0 else G.samp_cand[G.samp_start[k] + q]
+            chk = -1 if ns == 0 else G.samp_chk[G.samp_start[k] + q]
+            w = P.rel_width[rel]
+            call[0] = role
+            for j in range(1, w):
+                call[j] = FREE
+            W.reg[R_INF] = 0
+            st, t, m = _ask(P, W, rel, call)
+            if st != OK:
+                return st, 0
+            a = W.tab_head[t] if t >= 0 else -1
+            row = -1
+            for _ in range(m):
+                if pos + w > buf.shape[0] or n >= ent.shape[1]:
+                    return E_OUT, 0
+                if t >= 0:      # a derived relation's answers
+                    arr, s = W.ans_vals, W.ans_start[a]
+                    a = W.ans_next[a]
+                else:           # a static one's rows that match the call
+                    row += 1
+                    while not _fact_ok(P, rel, row, call):
+                        row += 1
+                    arr, s = P.fact_vals, P.rel_fact_start[rel] + row * w
+                for j in range(w):
+                    buf[pos + j] = arr[s + j]
+                ent[0, n] = k
+                ent[1, n] = chk
+                ent[2, n] = pos
+                pos += w
+                n += 1
+    return OK, n
+
+
+@njit(cache=True)
+def group_rows(P, G, buf, ent, n, rep, reps):
+    """Group the n candidate rows by move (legal index and head): ``rep[e]`` is the first row
+    of row e's move, ``reps`` the first rows in row order; returns the number of moves."""
+    nslots = 2
+    while nslots < 2 * n:
+        nslots *= 2
+    head = np.full(nslots, -1, np.int64)
+    nxt = np.empty(max(n, 1), np.int64)
+    nrep = 0
+    for e in range(n):
+        k = ent[0, e]
+        w = P.rel_width[G.legal_rels[k]]
+        slot = _hash_vals(k, buf, ent[2, e], w) & (nslots - 1)
+        f = head[slot]
+        while f >= 0 and not (ent[0, f] == k and _same(buf, ent[2, f], buf, ent[2, e], w)):
+            f = nxt[f]
+        if f >= 0:
+            rep[e] = f
+        else:
+            rep[e] = e
+            nxt[e] = head[slot]
+            head[slot] = e
+            reps[nrep] = e
+            nrep += 1
+    return nrep
+
+
+@njit(cache=True)
+def group_legal(P, W, buf, ent, n, rep, g, call):
+    """Whether the move whose first row is g is legal: (status, a row of it whose check
+    passes, or -1). A check is a ground call: it passes when it has its answer."""
+    for e in range(g, n):
+        if rep[e] != g:
+            continue
+        chk = ent[1, e]
+        if chk < 0:
+            return OK, e
+        for q in range(P.rel_width[chk]):
+            call[q] = buf[ent[2, e] + q]
+        W.reg[R_INF] = 0
+        st, t = solve(P, W, chk, call)
+        if st != OK:
+            return st, -1
+        if W.tab_count[t] > 0:
+            return OK, e
+    return OK, -1
+
+
+@njit(cache=True)
+def sample_legal(P, W, G, role, call, buf, ent):
+    """A uniformly random legal move of ``role`` without evaluating every legal move: the
+    candidate rows (``candidate_rows``) grouped by move, then a random move after another,
+    tested (``group_legal``) until one passes; a move that fails leaves the draw. (status,
+    legal index k, start of its row in ``buf``), k = -1 when the role has no legal move."""
+    st, n = candidate_rows(P, W, G, role, call, buf, ent)
+    if st != OK:
+        return st, -1, 0
+    rep = np.empty(max(n, 1), np.int64)
+    reps = np.empty(max(n, 1), np.int64)
+    nrep = group_rows(P, G, buf, ent, n, rep, reps)
+    while nrep > 0:
+        j = np.random.randint(nrep)
+        st, e = group_legal(P, W, buf, ent, n, rep, reps[j], call)
+        if st != OK:
+            return st, -1, 0
+        if e >= 0:
+            return OK, ent[0, e], ent[2, e]
+        reps[j] = reps[nrep - 1]
+        nrep -= 1
+    return OK, -1, 0
+
+
+@njit(cache=True, inline="always")
+def _record_move(P, W, G, trail, stride, depth, nroles, r, k, arr, s, nd, pos):
+    """Role r's move (legal index k, row ``arr[s:]``): into the trail when it is kept, and as
+    the joint move's ``does`` row nd at ``pos`` (the caller moves both on)."""
+    lrel = G.legal_rels[k]
+    if trail.shape[0] > 0:
+        base = (depth * nroles + r) * stride
+        if base + stride <= trail.shape[0]:
+            trail[base] = k
+            for j in range(P.rel_width[lrel]):
+                trail[base + 1 + j] = arr[s + j]
+    drel = G.legal_does[k]
+    if drel >= 0:
+        W.does_rel[nd] = drel
+        W.does_start[nd] = pos
+        for j in range(P.rel_width[drel]):
+            W.does_vals[pos + j] = arr[s + j]
+
+
+@njit(cache=True)
+def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail, buf, ent):
     """A uniformly random playout from the loaded state: (status, depth). The state moves on
     in W (its rows and indexes); ``newvals``/``newrel``: scratch for the next state's rows;
     ``out_goals[r]``: the goal of role r at the end (``statemachine.goal_vector``'s rule: the
     largest provable, 0 if none). ``trail`` (empty: not kept): the moves made, a row of
     ``W.callbuf.shape[0] + 1`` values per role and step: the legal relation's place in
-    ``G.legal_rels``, then its row."""
+    ``G.legal_rels``, then its row. ``buf``, ``ent``: scratch for ``sample_legal``, which
+    draws the moves when the game has a sampler (the same distribution, other draws)."""
     stride = W.callbuf.shape[0] + 1
     np.random.seed(seed)
     nroles = G.role_syms.shape[0]
@@ -846,6 +1009,10 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
     tabs = np.empty(nlegal, np.int64)
     counts = np.empty(nlegal, np.int64)
     depth = 0
+    sampled = False
+    for k in range(nlegal):
+        if G.samp_end[k] > G.samp_start[k]:
+            sampled = True
     while True:
         W.reg[R_INF] = 0
         if G.term_rel >= 0:
@@ -860,6 +1027,19 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
         nd = 0
         pos = 0
         for r in range(nroles):
+            if sampled:
+                st, k, s = sample_legal(P, W, G, G.role_syms[r], call, buf, ent)
+                if st != OK:
+                    return st, depth
+                if k < 0:
+                    return E_NO_MOVE, depth
+                lrel = G.legal_rels[k]
+                _record_move(P, W, G, trail, stride, depth, nroles, r, k, buf, s, nd, pos)
+                drel = G.legal_does[k]
+                if drel >= 0:
+                    pos += P.rel_width[drel]
+                    nd += 1
+                continue
             total = 0
             for k in range(nlegal):
                 lrel = G.legal_rels[k]
@@ -881,20 +1061,10 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail):
                 k += 1
             lrel = G.legal_rels[k]
             arr, s = _nth(P, W, lrel, calls[k], tabs[k], pick)
-            if trail.shape[0] > 0:
-                base = (depth * nroles + r) * stride
-                if base + stride <= trail.shape[0]:
-                    trail[base] = k
-                    for j in range(P.rel_width[lrel]):
-                        trail[base + 1 + j] = arr[s + j]
+            _record_move(P, W, G, trail, stride, depth, nroles, r, k, arr, s, nd, pos)
             drel = G.legal_does[k]
             if drel >= 0:
-                w = P.rel_width[drel]
-                W.does_rel[nd] = drel
-                W.does_start[nd] = pos
-                for j in range(w):
-                    W.does_vals[pos + j] = arr[s + j]
-                pos += w
+                pos += P.rel_width[drel]
                 nd += 1
         W.reg_does[0] = nd
         # the next state's rows, grouped by true relation
