@@ -203,3 +203,14 @@ def test_scrambled_chess_playouts_draw_checked_moves_that_are_legal(shared_dir):
             assert goals == [[max(v, default=0)] for v in sm.goal_values(s)]
     finally:
         sm.close()
+
+
+def test_chess_search_playouts_in_numba_are_the_python_loops(shared_dir):
+    """The search's playouts on chess, run in numba (``playout_nonground``) and in Python:
+    the same moves drawn from the same random stream, the same ends."""
+    from agent.engine.nonground import NonGroundEngine
+    from gdl.kif import read_rules_file
+    from test_search_sampled import playouts_agree
+
+    engine = NonGroundEngine(read_rules_file(shared_dir / CHESS))
+    playouts_agree(engine, engine.initial_state(), seeds=(4,), n=2)

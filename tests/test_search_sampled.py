@@ -46,12 +46,52 @@ class Recording:
         return getattr(self.sm, attr)
 
 
-def test_a_search_plays_out_only_legal_moves_drawn_from_candidates():
+def test_a_search_plays_out_only_legal_moves_drawn_from_candidates(monkeypatch):
+    """The Python loop (the numba one plays the same playouts: below)."""
+    monkeypatch.setattr(driver_sm.PN, "Loop", lambda *a: None)
     sm = Recording(NonGroundEngine(parse_rules(GUARDED)))
     s0 = sm.initial_state()
-    r = driver_sm.search(sm, s0, 0, load_persona("tournament"), seed=3, seconds=1.5)
-    assert r.simulations > 10
+    r = driver_sm.search(sm, s0, 0, load_persona("tournament"), seed=3, limit=300)
+    assert r.simulations > 50     # (the solver may settle the root before the limit)
     assert sm.candidates > 0 and sm.joints > 0
+
+
+def _contexts(engine, s, seed):
+    """Two decisions' contexts from ``s`` on fresh trees, the same random stream: the first
+    plays out in numba, the second in Python."""
+    out = []
+    for loop in (True, False):
+        sm = driver_sm.CachedStateMachine(engine)
+        persona = load_persona("tournament")
+        params, rp = build(persona, len(engine.roles), 0, solver=True, limit=100)
+        st = driver_sm.new_sm_tree(sm, s, 100, amaf=False, nst=True)
+        ctx = driver_sm._Ctx(sm, st, params, rp, make_rng(seed), persona)
+        assert ctx.sampling and ctx.loop is not None
+        if not loop:
+            ctx.loop = None
+        out.append(ctx)
+    return out
+
+
+def playouts_agree(engine, s, seeds, n):
+    """The numba loop and the Python loop: the same moves, ends and scores."""
+    for seed in seeds:
+        fast, slow = _contexts(engine, s, seed)
+        for _ in range(n):
+            pm_f, pm_s = [], []
+            a = fast.playout(s, pm_f, np.ones(len(engine.roles)))
+            b = slow.playout(s, pm_s, np.ones(len(engine.roles)))
+            moves_f = [[fast.st.move_terms[r][i] for r, i in enumerate(row)] for row in pm_f]
+            moves_s = [[slow.st.move_terms[r][i] for r, i in enumerate(row)] for row in pm_s]
+            assert moves_f == moves_s
+            assert (a[0], a[3], a[4], a[5]) == (b[0], b[3], b[4], b[5])
+            assert list(a[1]) == list(b[1])
+            assert len(pm_f) == a[3] > 0
+
+
+def test_the_numba_playouts_are_the_python_ones():
+    engine = NonGroundEngine(parse_rules(GUARDED))
+    playouts_agree(engine, engine.initial_state(), seeds=(1, 2, 3), n=12)
 
 
 def _guarded_choice(sm):

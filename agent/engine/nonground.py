@@ -859,6 +859,32 @@ class NonGroundEngine:
                 return e >= 0
             self._grow_and_reload(status)
 
+    def move_of(self, k: int, values) -> object:
+        """The move of a row of ``G.legal_rels[k]`` (its role first), as ``legal_moves`` gives it."""
+        return self._decoded(self._legal[k], tuple(values[1:int(self.c.width[self._legal[k]])]))
+
+    def grow_for(self, status: int, what: str) -> None:
+        """A larger work space after ``status`` (a pool too small), or the status's exception."""
+        self._grow(status, what)
+        self._state = None
+
+    def load(self, state) -> None:
+        """Load ``state`` into the work space, for a loop that runs on it (``driver_sm``'s
+        playouts in numba); the engine forgets it (``unload``) when that loop moved it on."""
+        self._load(frozenset(state))
+
+    def unload(self) -> None:
+        self._state = None
+
+    def loaded_state(self) -> frozenset:
+        """The state the work space holds (after such a loop), as terms."""
+        W, out = self.W, set()
+        for rel in self._true.values():
+            w, start = int(self.c.width[rel]), int(W.st_rel_start[rel])
+            for q in range(int(W.st_rel_count[rel])):
+                out.add(self._decoded(rel, tuple(W.st_vals[start + q * w:start + (q + 1) * w].tolist())))
+        return frozenset(out)
+
     def _grow_sampler(self) -> None:
         if self._sample_buf.shape[0] >= MAX_ENTRIES:
             raise ResourceLimit(f"a role's candidate moves need more than {MAX_ENTRIES:,} values", "table")

@@ -850,7 +850,47 @@ def load_rows(P, W, G, vals, rels, nrow):
             W.st_vals[dst + j] = vals[src + j]
         src += w
         W.st_rel_count[rel] += 1
+    for rel in range(W.st_rel_count.shape[0]):
+        _sort_rows(W.st_vals, W.st_rel_start[rel], W.st_rel_count[rel], P.rel_width[rel])
     return index_state(P, W, G)
+
+
+@njit(cache=True, inline="always")
+def _row_less(vals, a, b, w):
+    for j in range(w):
+        if vals[a + j] != vals[b + j]:
+            return vals[a + j] < vals[b + j]
+    return False
+
+
+@njit(cache=True)
+def _sort_rows(vals, start, n, w):
+    """Sort the n rows of width w from ``start`` (an insertion sort: a next state's rows come
+    nearly in order), so that a state's rows, hence the order of its answers and of a
+    playout's draws, do not depend on how it was reached (``NonGroundEngine._load`` sorts
+    the same way)."""
+    row = np.empty(max(w, 1), np.int32)
+    for i in range(1, n):
+        a = start + i * w
+        if not _row_less(vals, a, a - w, w):
+            continue
+        for j in range(w):
+            row[j] = vals[a + j]
+        k = i
+        while k > 0:
+            b = start + (k - 1) * w
+            less = False
+            for j in range(w):
+                if row[j] != vals[b + j]:
+                    less = row[j] < vals[b + j]
+                    break
+            if not less:
+                break
+            for j in range(w):
+                vals[b + w + j] = vals[b + j]
+            k -= 1
+        for j in range(w):
+            vals[start + k * w + j] = row[j]
 
 
 @njit(cache=True)
@@ -1067,42 +1107,59 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail, buf, ent):
                 pos += P.rel_width[drel]
                 nd += 1
         W.reg_does[0] = nd
-        # the next state's rows, grouped by true relation
-        nrow = 0
-        nval = 0
-        for k in range(G.next_rels.shape[0]):
-            nrel = G.next_rels[k]
-            trel = G.next_true[k]
-            w = P.rel_width[nrel]
-            for j in range(w):
-                call[j] = FREE
-            st, t, n = _ask(P, W, nrel, call)
-            if st != OK:
-                return st, depth
-            if trel < 0:
-                continue
-            a = W.tab_head[t] if t >= 0 else -1
-            for q in range(n):
-                if nrow >= newrel.shape[0] or nval + w > newvals.shape[0]:
-                    return E_STATE, depth
-                if t >= 0:
-                    arr = W.ans_vals
-                    s = W.ans_start[a]
-                    a = W.ans_next[a]
-                else:   # a static relation asked with every argument free: row q
-                    arr = P.fact_vals
-                    s = P.rel_fact_start[nrel] + q * w
-                newrel[nrow] = trel
-                for j in range(w):
-                    newvals[nval + j] = arr[s + j]
-                nval += w
-                nrow += 1
-        W.reg_does[0] = 0
-        if not load_rows(P, W, G, newvals, newrel, nrow):
-            return E_STATE, depth
+        st = advance(P, W, G, call, newvals, newrel)
+        if st != OK:
+            return st, depth
         depth += 1
-    # goals
-    for r in range(nroles):
+    st = goals_into(P, W, G, call, out_goals)
+    return st, depth
+
+
+@njit(cache=True)
+def advance(P, W, G, call, newvals, newrel):
+    """The next state of the loaded one under the joint move in ``W.does_*`` (``reg_does``
+    rows), loaded in its place: its rows grouped by true relation (``newvals``/``newrel``:
+    scratch). A status."""
+    nrow = 0
+    nval = 0
+    for k in range(G.next_rels.shape[0]):
+        nrel = G.next_rels[k]
+        trel = G.next_true[k]
+        w = P.rel_width[nrel]
+        for j in range(w):
+            call[j] = FREE
+        st, t, n = _ask(P, W, nrel, call)
+        if st != OK:
+            return st
+        if trel < 0:
+            continue
+        a = W.tab_head[t] if t >= 0 else -1
+        for q in range(n):
+            if nrow >= newrel.shape[0] or nval + w > newvals.shape[0]:
+                return E_STATE
+            if t >= 0:
+                arr = W.ans_vals
+                s = W.ans_start[a]
+                a = W.ans_next[a]
+            else:   # a static relation asked with every argument free: row q
+                arr = P.fact_vals
+                s = P.rel_fact_start[nrel] + q * w
+            newrel[nrow] = trel
+            for j in range(w):
+                newvals[nval + j] = arr[s + j]
+            nval += w
+            nrow += 1
+    W.reg_does[0] = 0
+    if not load_rows(P, W, G, newvals, newrel, nrow):
+        return E_STATE
+    return OK
+
+
+@njit(cache=True)
+def goals_into(P, W, G, call, out_goals):
+    """``out_goals[r]``: role r's goal in the loaded state (``statemachine.goal_vector``'s
+    rule: the largest provable, 0 if none). A status."""
+    for r in range(G.role_syms.shape[0]):
         out_goals[r] = 0
         if G.goal_rel < 0:
             continue
@@ -1110,12 +1167,13 @@ def playout(P, W, G, seed, cap, newvals, newrel, out_goals, trail, buf, ent):
         call[1] = FREE
         st, t, n = _ask(P, W, G.goal_rel, call)
         if st != OK:
-            return st, depth
+            return st
         for q in range(n):
             arr, s = _nth(P, W, G.goal_rel, call, t, q)
             v = G.sym_int[arr[s + 1]]
             if v == NOT_INT:
-                return E_GOAL, depth
+                return E_GOAL
             if q == 0 or v > out_goals[r]:
                 out_goals[r] = v
-    return OK, depth
+    return OK
+

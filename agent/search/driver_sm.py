@@ -12,11 +12,13 @@ import weakref
 
 import numpy as np
 
+from ..engine import nonground_kernels as NK
 from ..reasoner.statemachine import CachedStateMachine, PlayoutCap, ReasonerError
 from . import decisive as D
 from . import features as F
 from . import heuristic as H
 from . import leaf as L
+from . import playout_nonground as PN
 from . import tree as T
 from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
                      root_proven, root_settled, searched, start_counts)
@@ -125,6 +127,9 @@ class _Ctx:
                          and self.win_moves is None and not thesis)
         self.p_mast = params.copy()     # playout_move with its MAST draw always taken
         self.p_mast[P_EPSILON] = 1.0
+        # the same playouts with the loop in numba, on the engine itself (playout_nonground)
+        self.engine = getattr(sm, "sm", sm)     # under the query cache
+        self.loop = PN.Loop(self.engine, self.R) if self.sampling and hasattr(self.engine, "loaded_state") else None
         if deadline is not None:
             self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
@@ -303,6 +308,8 @@ class _Ctx:
                 return True, self.scores(None, gv), s, n, True, True
             except PlayoutCap:
                 return False, self.zeros, s, cd, False, True
+        if self.loop is not None:
+            return self.playout_in_numba(s, pm, last, cut, ed)
         steps = 0
         terminal = False
         before = None   # (state, joint, chooser) of the last ply, for anti-decisive moves
@@ -366,6 +373,48 @@ class _Ctx:
             # better guess than the charge default)
             self.st.arrays.meta[T.M_EVALUATED] += 1
             return True, self.heuristic.value(s), s, steps, False, False
+        return False, self.zeros, s, steps, False, True
+
+    def playout_in_numba(self, s, pm: list, last, cut: int, ed: int):
+        """``playout`` with its plies run by ``playout_nonground.plies``, a few at a time (the
+        deadline is read between them): the same draws from the same stream."""
+        eng, lp = self.engine, self.loop
+        rng0, steps, terminal = self.rng.copy(), 0, False
+        pmv = np.zeros((max(cut, 1), self.R), np.int32)
+        lastv = np.array(last if last is not None else [-1] * self.R, np.int32)
+        goals = np.zeros(self.R, np.int64)
+        eng.load(s)
+        try:
+            while not self.late():
+                a = self.st.arrays
+                st, ply, x = lp.run(a, self.p, self.p_mast, self.rng, pmv, steps,
+                                    min(cut, steps + PN.CHUNK), lastv, goals)
+                if st == PN.NEED_IDS:       # the tree's ids for new moves, then that ply
+                    steps = ply
+                    for r, k, values in lp.missing(x):
+                        lp.ids.add(r, k, values, self.ids(r, [eng.move_of(k, values)])[0])
+                    continue
+                if st == NK.E_OUT:          # nothing of that ply drawn yet
+                    steps = ply
+                    lp.grow()
+                    continue
+                if st != NK.OK:             # a pool too small: the same playout again
+                    eng.grow_for(st, "a playout")
+                    self.rng[:] = rng0
+                    steps = 0
+                    eng.load(s)
+                    continue
+                steps, terminal = ply, x == 1
+                if terminal or steps >= cut:
+                    break
+        finally:
+            eng.unload()
+        pm.extend(pmv[:steps].tolist())
+        if terminal:
+            return True, self.scores(None, [[int(g)] for g in goals]), s, steps, True, True
+        if ed > 0 and steps == ed:
+            self.st.arrays.meta[T.M_EVALUATED] += 1
+            return True, self.heuristic.value(eng.loaded_state()), s, steps, False, False
         return False, self.zeros, s, steps, False, True
 
     def sampled_move(self, s, r: int, ids: list, ctx: int) -> int:
