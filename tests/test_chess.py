@@ -183,6 +183,7 @@ def test_scrambled_chess_playouts_draw_checked_moves_that_are_legal(shared_dir):
     from agent.engine.nonground import NonGroundEngine
     from agent.match.rules import Scrambler, read_rules
     from gdl.kif import parse_rules
+    from test_nonground import replay_playout
 
     text = read_rules((shared_dir / CHESS).read_text())[0][1:-1]   # the rules, no comments
     sm = NonGroundEngine(parse_rules(Scrambler(text, seed=11).text(text)))
@@ -193,14 +194,7 @@ def test_scrambled_chess_playouts_draw_checked_moves_that_are_legal(shared_dir):
         for seed in (1, 2):
             depth, goals, moves = sm._playout(s0, 400, seed, keep_moves=True)
             assert depth == len(moves) > 10
-            s = s0
-            for joint in moves:
-                assert not sm.is_terminal(s)
-                for i, m in enumerate(joint):
-                    assert m in sm.legal_moves(s, i)
-                s = sm.next_state(s, joint)
-            assert sm.is_terminal(s)
-            assert goals == [[max(v, default=0)] for v in sm.goal_values(s)]
+            replay_playout(sm, s0, moves, goals)
     finally:
         sm.close()
 

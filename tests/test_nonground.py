@@ -179,6 +179,19 @@ def test_recursion_through_a_cycle_is_complete():
     assert _static(sm, "stuck", 1) == {("c",), ("d",), ("e",)}   # negation of the recursion
 
 
+def replay_playout(ref, s0, moves, goals) -> None:
+    """A playout's moves (``_playout(..., keep_moves=True)``) replayed on ``ref``: each legal
+    where it was made, the end terminal, the goals ``ref``'s."""
+    s = s0
+    for joint in moves:
+        assert not ref.is_terminal(s)
+        for i, m in enumerate(joint):
+            assert m in ref.legal_moves(s, i)
+        s = ref.next_state(s, joint)
+    assert ref.is_terminal(s)
+    assert goals == [[max(v, default=0)] for v in ref.goal_values(s)]
+
+
 def test_playouts_replay_move_by_move_in_prolog():
     for text in (CYCLES, SHAPES, GUARDED):   # GUARDED's playouts draw by the sampler
         desc = parse_rules(text)
@@ -188,14 +201,7 @@ def test_playouts_replay_move_by_move_in_prolog():
             for seed in range(12):
                 depth, goals, moves = sm._playout(s0, 50, seed, keep_moves=True)
                 assert depth == len(moves)
-                s = s0
-                for joint in moves:
-                    assert not ref.is_terminal(s)
-                    for i, m in enumerate(joint):
-                        assert m in ref.legal_moves(s, i)
-                    s = ref.next_state(s, joint)
-                assert ref.is_terminal(s)
-                assert goals == [[max(v, default=0)] for v in ref.goal_values(s)]
+                replay_playout(ref, s0, moves, goals)
         finally:
             ref.close()
 

@@ -419,9 +419,7 @@ def solve(P, W, rel, call):
                         reg[R_NWAIT] -= 1
                     W.tab_state[t] = COMPLETE
                     reg[R_LOOPED] = W.ctx_outer_looped[d]
-                d -= 1
-                if d >= 0:
-                    W.ctx_phase[d] = PH_RESUME
+                d = _pop(W, d)
                 continue
             # start rule r: bind the head to the call
             for v in range(P.rule_nvars[r]):
@@ -485,9 +483,7 @@ def solve(P, W, rel, call):
                     # true whatever the iteration would add)
                     W.tab_state[t] = COMPLETE
                     reg[R_LOOPED] = W.ctx_outer_looped[d]
-                    d -= 1
-                    if d >= 0:
-                        W.ctx_phase[d] = PH_RESUME
+                    d = _pop(W, d)
                     continue
                 _backtrack(W, d, i)
                 continue
@@ -629,6 +625,15 @@ def _push(P, W, d, t):
     W.ctx_added[d] = reg[R_ADDED]
     W.ctx_outer_looped[d] = reg[R_LOOPED]
     reg[R_LOOPED] = 0
+
+
+@njit(cache=True, inline="always")
+def _pop(W, d):
+    """Leave context d (its table done or waiting): the caller's context resumes."""
+    d -= 1
+    if d >= 0:
+        W.ctx_phase[d] = PH_RESUME
+    return d
 
 
 @njit(cache=True, inline="always")

@@ -17,12 +17,18 @@ from the same ply; the state and its tables are still loaded.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..engine import kernels as K
 from ..engine import nonground_kernels as NK
 from ..reasoner.statemachine import ResourceLimit
+from . import params as PARAMS
+from . import rng as RNG
 from . import tree as T
+from .jitguard import guard
 from .params import P_EPSILON
 from .rng import PLAYOUT, randint, uniform
 
@@ -247,3 +253,8 @@ def plies(P, W, G, bufs, ents, reps, nreps, rep, cand_ids, newvals, newrel, call
         if st != NK.OK:
             return st, ply, 0
         ply += 1
+
+
+# numba's cache keys these functions on their own code: flushed when the engine's kernels or
+# the tree's draw they call change
+guard([sys.modules[__name__]], [K, NK, T, RNG, PARAMS, sys.modules[__name__]])

@@ -23,7 +23,8 @@ import time
 # A tiny two-role game that still takes every code path of a match: Prolog, the engine, a
 # search, a second search on the same tree, a move, a search on the advanced tree.
 WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3)
- (<= (legal a (go ?x)) (true (s ?x))) (legal a stay) (legal b wait)
+ (<= (legal a (go ?x)) (true (s ?x)) (not (jammed ?x))) (legal a stay) (legal b wait)
+ (<= (jammed ?x) (true (s ?x)) (true (s 9)))
  (<= (next (s ?y)) (does a (go ?x)) (succ ?x ?y)) (<= (next (s ?x)) (does a stay) (true (s ?x)))
  (<= terminal (true (s 3))) (<= (goal a 100) (true (s 3))) (<= (goal a 0) (not (true (s 3))))
  (goal b 0) )"""
@@ -115,6 +116,10 @@ def _warm(full: bool) -> None:
         s = ng.initial_state()
         ng.next_state(s, [ng.legal_moves(s, 0)[0], ng.legal_moves(s, 1)[0]])
         ng.random_playout(s, seed=1)
+        # the search's own playouts on it (the rules' guarded move gives it a sampler)
+        from agent.persona import load_persona
+        from agent.search import driver_sm
+        driver_sm.search(ng, s, 0, load_persona("tournament"), seed=1, limit=8)
     except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
         logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
     finally:
