@@ -796,10 +796,8 @@ class NonGroundEngine:
                 for d in range(int(depth) if keep_moves else 0):
                     joint = []
                     for r in range(len(self.roles)):
-                        row = trail[(d * len(self.roles) + r) * stride:][:stride]
-                        rel = self._legal[int(row[0])]
-                        # the legal row without its role, as legal_moves decodes it
-                        joint.append(self._decoded(rel, tuple(row[2:1 + int(self.c.width[rel])].tolist())))
+                        row = trail[(d * len(self.roles) + r) * stride:][:stride].tolist()
+                        joint.append(self.move_of(row[0], row[1:]))
                     moves.append(tuple(joint))
                 return int(depth), [[int(v)] for v in goals], moves
             if status == NK.E_CAP:
@@ -840,9 +838,8 @@ class NonGroundEngine:
         self._candidates = (state, role_index, n, rep, reps, buf, ent)
         out = []
         for e in reps.tolist():
-            rel = self._legal[int(ent[0, e])]
-            s = int(ent[2, e])
-            out.append(self._decoded(rel, tuple(buf[s + 1:s + int(self.c.width[rel])].tolist())))
+            k, s = int(ent[0, e]), int(ent[2, e])
+            out.append(self.move_of(k, buf[s:s + int(self.c.width[self._legal[k]])].tolist()))
         return out
 
     def candidate_legal(self, state, role_index: int, i: int) -> bool:
@@ -860,8 +857,10 @@ class NonGroundEngine:
             self._grow_and_reload(status)
 
     def move_of(self, k: int, values) -> object:
-        """The move of a row of ``G.legal_rels[k]`` (its role first), as ``legal_moves`` gives it."""
-        return self._decoded(self._legal[k], tuple(values[1:int(self.c.width[self._legal[k]])]))
+        """The move of a row of ``G.legal_rels[k]`` (its role first; values past the row's
+        width are ignored), as ``legal_moves`` gives it: the row without its role."""
+        rel = self._legal[k]
+        return self._decoded(rel, tuple(values[1:int(self.c.width[rel])]))
 
     def grow_for(self, status: int, what: str) -> None:
         """A larger work space after ``status`` (a pool too small), or the status's exception."""

@@ -861,10 +861,11 @@ def load_rows(P, W, G, vals, rels, nrow):
 
 
 @njit(cache=True, inline="always")
-def _row_less(vals, a, b, w):
+def _less(a, sa, b, sb, w):
+    """a[sa:sa + w] < b[sb:sb + w], lexicographically."""
     for j in range(w):
-        if vals[a + j] != vals[b + j]:
-            return vals[a + j] < vals[b + j]
+        if a[sa + j] != b[sb + j]:
+            return a[sa + j] < b[sb + j]
     return False
 
 
@@ -877,19 +878,14 @@ def _sort_rows(vals, start, n, w):
     row = np.empty(max(w, 1), np.int32)
     for i in range(1, n):
         a = start + i * w
-        if not _row_less(vals, a, a - w, w):
+        if not _less(vals, a, vals, a - w, w):
             continue
         for j in range(w):
             row[j] = vals[a + j]
         k = i
         while k > 0:
             b = start + (k - 1) * w
-            less = False
-            for j in range(w):
-                if row[j] != vals[b + j]:
-                    less = row[j] < vals[b + j]
-                    break
-            if not less:
+            if not _less(row, 0, vals, b, w):
                 break
             for j in range(w):
                 vals[b + w + j] = vals[b + j]
