@@ -206,10 +206,12 @@ class PersonaPlayer:
     async def prepare(self) -> None:
         """Start the match manager, and wait until its spare player process is warm (numba
         code loaded), so that no match's start clock pays for it."""
-        if self.manager is not None:
-            if self.spares[0] > 0:
-                await self.manager.players.wait_warm(self.WARM_TIMEOUT)
-            return
+        if self.manager is None:
+            await self._start_manager()
+        if self.spares[0] > 0:
+            await self.manager.players.wait_warm(self.WARM_TIMEOUT)
+
+    async def _start_manager(self) -> None:
         from agent.server.config import ServerConfig
         from agent.server.matches import MatchManager
         log_dir = self.log_dir
@@ -231,8 +233,8 @@ class PersonaPlayer:
         handling runs to the end even when the caller stops waiting (a late reply): over
         HTTP a message that was sent is received, and the player must see every joint move."""
         from agent.server.protocol import ProtocolError, parse_message
-        if self.manager is None:
-            await self.prepare()
+        if self.manager is None:     # not prepared: no waiting for a warm process in a clock
+            await self._start_manager()
         try:
             msg = parse_message(text)
         except ProtocolError as e:

@@ -518,7 +518,7 @@ class MatchManager:
     async def _warm_up(self) -> None:
         t0 = time.monotonic()
         log.info("warming up a player process (the first run after an install or upgrade "
-                 "compiles the engine and search code; that can take a minute); INFO says busy meanwhile")
+                 "compiles the engine and search code; that can take minutes); INFO says busy meanwhile")
         ok = await self.players.wait_warm(self.config.warm_timeout)
         self.warm = True  # after the timeout too: matches are played anyway, on fresh processes
         log.info("%s ready on http://%s:%s/ (player process %s after %.1fs)", self.config.name,

@@ -38,6 +38,7 @@ class Proc:
         child.close()
         self.conn = parent
         self.on_message = None
+        self.on_warm = None       # called with the number of functions the warm-up compiled
         self.warm = asyncio.Event()
         self._backlog: list = []
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -82,7 +83,9 @@ class Proc:
 
     def _deliver(self, msg) -> None:
         if msg[0] == "warm":
-            self.warm.set()
+            compiled = msg[2] if len(msg) > 2 else 0
+            if self.on_warm is None or self.on_warm(self, compiled):
+                self.warm.set()
             return
         if msg[0] == "exit":
             self.alive = False
@@ -114,7 +117,13 @@ class Proc:
 
 class Pool:
     """Keeps ``size`` idle, warmed processes ready.  ``full_warm``: run the engine and the
-    search once (players); referees only need Prolog."""
+    search once (players); referees only need Prolog.
+
+    The first warm-up after an install compiles the numba code (minutes) and the process
+    keeps the compiler's memory: a player then searched chess at 1,067 MB where one that
+    loaded the same code from the cache used 251 MB.  That process is replaced, once per
+    pool, by one that loads what it compiled (about a second); a cache that cannot be
+    written would only compile again, so the second is kept whatever it did."""
 
     def __init__(self, size: int, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True,
                  limits: dict | None = None):
@@ -126,6 +135,7 @@ class Pool:
         self.spares: list[Proc] = []
         self.loop = None
         self.closed = False
+        self.renewed = False
 
     def start(self, loop) -> None:
         self.loop = loop
@@ -145,6 +155,7 @@ class Pool:
                     p.kill()
                     return
                 p.attach(lambda msg, p=p: self._spare_message(p, msg))
+                p.on_warm = self._keep_warmed
                 self.spares.append(p)
         except Exception as e:
             log.error("cannot start a worker process: %s", e)
@@ -154,6 +165,18 @@ class Pool:
     async def _spawn(self, full_warm: bool) -> Proc:
         return await self.loop.run_in_executor(
             _SPAWNER, lambda: Proc(self.loop, self.nice, self.log_level, full_warm, self.limits))
+
+    def _keep_warmed(self, p: Proc, compiled: int) -> bool:
+        """Whether ``p``, just warm, stays a spare (else it is replaced: see the class)."""
+        if not compiled or self.renewed or p not in self.spares or self.closed:
+            return True
+        self.renewed = True
+        log.info("worker %s compiled %d functions in its warm-up; replaced by one that loads "
+                 "them from the cache (compiling leaves its memory behind)", p.pid, compiled)
+        self.spares.remove(p)
+        p.kill()
+        self._fill()
+        return False
 
     def _spare_message(self, p: Proc, msg) -> None:
         if msg[0] == "exit" and p in self.spares:
@@ -181,9 +204,8 @@ class Pool:
     async def wait_warm(self, timeout: float) -> bool:
         """Wait until the first spare has warmed up (numba code loaded or compiled)."""
         async def first_warm():
-            while not self.spares:
+            while not any(p.warm.is_set() for p in self.spares):
                 await asyncio.sleep(0.05)
-            await self.spares[0].warm.wait()
         try:
             await asyncio.wait_for(first_warm(), timeout)
             return True

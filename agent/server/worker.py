@@ -58,9 +58,9 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
         except OSError:
             pass
     try:
-        _warm(full_warm)
+        compiled = _warm(full_warm)
         apply_limits(limits)
-        conn.send(("warm", os.getpid()))
+        conn.send(("warm", os.getpid(), compiled))
         cmd = conn.recv()
     except (EOFError, OSError, KeyboardInterrupt):
         return
@@ -91,9 +91,17 @@ def apply_limits(limits: dict | None) -> None:
         set_memory_limits(**prolog)
 
 
-def _warm(full: bool) -> None:
+def _warm(full: bool) -> int:
     """Import and run everything a match needs while no clock is running: numba loads (or,
-    the first time ever, compiles) the engine and search code here, not during a PLAY."""
+    the first time ever, compiles) the engine and search code here, not during a PLAY.
+    Returns how many functions numba compiled (none when its cache had them all)."""
+    from numba.core import event
+    with event.install_recorder("numba:compile") as compiles:
+        _warm_run(full)
+    return sum(1 for _, e in compiles.buffer if e.is_start)
+
+
+def _warm_run(full: bool) -> None:
     from agent.player import Player
     p = Player(WARM_RULES, "a", 1.0, None, seed=1, use_engine=False, use_search=full)
     try:
