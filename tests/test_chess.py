@@ -199,12 +199,13 @@ def test_scrambled_chess_playouts_draw_checked_moves_that_are_legal(shared_dir):
         sm.close()
 
 
-def test_chess_search_playouts_in_numba_are_the_python_loops(shared_dir):
-    """The search's playouts on chess, run in numba (``playout_nonground``) and in Python:
-    the same moves drawn from the same random stream, the same ends."""
+def test_chess_search_playouts_are_legal(shared_dir):
+    """The search's playouts on chess (numba, ``playout_nonground``: each move drawn among
+    the candidates and tested alone) replayed on the engine's full legal-move query."""
     from agent.engine.nonground import NonGroundEngine
     from gdl.kif import read_rules_file
-    from test_search_sampled import playouts_agree
+    from test_search_sampled import playouts_are_legal
 
-    engine = NonGroundEngine(read_rules_file(shared_dir / CHESS))
-    playouts_agree(engine, engine.initial_state(), seeds=(4,), n=2)
+    desc = read_rules_file(shared_dir / CHESS)
+    engine, ref = NonGroundEngine(desc), NonGroundEngine(desc)
+    playouts_are_legal(engine, ref, engine.initial_state(), seeds=(4,), n=2)

@@ -516,7 +516,6 @@ class NonGroundEngine:
         self._out = np.empty(1 << 12, np.int32)   # answers of ``_ask_many``
         self._sample_buf = np.empty(1 << 12, np.int32)       # candidate rows (``NK.candidate_rows``)
         self._sample_ent = np.empty((3, 1 << 10), np.int64)
-        self._candidates = None     # (state, role, rows, rep, reps, buf, ent) of ``move_candidates``
         self._state = None
         self._does = None
         self.info: dict = {}   # set by load_engine
@@ -810,51 +809,8 @@ class NonGroundEngine:
     # -- a playout's moves drawn from candidates (``Compiled._sampler``)
     @property
     def samples_moves(self) -> bool:
-        """Whether ``move_candidates`` has candidates to give (legal rules with checks)."""
+        """Whether playouts draw from candidates (legal rules with checks: ``_sampler``)."""
         return bool(self.c.samplers)
-
-    def move_candidates(self, state, role_index: int) -> list:
-        """The moves a playout draws from: every legal move of the role, and moves whose
-        check fails (chess: those that leave the king attacked), each once, in the rules'
-        order; ``candidate_legal(state, role_index, i)`` tests the i-th. What the sampler of
-        ``random_playout`` does, for a search that draws its playout moves itself."""
-        state = frozenset(state)
-        role = self._role_sym[role_index]
-        while True:
-            self._load(state)
-            call = np.empty(self.W.callbuf.shape[0], np.int32)
-            status, n = NK.candidate_rows(self.P, self.W, self.G, role, call, self._sample_buf,
-                                          self._sample_ent)
-            if status == NK.OK:
-                break
-            if status == NK.E_OUT:
-                self._grow_sampler()
-            else:
-                self._grow_and_reload(status)
-        buf, ent = self._sample_buf.copy(), self._sample_ent[:, :n].copy()
-        rep, reps = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
-        k = NK.group_rows(self.P, self.G, buf, ent, n, rep, reps)
-        reps = reps[:k]
-        self._candidates = (state, role_index, n, rep, reps, buf, ent)
-        out = []
-        for e in reps.tolist():
-            k, s = int(ent[0, e]), int(ent[2, e])
-            out.append(self.move_of(k, buf[s:s + int(self.c.width[self._legal[k]])].tolist()))
-        return out
-
-    def candidate_legal(self, state, role_index: int, i: int) -> bool:
-        """Whether the i-th of ``move_candidates(state, role_index)`` (the last asked) is legal."""
-        state = frozenset(state)
-        if self._candidates is None or self._candidates[:2] != (state, role_index):
-            raise InvalidQuery("candidate_legal asks of the candidates move_candidates gave last")
-        _, _, n, rep, reps, buf, ent = self._candidates
-        while True:
-            self._load(state)
-            call = np.empty(self.W.callbuf.shape[0], np.int32)
-            status, e = NK.group_legal(self.P, self.W, buf, ent, n, rep, int(reps[i]), call)
-            if status == NK.OK:
-                return e >= 0
-            self._grow_and_reload(status)
 
     def move_of(self, k: int, values) -> object:
         """The move of a row of ``G.legal_rels[k]`` (its role first; values past the row's

@@ -130,11 +130,6 @@ class CachedStateMachine:
     def legal_moves(self, state, role_index):
         return list(self._memo(("legal", state, role_index), lambda: tuple(self.sm.legal_moves(state, role_index))))
 
-    def cached_legal(self, state, role_index):
-        """The legal moves when they are memoised, else None (nothing asked of the engine)."""
-        v = self._cache.get(("legal", state, role_index))
-        return None if v is None else list(v)
-
     def next_state(self, state, joint_move):
         jm = tuple(joint_move)
         return self._memo(("next", state, jm), lambda: self.sm.next_state(state, jm))

@@ -24,7 +24,7 @@ from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into
                      root_proven, root_settled, searched, start_counts)
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME,
                      P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
-from .rng import PLAYOUT, make_rng, randint, uniform
+from .rng import PLAYOUT, make_rng, randint
 
 _cached: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -80,14 +80,6 @@ class _Clocked:
     def goal_values(self, s):
         return self._timed(self.sm.goal_values, s)
 
-    def cached_legal(self, s, r):
-        return self.sm.cached_legal(s, r)
-
-    def move_candidates(self, s, r):
-        return self._timed(self.sm.move_candidates, s, r)
-
-    def candidate_legal(self, s, r, i):
-        return self._timed(self.sm.candidate_legal, s, r, i)
 
 
 class _Ctx:
@@ -119,17 +111,17 @@ class _Ctx:
             self.w = F.weight_vector(persona.utility_weights, cal)
             self.lo, self.hi = cal.lo[self.me], cal.hi[self.me]
             self.raw = np.zeros(len(self.w))
-        # a playout's moves drawn from the engine's candidates, each tested only when drawn
-        # (``NonGroundEngine.move_candidates``: chess's legal moves each ask whether the king
-        # is left attacked): where nothing reads a ply's number of legal moves (the utility's
-        # mobility, the decisive moves) and not in thesis mode (its draws follow the legal order)
-        self.sampling = (getattr(sm, "samples_moves", False) and self.util is None
-                         and self.win_moves is None and not thesis)
+        # On an engine with a sampler (the non-ground engine: chess's legal moves each ask
+        # whether the king is left attacked) the playouts run in numba (playout_nonground),
+        # their moves drawn from the candidates, each tested only when drawn: where nothing
+        # reads a ply's number of legal moves (the utility's mobility, the decisive moves) and
+        # not in thesis mode (its draws follow the legal order)
+        self.engine = getattr(sm, "sm", sm)     # under the query cache
+        sampling = (getattr(self.engine, "samples_moves", False) and self.util is None
+                    and self.win_moves is None and not thesis)
+        self.loop = PN.Loop(self.engine, self.R) if sampling else None
         self.p_mast = params.copy()     # playout_move with its MAST draw always taken
         self.p_mast[P_EPSILON] = 1.0
-        # the same playouts with the loop in numba, on the engine itself (playout_nonground)
-        self.engine = getattr(sm, "sm", sm)     # under the query cache
-        self.loop = PN.Loop(self.engine, self.R) if self.sampling and hasattr(self.engine, "loaded_state") else None
         if deadline is not None:
             self.sm = _Clocked(sm)
         # Prolog runs a uniform playout in one query; only valid when nothing needs the
@@ -326,16 +318,10 @@ class _Ctx:
                     break
                 before_ply = pm[-1] if pm else last     # NST: the role after r's move in it
                 ctx = before_ply[(r + 1) % self.R] if before_ply is not None else -1
-                legal = sm.cached_legal(s, r) if self.sampling else None
-                if self.sampling and legal is None:
-                    legal = sm.move_candidates(s, r)
-                    ids = self.ids(r, legal)
-                    k = self.sampled_move(s, r, ids, ctx)
-                else:
-                    legal = legal or sm.legal_moves(s, r)
-                    ids = self.ids(r, legal)
-                    k = int(T.playout_move(self.st.arrays, self.p, r, np.array(ids, np.int32),
-                                           len(ids), self.rng, ctx)) if legal else -1
+                legal = sm.legal_moves(s, r)
+                ids = self.ids(r, legal)
+                k = int(T.playout_move(self.st.arrays, self.p, r, np.array(ids, np.int32),
+                                       len(ids), self.rng, ctx)) if legal else -1
                 if k < 0:
                     raise ReasonerError("a role has no legal move in a non-terminal state")
                 joint.append(legal[k])
@@ -416,29 +402,6 @@ class _Ctx:
             self.st.arrays.meta[T.M_EVALUATED] += 1
             return True, self.heuristic.value(eng.loaded_state()), s, steps, False, False
         return False, self.zeros, s, steps, False, True
-
-    def sampled_move(self, s, r: int, ids: list, ctx: int) -> int:
-        """``playout_move``'s draw over the legal moves among the candidates ``ids`` of role
-        r in ``s``, each tested when drawn: its coin (a MAST draw or a uniform one) tossed
-        once, then that draw again over the candidates not yet refused until one is legal
-        (the index), -1 if none is. Each half of playout_move's mixture keeps its proportions
-        among the moves that stay, so this is playout_move over the legal moves alone."""
-        if not ids:
-            return -1
-        mast = self.p[P_EPSILON] > 0 and len(ids) > 1 and uniform(self.rng, PLAYOUT) < self.p[P_EPSILON]
-        alive = list(range(len(ids)))
-        while alive:
-            if len(alive) == 1:
-                j = 0
-            elif mast:
-                j = int(T.playout_move(self.st.arrays, self.p_mast, r,
-                                       np.array([ids[i] for i in alive], np.int32), len(alive), self.rng, ctx))
-            else:
-                j = randint(self.rng, PLAYOUT, len(alive))
-            if self.sm.candidate_legal(s, r, alive[j]):
-                return alive[j]
-            alive.pop(j)
-        return -1
 
     def first_win(self, s, joint, c):
         """Driver B's ``_take_win``: role ``c``'s first legal candidate (in the legal order)

@@ -1,15 +1,16 @@
 """``driver_sm``'s playouts on the non-ground engine with a sampler, the loop in numba.
 
-The Python loop (``driver_sm._Ctx.playout``) pays for every ply's conversions between
+A Python loop over the engine's queries would pay for every ply's conversions between
 terms and the engine's rows (the state loaded, the next state decoded, each candidate move
 decoded and looked up in the tree's move index): on chess about as much as the engine's own
 work. Here a stretch of plies runs in one call: the engine's candidate rows
-(``NK.candidate_rows``), each move's id found in a table of rows (``RowIds``), the same
-draw as ``_Ctx.sampled_move`` (its coin once, then MAST's draw or a uniform one over the
-candidates not yet refused, each tested when drawn: ``NK.group_legal``), and the next state
-(``NK.advance``) loaded in the engine's work space. The draws take the same random stream in
-the same order as the Python loop's, so both play the same playout from the same stream
-(``tests/test_search_sampled.py``).
+(``NK.candidate_rows``), each move's id found in a table of rows (``RowIds``), then
+``playout_move``'s draw over the legal moves without testing them all: its coin tossed once,
+then MAST's draw or a uniform one over the candidates not yet refused, each tested when
+drawn (``NK.group_legal``). Each half of playout_move's mixture keeps its proportions among
+the moves that stay, so this is playout_move over the legal moves alone
+(``tests/test_search_sampled.py`` measures it). The next state (``NK.advance``) is loaded in
+the engine's work space.
 
 A candidate whose row has no id yet stops the stretch (``NEED_IDS``, its rows in
 ``missing``): Python gives it its id (``_Ctx.ids``: the tree's move index) and calls again
