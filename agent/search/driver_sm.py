@@ -81,7 +81,6 @@ class _Clocked:
         return self._timed(self.sm.goal_values, s)
 
 
-
 class _Ctx:
     """Everything one decision's simulations share."""
 

@@ -83,8 +83,7 @@ class Proc:
 
     def _deliver(self, msg) -> None:
         if msg[0] == "warm":
-            compiled = msg[2] if len(msg) > 2 else 0
-            if self.on_warm is None or self.on_warm(self, compiled):
+            if self.on_warm is None or self.on_warm(self, msg[2]):   # (warm, pid, compiled)
                 self.warm.set()
             return
         if msg[0] == "exit":
@@ -202,7 +201,7 @@ class Pool:
         return p
 
     async def wait_warm(self, timeout: float) -> bool:
-        """Wait until the first spare has warmed up (numba code loaded or compiled)."""
+        """Wait until a spare is warm (numba code loaded or compiled, and kept)."""
         async def first_warm():
             while not any(p.warm.is_set() for p in self.spares):
                 await asyncio.sleep(0.05)
