@@ -23,7 +23,10 @@ import argparse
 import json
 import random
 import sys
+from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,13 +42,9 @@ def tables(ng: NonGroundEngine) -> set:
     for t in range(int(W.reg[NK.R_NTAB])):
         rel = int(W.tab_rel[t])
         w, k = int(width[rel]), int(W.tab_key[t])
-        answers = []
-        a = int(W.tab_head[t])
-        while a >= 0:
-            s = int(W.ans_start[a])
-            answers.append(tuple(W.ans_vals[s:s + w].tolist()))
-            a = int(W.ans_next[a])
-        out.add((rel, tuple(W.tkeys[k:k + w].tolist()), frozenset(answers)))
+        rows = np.empty((int(W.tab_count[t]), w), np.int32)
+        NK.answer_rows(W, t, rows)
+        out.add((rel, tuple(W.tkeys[k:k + w].tolist()), frozenset(map(tuple, rows.tolist()))))
     return out
 
 
@@ -87,10 +86,7 @@ def main(argv=None) -> None:
                 atoms.update((rel, row) for row in answers)
         growth.append(len(calls))
         answer_growth.append(len(atoms))
-    by_rel: dict = {}
-    for rel, _ in calls:
-        name = ng.c.rel_keys[rel][0]
-        by_rel[name] = by_rel.get(name, 0) + 1
+    by_rel = Counter(ng.c.rel_keys[rel][0] for rel, _ in calls)
     print(json.dumps({
         "rules": a.rules, "seed": a.seed,
         "reuse_plies": measured, "tables_per_ply": round(total / max(1, measured)),
@@ -99,7 +95,7 @@ def main(argv=None) -> None:
         "distinct_ground_calls": sum(NK.FREE not in key for _, key in calls),
         "distinct_answers": len(atoms),
         "calls_after_each_playout": growth, "answers_after_each_playout": answer_growth,
-        "largest_relations_by_calls": dict(sorted(by_rel.items(), key=lambda x: -x[1])[:8]),
+        "largest_relations_by_calls": dict(by_rel.most_common(8)),
     }))
 
 

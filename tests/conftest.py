@@ -6,6 +6,7 @@ the clone as ``../shared``.  Tests that need it use the ``shared_dir`` fixture o
 """
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,15 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+def load_script(name: str):
+    """``scripts/NAME.py`` as a module (scripts are not a package), for tests of the scripts
+    that reproduce committed reports."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def refusal_kind(message: str) -> str:

@@ -3,20 +3,18 @@ in child processes of their own, every move is legal, sides alternate, each side
 figures are recorded, and the report shows the equal-time section built from the results."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_search", ROOT / "scripts" / "bench_search.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_search")
 
 
 def test_versus_plays_legal_games_with_alternating_sides(tmp_path):

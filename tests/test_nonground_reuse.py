@@ -2,22 +2,20 @@
 it reads from the work space are the engine's answers, and its shares are shares."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from agent.engine.nonground import NonGroundEngine
 from gdl.kif import read_rules_file
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 TTT = ROOT / "games" / "ticTacToe.kif"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("nonground_reuse", ROOT / "scripts" / "nonground_reuse.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("nonground_reuse")
 
 
 def test_the_tables_read_hold_the_legal_moves_the_engine_answers():
