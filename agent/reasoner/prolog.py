@@ -445,7 +445,7 @@ class PrologReasoner:
             clauses.setdefault(hsig, []).append(text)
         out = [f":- module({self.module}, []).", ":- style_check(-singleton)."]
         sigs = set(deps.edges) - {TRUE_SIG, DOES_SIG}
-        for sig in ("init", 1), ("legal", 2), ("next", 1), ("terminal", -1), ("goal", 2), ("role", 1):
+        for sig in ("init", 1), ("legal", 2), ("next", 1), ("terminal", -1), ("goal", 2), ("role", 1), ("sees", 2):
             sigs.add(sig)
         for sig in sorted(sigs):
             p = self._pred(sig)
@@ -472,8 +472,8 @@ class PrologReasoner:
     def _api_text(self) -> str:
         def call(sig, args):
             a = list(args) + (["S", "[]"] if sig in self._dynamic else [])
-            if sig == ("next", 1) and sig in self._dynamic:
-                a[-1] = "M"
+            if sig in (("next", 1), ("sees", 2)) and sig in self._dynamic:
+                a[-1] = "M"  # the two views of a joint move
             return self._pred(sig) + ("(" + ",".join(a) + ")" if a else "")
         legal = call(("legal", 2), ["R", "A"])
         goal = call(("goal", 2), ["R", "V"])
@@ -482,6 +482,7 @@ class PrologReasoner:
 q_init(T) :- S = [], M = [], findall(X, {call(("init", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
 q_legal(S, R, T) :- findall(A, {legal}, L), sort(L, L2), format(atom(T), '~w', [L2]).
 q_next(S, M, T) :- findall(X, {call(("next", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_sees(S, M, R, T) :- findall(P, {call(("sees", 2), ["R", "P"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
 q_terminal(S, T) :- ( {term} -> T = yes ; T = no ).
 q_goals(S, Rs, T) :- findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G), format(atom(T), '~w', [G]).
 q_playout(S0, Rs, Cap, T) :- playout(S0, Rs, 0, Cap, D, G), format(atom(T), '~w', [D-G]).
@@ -523,6 +524,17 @@ joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sor
                                f"got {len(joint_move)}")
         m = ",".join(f"d({r},{self.codec.enc(a)})" for r, a in zip(self._roles_enc, joint_move))
         return frozenset(self.codec.decode(self._run(f"q_next({self._state_text(state)},[{m}],T)", "the next state")))
+
+    def sees(self, state, joint_move, role_index: int) -> frozenset:
+        """The percepts of ``role_index`` when ``joint_move`` is made in ``state`` (GDL-II)."""
+        joint_move = tuple(joint_move)
+        if len(joint_move) != len(self.roles):
+            raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
+                               f"got {len(joint_move)}")
+        m = ",".join(f"d({r},{self.codec.enc(a)})" for r, a in zip(self._roles_enc, joint_move))
+        role = self._roles_enc[role_index]
+        return frozenset(self.codec.decode(self._run(f"q_sees({self._state_text(state)},[{m}],{role},T)",
+                                                     f"the percepts of {self.roles[role_index]}")))
 
     def is_terminal(self, state) -> bool:
         return self._run(f"q_terminal({self._state_text(state)},T)", "terminal") == "yes"

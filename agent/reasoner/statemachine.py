@@ -11,6 +11,11 @@ search, the server, the trace checker and the validator's simulation checks work
     next_state(state, joint_move) -> State
     is_terminal(state) -> bool
     goal_values(state) -> list[list[int]]       every provable value per role, sorted
+    sees(state, joint_move, role_index) -> frozenset
+                                                GDL-II: every P with (sees ROLE P) when
+                                                joint_move is made in state (empty without
+                                                sees rules); ``random`` is an ordinary role
+                                                here (``gdl.gdl2``)
     random_playout(state, cap, seed) -> (joint moves made, goal values at the end)
                                                 uniformly random joint moves until terminal;
                                                 PlayoutCap after ``cap`` joint moves
@@ -34,6 +39,7 @@ class StateMachine(Protocol):
     def legal_moves(self, state: State, role_index: int) -> list: ...
     def next_state(self, state: State, joint_move) -> State: ...
     def is_terminal(self, state: State) -> bool: ...
+    def sees(self, state: State, joint_move, role_index: int) -> frozenset: ...
     def goal_values(self, state: State) -> list: ...
     def random_playout(self, state: State, cap: int = 10_000, seed: int | None = None) -> tuple: ...
     def close(self) -> None: ...
@@ -105,7 +111,7 @@ def goal_vector(goal_values: list) -> list[int]:
 
 
 class CachedStateMachine:
-    """LRU memo of the four state queries; states repeat a lot in search and replays."""
+    """LRU memo of the state queries; states repeat a lot in search and replays."""
 
     def __init__(self, sm, maxsize: int = 50_000):
         self.sm = sm
@@ -133,6 +139,10 @@ class CachedStateMachine:
     def next_state(self, state, joint_move):
         jm = tuple(joint_move)
         return self._memo(("next", state, jm), lambda: self.sm.next_state(state, jm))
+
+    def sees(self, state, joint_move, role_index):
+        jm = tuple(joint_move)
+        return self._memo(("sees", state, jm, role_index), lambda: self.sm.sees(state, jm, role_index))
 
     def is_terminal(self, state):
         return self._memo(("terminal", state), lambda: self.sm.is_terminal(state))
