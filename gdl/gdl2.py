@@ -10,6 +10,8 @@ manager is still one where every role sees everything: ``sees`` there is empty.
 """
 from __future__ import annotations
 
+import re
+
 RANDOM = "random"
 SEES = "sees"
 
@@ -31,3 +33,12 @@ def random_index(roles) -> int | None:
 def chooser_indices(roles) -> list[int]:
     """The roles that choose their moves (every role but ``random``)."""
     return [i for i, r in enumerate(roles) if r != RANDOM]
+
+
+_GDL2_TEXT = re.compile(r"\(\s*role\s+random\s*\)|[(\s]sees[\s)]", re.IGNORECASE)
+
+
+def text_is_gdl2(rules_text: str) -> bool:
+    """``is_gdl2`` from the rules' text alone, without parsing them (the server process
+    never parses large rules): both words are keywords, which no scrambler renames."""
+    return _GDL2_TEXT.search(rules_text or "") is not None

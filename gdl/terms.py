@@ -14,9 +14,10 @@ from typing import Iterator, Union
 
 Term = Union[str, tuple]
 
-# Words ggp-base folds to lower case wherever they stand (GdlPool.getConstant).
+# Words ggp-base folds to lower case wherever they stand (GdlPool.getConstant), and GDL-II's
+# `sees` with them: Dresden's GameController sends whole sheets upper-cased.
 FOLDED_KEYWORDS = frozenset(
-    "init true next role does goal legal terminal base input random _".split())
+    "init true next role does goal legal terminal base input random sees _".split())
 # Body connectives, recognised in any case inside rule bodies only.
 CONNECTIVES = frozenset(("not", "distinct", "or"))
 

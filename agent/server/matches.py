@@ -27,6 +27,7 @@ import zlib
 
 from agent.player import (DEFAULT_PERSONA, RulesRefused, load_persona_spec, parse_rules_text, persona_dict,
                           role_index_of)
+from gdl.gdl2 import text_is_gdl2
 from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
 
 from .config import ServerConfig
@@ -121,6 +122,9 @@ class Match:
         self.play_clock = msg.play_clock
         self.received = received
         self.persona_spec = persona_spec
+        # GDL-II: PLAY and STOP carry our percepts, not the joint move (agent.hidden)
+        self.gdl2 = text_is_gdl2(msg.rules_text or "")
+        self.last_reply = None        # the move we answered last (our own move, in GDL-II)
         self.status = "starting"
         self.referee: Proc | None = None
         self.player: Proc | None = None
@@ -209,9 +213,10 @@ class Match:
             info = msg[1]
             ply = info["ply"]
             self.ref_ply = ply
-            rec.set_moves(ply, info["joint"])
-            rec.set_state(ply, info["state"])
-            self.ref_last = (ply, info["state"])
+            if info.get("joint") is not None:   # GDL-II: the referee knows only our view
+                rec.set_moves(ply, info["joint"])
+                rec.set_state(ply, info["state"])
+                self.ref_last = (ply, info["state"])
             if info["terminal"]:
                 self.ref_terminal[ply] = info.get("goals")
                 self.over[ply] = "terminal"
@@ -290,7 +295,7 @@ class Match:
             rec.note(f"player lost track of the state on request {msg[1]} ({msg[2]}); "
                      f"resyncing on the referee's state")
             log.warning("%s: player lost track of the state: %s; resyncing on the referee's", self.id, msg[2])
-            if self.ref_last is not None and self.player is not None:
+            if self.ref_last is not None and self.player is not None and not self.gdl2:
                 self.player.send(("state",) + self.ref_last)
         elif kind == "synced":
             self.player_lost = False
@@ -363,7 +368,10 @@ class Match:
     def joint_texts(self, msg: Message):
         """The joint move of a PLAY/STOP as texts in role order (None entries: unknown, or
         not a ground term we read: too deeply nested, unparsable, with variables; the referee
-        then stands in the role's only or first legal move, and says so)."""
+        then stands in the role's only or first legal move, and says so).  In a GDL-II match
+        our view of the step instead (``view``)."""
+        if self.gdl2:
+            return self.view(msg)
         def text(mv):
             if mv.term is None:
                 self.record.note(f"ply {self.ply + 1}: the move {mv.text[:80]} is not a ground term we can "
@@ -381,12 +389,38 @@ class Match:
             return joint
         return None
 
+    def view(self, msg: Message) -> dict | None:
+        """GDL-II: ``{"own": our move's text, "percepts": [texts]}`` of a PLAY/STOP, or None
+        for the first PLAY.  Dresden's GameController sends ``(PLAY id (P1 P2 ...))`` with
+        our percepts only (our move is the one we answered); later managers send
+        ``(PLAY id turn move percepts)``, whose move is the one executed."""
+        if msg.percepts is not None or msg.last_move is not None or msg.turn is not None:
+            own = msg.last_move.text if msg.last_move is not None else self.last_reply
+            return {"own": own, "percepts": list(msg.percepts or [])}
+        if msg.moves is None:
+            return None
+        return {"own": self.last_reply, "percepts": [mv.text for mv in msg.moves]}
+
+    def record_step(self, texts) -> None:
+        """The record of one step: the joint move, or in GDL-II our move and our percepts
+        (``x-percepts``: ours, step by step; the joint move stays unknown to us)."""
+        if not self.gdl2:
+            self.record.add_moves([t if t is not None else "" for t in texts])
+            return
+        self.record.extra["x-gdl2"] = True
+        self.record.extra.setdefault("x-percepts", []).append(texts["percepts"])
+        self.record.extra.setdefault("x-own-moves", []).append(texts["own"])
+
     def known_legal(self, ply: int):
         legal = self.ref_legal.get(ply)
         return legal if legal is not None else self.player_legal.get(ply)
 
     def choose(self, req: int, ply: int, received: float) -> tuple[str, dict]:
         ref = self.ref_legal.get(ply)
+        if self.gdl2 and self.player_legal.get(ply) is not None:
+            # the referee's one sampled history is a fallback, not the truth: the player's
+            # belief (every history it keeps) says what is legal
+            ref = self.player_legal[ply]
         legal = self.known_legal(ply)
         d = self.decisions.get(req)
         best = self.interim.get(req) if d is None else None
@@ -615,14 +649,15 @@ class MatchManager:
         ready_at = received + msg.start_clock - cfg.margin(msg.start_clock)
         m.referee = await self.referees.take()
         m.referee.attach(m.on_referee)
-        m.referee.send(("referee", msg.rules_text, msg.role))
+        m.referee.send(("referee", msg.rules_text, msg.role, m.gdl2))
         m.player = await self.players.take()
         m.player.attach(m.on_player)
         m.player.send(("player", {
             "rules_text": msg.rules_text, "role": msg.role, "play_clock": msg.play_clock,
             "persona": persona_spec, "seed": m.seed,
             "ready_by": ready_at - ipc_slack(msg.play_clock),
-            "use_search": cfg.use_search, "ponder_between": cfg.ponder, "threads": cfg.threads}))
+            "use_search": cfg.use_search, "ponder_between": cfg.ponder, "threads": cfg.threads,
+            "gdl2": m.gdl2}))
         # The compiled engine is built beside the player: grounding can take long in one
         # uninterruptible call, and the player must stay responsive meanwhile.
         if cfg.use_engine:
@@ -726,6 +761,7 @@ class MatchManager:
                                or m.ref_status in ("failed", "dead"),
                                received + m.play_clock - LAST_WAIT_SLACK)
         move, entry = m.choose(req, ply, received)
+        m.last_reply = move
         m.record.add_decision(entry)
         if entry["fallback"]:
             log.warning("%s: PLAY %d: fallback %s (%s)", m.id, req, move, entry["fallback_reason"])
@@ -740,19 +776,20 @@ class MatchManager:
         texts = m.joint_texts(msg)
         if texts is not None:
             m.ply += 1
-            m.record.add_moves([t if t is not None else "" for t in texts])
+            m.record_step(texts)
         m.req += 1
         m.last_activity = time.monotonic()
         move, entry = m.choose(m.req, m.ply, received)
+        m.last_reply = move
         m.record.add_decision(entry)
         m.save()
         return move
 
     def _apply(self, m: Match, texts) -> None:
         m.ply += 1
-        m.record.add_moves([t if t is not None else "" for t in texts])
+        m.record_step(texts)
         if m.referee is not None:
-            m.referee.send(("step", m.ply, texts))
+            m.referee.send(("step", m.ply, texts if not m.gdl2 else dict(texts, seconds=m.play_clock)))
 
     async def stop(self, msg: Message, received: float) -> str:
         m = self.matches.get(msg.match_id)

@@ -29,6 +29,17 @@ WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3
  (<= terminal (true (s 3))) (<= (goal a 100) (true (s 3))) (<= (goal a 0) (not (true (s 3))))
  (goal b 0) )"""
 
+# GDL-II for the warm-up: chance deals a card face down, ``a`` guesses it (a belief of two
+# states; the search on a role whose goal never changes, ``random``, without the solver).
+WARM_GDL2 = """( (role a) (role random) (init (phase 0)) (card 0) (card 1)
+ (<= (legal random (deal ?c)) (true (phase 0)) (card ?c)) (<= (legal random noop) (not (true (phase 0))))
+ (<= (legal a noop) (true (phase 0))) (<= (legal a (guess ?c)) (true (phase 1)) (card ?c))
+ (<= (next (held ?c)) (does random (deal ?c))) (<= (next (held ?c)) (true (held ?c)))
+ (<= (next (guessed ?c)) (does a (guess ?c))) (<= (next (phase 1)) (true (phase 0)))
+ (<= (next (phase 2)) (true (phase 1))) (<= (sees a dealt) (true (phase 0)))
+ (<= terminal (true (phase 2))) (<= (goal a 100) (true (held ?c)) (true (guessed ?c)))
+ (<= (goal a 0) (not right)) (<= right (true (held ?c)) (true (guessed ?c))) )"""
+
 
 def exit_when_orphaned(parent: int, poll: float = 1.0, getppid=os.getppid, exit=os._exit) -> None:
     """Run on a daemon thread: end this process when the server that started it is gone
@@ -128,10 +139,26 @@ def _warm_run(full: bool) -> None:
         from agent.persona import load_persona
         from agent.search import driver_sm
         driver_sm.search(ng, s, 0, load_persona("tournament"), seed=1, limit=8)
+        _warm_gdl2()
     except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
         logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
     finally:
         p.close()
+
+
+def _warm_gdl2() -> None:
+    """A GDL-II decision on Prolog and on the compiled engine (its search has no solver)."""
+    from agent.hidden.player import HiddenPlayer
+    h = HiddenPlayer(WARM_GDL2, "a", 1.0, None, seed=1, use_engine=False)
+    try:
+        h.prepare()
+        h.load()
+        h.observe({"own": "noop", "percepts": ["dealt"]})
+        h.decide(time.monotonic() + 0.05)
+        h.upgrade(30.0)
+        h.decide(time.monotonic() + 0.05)
+    finally:
+        h.close()
 
 
 # ------------------------------------------------------------------------- referee
@@ -139,7 +166,7 @@ def _warm_run(full: bool) -> None:
 BIG_RULES = 1 << 20      # characters of rules beyond which a referee yields the CPU to others
 BIG_RULES_NICE = 5
 
-def run_referee(conn, rules_text: str, role_text: str) -> None:
+def run_referee(conn, rules_text: str, role_text: str, gdl2: bool = False) -> None:
     from gdl.terms import render_spaced
     from agent.player import (RulesRefused, parse_rules_text, resolve_joint, role_index_of,
                               state_text, validate_rules)
@@ -189,6 +216,8 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
         "roles": roles, "role_index": role_index, "state": state_text(state),
         "terminal": terminal, "legal": [render_spaced(m) for m in legal],
         "warnings": [str(p) for p in problems], "seconds": round(time.monotonic() - t0, 3)}))
+    if gdl2:
+        return referee_gdl2(conn, sm, role_index, desc)
     ply = 0
     while True:
         msg = conn.recv()
@@ -214,6 +243,51 @@ def run_referee(conn, rules_text: str, role_text: str) -> None:
             # The true state is unknown from here on: going on from the old one would referee
             # a different game. The server ends the match with this reason.
             log.warning("referee: %s", e)
+            conn.send(("ref_error", ply + 1, str(e)))
+            return
+
+
+def referee_gdl2(conn, sm, role_index: int, description) -> None:
+    """The referee of a GDL-II match knows only what we see: it keeps one history consistent
+    with our moves and percepts (``agent.hidden.belief`` with one particle), enough for our
+    legal moves should the player fail.  It never claims to know the joint move or the
+    state: ``joint`` is None in its reports."""
+    import random as _random
+    from gdl.terms import render_spaced
+    from agent.hidden.belief import Belief
+    from agent.hidden.player import parse_percepts, respell, symbols_of
+    from agent.hidden.prior import UniformPrior
+    from agent.player import state_text
+    from agent.reasoner.statemachine import ReasonerError, goal_vector
+    from gdl.kif import GdlError, parse_term
+
+    belief = Belief(sm, role_index, UniformPrior(), rng=_random.Random(0), size=1)
+    symbols = symbols_of(description)
+    ply = 0
+    while True:
+        msg = conn.recv()
+        if msg[0] != "step":
+            continue
+        view = msg[2] or {}
+        percepts, notes = parse_percepts(view.get("percepts"), symbols)
+        try:
+            own = respell(parse_term(view["own"]), symbols) if view.get("own") else None
+        except GdlError:
+            own = None
+        try:
+            notes += belief.observe(own, percepts, time.monotonic() + 0.5 * float(view.get("seconds") or 5.0))
+            ply += 1
+            state = belief.most_likely()
+            terminal = sm.is_terminal(state)
+            info = {"ply": ply, "joint": None, "state": state_text(state), "terminal": terminal,
+                    "notes": notes}
+            if terminal:
+                info["goals"] = goal_vector(sm.goal_values(state))
+                info["notes"].append("goal values from a history consistent with our percepts")
+            else:
+                info["legal"] = [render_spaced(m) for m in belief.legal()]
+            conn.send(("ref_state", info))
+        except ReasonerError as e:
             conn.send(("ref_error", ply + 1, str(e)))
             return
 
@@ -414,6 +488,8 @@ def run_player(conn, cfg: dict) -> None:
     from agent.reasoner.statemachine import ReasonerError
 
     log = logging.getLogger("ggp.player")
+    if cfg.get("gdl2"):
+        from agent.hidden.player import HiddenPlayer as Player  # noqa: F811 (the GDL-II player)
     player = Player(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
                     seed=cfg.get("seed"), use_engine=False,
                     use_search=cfg.get("use_search", True), threads=cfg.get("threads", 1))
@@ -488,7 +564,12 @@ def run_player(conn, cfg: dict) -> None:
                 if lost:
                     conn.send(("error", req, "the player lost track of the state; waiting for the referee's"))
                     continue
-                if move_texts is not None:
+                if isinstance(move_texts, dict):   # GDL-II: our move and our percepts
+                    now = time.monotonic()
+                    notes = player.observe(move_texts, deadline=now + 0.4 * max(0.0, deadline - now))
+                    if notes:
+                        conn.send(("note", req, notes))
+                elif move_texts is not None:
                     try:
                         notes, switched = observe_joint(player, move_texts)
                     except ReasonerError as e:

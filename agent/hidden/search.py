@@ -1,0 +1,67 @@
+"""Search on a belief: determinised ensembles of the persona's own search.
+
+The most likely distinct states of the belief (up to ``SAMPLES``) are each searched as a
+perfect-information game by ``agent.search.search`` with the persona's parameters, on an
+equal share of the time and of the persona's simulations, so a persona's skill (``limit``)
+and style mean the same in a GDL-II game.  The choice pools the searches at the root: a
+move's value is the mean of its Q over the states, weighted by the states' probabilities
+(Q of a move unvisited in one state: that search's default).  The terminal solver is off:
+``random`` is searched as a role whose goal is constant (its moves are then spread by the
+exploration term, as chance), and a proof over it would be a proof against an adversary.
+
+Known weakness of determinisation (Frank and Basin's strategy fusion): in each searched
+state every role acts as if it knew everything.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+SAMPLES = 8          # distinct states searched per decision, at most
+MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
+
+
+def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
+             deadline: float, search_fn, limit: int | None = None) -> dict:
+    """Search the most likely states of ``distribution`` ([(state, probability)]) for our
+    move among ``legal``; fields as ``player.result_fields`` gives them, plus the states
+    searched and their probabilities."""
+    left = max(0.0, deadline - time.monotonic())
+    n = max(1, min(SAMPLES, len(distribution), int(left / MIN_SLICE) or 1))
+    picked = distribution[:n]
+    mass = sum(p for _, p in picked) or 1.0
+    index = {m: i for i, m in enumerate(legal)}
+    q_sum = np.zeros(len(legal))
+    w_sum = np.zeros(len(legal))
+    visits = np.zeros(len(legal), dtype=np.int64)
+    sims = playouts = 0
+    votes = np.zeros(len(legal))
+    for k, (state, p) in enumerate(picked):
+        left = max(0.0, deadline - time.monotonic())
+        share = left / (n - k)
+        if share <= 0:
+            break
+        per_limit = None if limit is None else max(1, limit // n)
+        r = search_fn(engine, state, role_index, persona, seed=seed + k, limit=per_limit,
+                      seconds=share, solver=False)
+        sims += int(r.simulations)
+        playouts += int(getattr(r, "playouts", 0))
+        w = p / mass
+        for m, q, v in zip(r.moves, r.q, r.visits):
+            i = index.get(m)
+            if i is None:      # a move legal in this sample only: not ours to play
+                continue
+            q_sum[i] += w * float(q)
+            w_sum[i] += w
+            visits[i] += int(v)
+        if r.move in index:
+            votes[index[r.move]] += w
+    q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
+    # pooled Q first (a vote ignores by how much a move wins in each state); the persona's
+    # own choices in each state break ties
+    best = int(np.lexsort((votes, q))[-1])
+    return {"move": legal[best], "moves": legal, "q": [float(x) for x in q],
+            "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
+            "proven_descents": 0, "samples": len(picked),
+            "sample_mass": round(float(sum(p for _, p in picked)), 4)}
