@@ -169,6 +169,9 @@ class _Standby:
     def is_terminal(self, state):
         return self._ask("is_terminal", state)
 
+    def sees(self, state, joint_move, role_index: int):
+        return self._ask("sees", state, joint_move, role_index)
+
     def goal_values(self, state):
         return self._ask("goal_values", state)
 
