@@ -34,6 +34,7 @@ from agent.reasoner.statemachine import ReasonerError
 ENUMERATE = 256        # joint moves of the other roles tried per particle and step, at most
 PARTICLES = 48         # histories kept
 RESAMPLE_ESS = 0.5     # resample when the effective sample size falls below this share
+UNTIMED = 30.0         # seconds an update without a deadline may take (tests, benchmarks)
 
 
 @dataclass(frozen=True)
@@ -83,14 +84,17 @@ class Belief:
         self.n_roles = len(self.sm.roles)
 
     # ------------------------------------------------------------------ observing
-    def observe(self, own, percepts, deadline: float | None = None) -> list:
+    def observe(self, own, percepts, deadline: float | None = None,
+                rebuild_by: float | None = None) -> list:
         """Take one step's view (our move, our percepts) and move every particle on;
-        returns notes on anything odd.  ``deadline`` (monotonic) bounds the work: particles
-        not extended by then are dropped (at least one is always kept)."""
+        returns notes on anything odd.  ``deadline`` (monotonic) bounds the extension:
+        particles not extended by then are dropped (one is always tried).  When none could
+        be extended, the bag is rebuilt from the initial state until ``rebuild_by``
+        (default: the deadline, or a second after now if that has passed)."""
         step = Step(own, frozenset(percepts))
         self.steps.append(step)
         notes = []
-        deadline = deadline if deadline is not None else time.monotonic() + 3600.0
+        deadline = deadline if deadline is not None else time.monotonic() + UNTIMED
         alive = []
         for p in self.particles:
             if alive and time.monotonic() >= deadline:
@@ -99,13 +103,19 @@ class Belief:
             if q is not None:
                 alive.append(q)
         if not alive:
-            found = self._rebuild(deadline)
-            if found is not None:
+            by = rebuild_by if rebuild_by is not None else max(deadline, time.monotonic() + 1.0)
+            found = self._rebuild(time.monotonic() + 0.5 * max(0.0, by - time.monotonic()))
+            if not found:   # the manager may have played another move of ours (late, illegal)
+                found = self._rebuild(by, free_own=True)
+                if found:
+                    notes.append("our own move was not always the one we sent (replaced by the "
+                                 "manager?): histories with other moves of ours are kept")
+            if found:
                 self.rebuilt += 1
                 self.lenient = False
                 notes.append(f"no sampled history explained step {len(self.steps)}: "
-                             f"rebuilt from the initial state")
-                alive = [found]
+                             f"rebuilt from the initial state ({len(found)} histories)")
+                alive = found
             else:
                 self.lenient = True
                 notes.append(f"no history consistent with every percept found by step "
@@ -116,7 +126,7 @@ class Belief:
         self.notes += notes
         return notes
 
-    def _per_role(self, state, step: Step, k: int) -> list | None:
+    def _per_role(self, state, step: Step, k: int, free_own: bool = False) -> list | None:
         """Per role, (move, prior probability) pairs: ours fixed to our move when it is
         legal there (unknown, or replaced by the manager: any of ours)."""
         per_role = []
@@ -125,17 +135,17 @@ class Belief:
             if not legal:
                 return None
             if i == self.role_index:
-                mine = [step.own] if step.own in legal else legal
+                mine = [step.own] if step.own in legal and not free_own else legal
                 per_role.append([(m, 1.0) for m in mine])
             else:
                 probs = self.prior.probabilities(self.sm, state, i, legal, k)
                 per_role.append([(m, p) for m, p in zip(legal, probs) if p > 0])
         return per_role
 
-    def _candidates(self, state, step: Step, k: int) -> list:
+    def _candidates(self, state, step: Step, k: int, free_own: bool = False) -> list:
         """Every (joint move, prior) of the others with ours fixed, when there are at most
         ``ENUMERATE``; else ``ENUMERATE`` distinct draws from the prior."""
-        per_role = self._per_role(state, step, k)
+        per_role = self._per_role(state, step, k, free_own)
         if not per_role:
             return []
         if math.prod(len(r) for r in per_role) <= ENUMERATE:
@@ -220,20 +230,28 @@ class Belief:
         q.lenient = True
         return q
 
-    def _rebuild(self, deadline: float) -> Particle | None:
+    def _rebuild(self, deadline: float, free_own: bool = False) -> list:
         """Depth-first over whole histories from the initial state, candidates in random
-        order, backtracking on the first step no candidate explains; None at the deadline."""
+        order, backtracking where no candidate explains a step.  The first history found
+        is kept, and the search goes on for more (up to ``size``) until half the time
+        left at that moment has passed; [] when none is found by the deadline."""
         s0 = self.sm.initial_state()
         stack = [(Particle([s0], []), None)]   # (particle, remaining candidates at its depth)
-        while stack and time.monotonic() < deadline:
+        found = []
+        while stack and time.monotonic() < deadline and len(found) < self.size:
             p, cands = stack[-1]
             k = len(p.joints)
             if k == len(self.steps):
-                return p
+                found.append(p)
+                stack.pop()
+                if len(found) == 1:   # enough to play on; more only while they come cheap
+                    now = time.monotonic()
+                    deadline = now + 0.5 * max(0.0, deadline - now)
+                continue
             step = self.steps[k]
             if cands is None:
                 try:
-                    cands = [(jm, w) for jm, w in self._candidates(p.state, step, k)
+                    cands = [(jm, w) for jm, w in self._candidates(p.state, step, k, free_own)
                              if self.sm.sees(p.state, jm, self.role_index) == step.percepts]
                 except ReasonerError:
                     cands = []
@@ -249,7 +267,7 @@ class Belief:
                 continue
             q = Particle(p.states + [nxt], p.joints + [jm], p.logw + math.log(max(w, 1e-300)))
             stack.append((q, None))
-        return None
+        return found
 
     def _resample(self, alive: list) -> list:
         """Back to ``size`` particles: systematic resampling by weight when the weights are
@@ -312,3 +330,23 @@ class Belief:
             return self.sm.is_terminal(self.most_likely())
         except ReasonerError:
             return False
+
+
+def inconsistency(sm, role_index: int, steps: list, joints: list) -> str | None:
+    """Why the history ``joints`` (from the initial state) does not fit what a role saw
+    (``steps``), replayed on ``sm``; None when it fits: every move legal, our moves ours,
+    our percepts ours at every step."""
+    if len(joints) != len(steps):
+        return f"{len(joints)} joint moves for {len(steps)} steps"
+    state = sm.initial_state()
+    for k, (jm, step) in enumerate(zip(joints, steps)):
+        for i, m in enumerate(jm):
+            if m not in sm.legal_moves(state, i):
+                return f"step {k + 1}: move {m!r} of role {i} is not legal"
+        if step.own is not None and step.own in sm.legal_moves(state, role_index) and jm[role_index] != step.own:
+            return f"step {k + 1}: our move was {step.own!r}, the history has {jm[role_index]!r}"
+        seen = sm.sees(state, jm, role_index)
+        if seen != step.percepts:
+            return f"step {k + 1}: the history gives percepts {sorted(map(str, seen))}"
+        state = sm.next_state(state, jm)
+    return None

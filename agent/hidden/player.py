@@ -29,6 +29,7 @@ from .search import ensemble
 log = logging.getLogger("ggp.player")
 
 BELIEF_SHARE = 0.4      # of the time to a PLAY's deadline, at most, for the belief's update
+REBUILD_SHARE = 0.7     # ... and for rebuilding a belief that ran empty
 TOP_STATES = 16         # states of the belief written in each decision's record
 
 
@@ -112,7 +113,8 @@ class HiddenPlayer(Player):
     # -------------------------------------------------------------- play
     def observe(self, view, deadline: float | None = None) -> list:
         """One step as the manager reports it: ``{"own": our move's text or None,
-        "percepts": [percept texts]}``."""
+        "percepts": [percept texts]}``; ``deadline``: the PLAY's (default: a play clock
+        from now)."""
         own_text = (view or {}).get("own")
         percepts, notes = parse_percepts((view or {}).get("percepts"), self.symbols)
         own = None
@@ -121,9 +123,12 @@ class HiddenPlayer(Player):
                 own = respell(parse_term(own_text), self.symbols)
             except GdlError:
                 notes.append(f"our move {own_text[:80]!r} does not parse; any of ours is assumed")
-        if deadline is None:
-            deadline = time.monotonic() + BELIEF_SHARE * self.play_clock
-        notes += self.belief.observe(own, percepts, deadline)
+        now = time.monotonic()
+        play_by = deadline if deadline is not None else now + self.play_clock
+        # the particles get a share of the time; a bag that ran empty may take more to be
+        # rebuilt (a search on a wrong belief is worth less than a short one on a right one)
+        notes += self.belief.observe(own, percepts, now + BELIEF_SHARE * max(0.0, play_by - now),
+                                     rebuild_by=now + REBUILD_SHARE * max(0.0, play_by - now))
         self.ply += 1
         self.state = self.belief.most_likely()
         self.tree = None

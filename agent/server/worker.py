@@ -565,8 +565,7 @@ def run_player(conn, cfg: dict) -> None:
                     conn.send(("error", req, "the player lost track of the state; waiting for the referee's"))
                     continue
                 if isinstance(move_texts, dict):   # GDL-II: our move and our percepts
-                    now = time.monotonic()
-                    notes = player.observe(move_texts, deadline=now + 0.4 * max(0.0, deadline - now))
+                    notes = player.observe(move_texts, deadline=deadline)
                     if notes:
                         conn.send(("note", req, notes))
                 elif move_texts is not None:
