@@ -9,7 +9,8 @@ where ggp-base's prover answers).  The compiled engine answers such states in mi
 * grounding completed: the grounder never truncates (an exhausted budget is an error, and
   then there is no compiled engine), so an engine that loads is a complete grounding;
 * it agrees with Prolog on a few short random walks (initial state, terminal, every role's
-  legal moves, next states, goals in terminal states), wherever Prolog answers within its
+  legal moves, next states, every role's percepts in a GDL-II game, goals in terminal
+  states), wherever Prolog answers within its
   limits.  A step where Prolog runs out of limits ends that walk without a verdict; any
   disagreement, or any other failure, makes the referee use Prolog.
 
@@ -28,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from agent.reasoner.statemachine import GroundingError, PlayoutCap, ReasonerError, ResourceLimit
+from gdl.gdl2 import is_gdl2
 
 log = logging.getLogger("ggp_persona.referee")
 
@@ -104,7 +106,7 @@ def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHEC
         except Exception as e2:  # noqa: BLE001 - any failure of it leaves the referee on Prolog
             return None, f"no compiled engine: {e}; no non-ground engine: {e2}", 0
     try:
-        verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), until)
+        verdict, n = _compare(compiled, prolog, walks, steps, random.Random(seed), until, is_gdl2(desc))
     except Exception as e:  # the compiled engine failed where Prolog answered: not exact
         verdict, n = f"the compiled engine failed ({type(e).__name__}: {e})", 0
     if verdict is not None:
@@ -166,6 +168,9 @@ class _Standby:
     def next_state(self, state, joint_move):
         return self._ask("next_state", state, joint_move)
 
+    def sees(self, state, joint_move, role_index: int):
+        return self._ask("sees", state, joint_move, role_index)
+
     def is_terminal(self, state):
         return self._ask("is_terminal", state)
 
@@ -184,9 +189,11 @@ class _Standby:
                 sm.close()
 
 
-def _compare(compiled, prolog, walks: int, steps: int, rng: random.Random, until: float):
+def _compare(compiled, prolog, walks: int, steps: int, rng: random.Random, until: float,
+             percepts: bool = False):
     """(None, states compared) when the engines agree wherever Prolog answers before
-    ``until``; (what differs, states compared) otherwise."""
+    ``until``; (what differs, states compared) otherwise.  ``percepts``: every role's percepts
+    of each step are compared too (a GDL-II game)."""
     saved = prolog.time_limit
     n = 0
     try:
@@ -219,6 +226,9 @@ def _compare(compiled, prolog, walks: int, steps: int, rng: random.Random, until
                     nxt = compiled.next_state(state, joint)
                     if prolog.next_state(state, joint) != nxt:
                         return f"next states differ at {where}", n
+                    if percepts and any(compiled.sees(state, joint, r) != prolog.sees(state, joint, r)
+                                        for r in range(len(legal))):
+                        return f"percepts differ at {where}", n
                 except ResourceLimit:
                     break  # Prolog cannot answer here: no verdict from this walk
                 except ReasonerError as e:  # not a limit: the engines do not behave alike

@@ -21,13 +21,14 @@ from gdl.terms import FOLDED_KEYWORDS, Term
 
 from .kernels import CompiledGame
 
-FORMAT = "compiled-game/14"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
+FORMAT = "compiled-game/15"  # 3: goal-only logic kept apart; 4: legal gates; 5: fewer arrays;
 # 6: gates pushed through the ORs that read legal atoms; 7: legal lists (``legal_lists``, their edges in ``lazy``);
 # 8: the order of a step's first events (``ons_first``); 9: moves kept on between steps (``keep_moves``);
 # 10: derived atoms without rules folded as false (fewer nodes); 11: move_in nodes counted
 # against the union of their sets (compile.encode_move_in); 12: copy nodes bypassed (compile._bypass_copies);
 # 13: ORs read only by ORs, ANDs only by ANDs, merged into their readers (compile._merge_into_reader);
-# 14: the merges kept only where the probe finds them cheaper
+# 14: the merges kept only where the probe finds them cheaper; 15: GDL-II percepts (``sees``) kept as
+# outputs, their terms and atoms in the entry (an older entry of a game with percepts had them folded away)
 log = logging.getLogger("ggp_persona.engine")
 _KEEP = FOLDED_KEYWORDS | {"not", "distinct", "or", "<=", "sees"}
 
@@ -174,7 +175,10 @@ def save(path: Path, game: CompiledGame, tables: dict, canon: Canon, info: dict)
     meta = {"format": FORMAT, "info": info,
             "roles": [_to_json(canon.term(r)) for r in tables["roles"]],
             "base": [_to_json(canon.term(f)) for f in tables["base"]],
-            "move_terms": [[_to_json(canon.term(m)) for m in ms] for ms in tables["move_terms"]]}
+            "move_terms": [[_to_json(canon.term(m)) for m in ms] for ms in tables["move_terms"]],
+            "sees": [[[_to_json(canon.term(p)), int(a)] for p, a in
+                      zip(ps, tables["sees_atom"][tables["sees_start"][r]:tables["sees_start"][r + 1]])]
+                     for r, ps in enumerate(tables["sees_terms"])]}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -212,7 +216,10 @@ def load(path: Path, canon: Canon):
             pass
         tables = {"roles": [canon.back(_from_json(r)) for r in meta["roles"]],
                   "base": [canon.back(_from_json(f)) for f in meta["base"]],
-                  "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]]}
+                  "move_terms": [[canon.back(_from_json(m)) for m in ms] for ms in meta["move_terms"]],
+                  "sees_terms": [[canon.back(_from_json(p)) for p, _ in ps] for ps in meta["sees"]],
+                  "sees_atom": np.array([a for ps in meta["sees"] for _, a in ps], dtype=np.int64),
+                  "sees_start": np.cumsum([0] + [len(ps) for ps in meta["sees"]]).astype(np.int64)}
         return game, tables, meta.get("info", {})
     except Exception as e:  # noqa: BLE001 - any unreadable entry is a miss (BadZipFile, EOFError, bad JSON, ...)
         log.warning("ignoring unreadable engine cache entry %s (%s: %s)", path, type(e).__name__, e)

@@ -3,7 +3,7 @@
 Steps: classify atoms (fluents, moves, derived; static relations are those that depend on
 neither ``true`` nor ``does``), order derived atoms by atom-level SCCs (callees first),
 evaluate the static part once and fold it away, then keep only what legal/terminal (phase
-0), goals (phase 1) and next (phase 2) need.  A negative literal inside an atom-level cycle,
+0), goals (phase 1) and next and GDL-II's percepts (``sees``, phase 2) need.  A negative literal inside an atom-level cycle,
 or legal/terminal/goal depending on moves, is refused: the caller falls back to Prolog.
 """
 from __future__ import annotations
@@ -114,6 +114,7 @@ def compile_program(gp: GroundProgram):
     # Output atoms and their needs.
     legal_by_role: list = [[] for _ in roles]
     goal_by_role: list = [[] for _ in roles]
+    sees_by_role: list = [[] for _ in roles]   # GDL-II percepts: (text, percept, atom)
     terminal = -1
     next_of: dict = {}
     does_of: dict = {}
@@ -129,6 +130,8 @@ def compile_program(gp: GroundProgram):
             goal_by_role[role_index[a[1]]].append((value, i))
         elif sig == ("terminal", -1):
             terminal = i
+        elif sig == ("sees", 2) and a[1] in role_index:
+            sees_by_role[role_index[a[1]]].append((render(a[2]), a[2], i))
         elif sig == ("next", 1):
             next_of[a[1]] = i
         elif kind[i] == 2 and a[1] in role_index:
@@ -157,7 +160,10 @@ def compile_program(gp: GroundProgram):
     no = np.zeros(n, dtype=bool)
     core = needed([i for rl in legal_by_role for _, _, i in rl] + ([terminal] if terminal >= 0 else []), no)
     goalp = needed([i for gl in goal_by_role for _, i in gl], core)
-    nextp = needed(list(next_of.values()), core)
+    # Percepts are read as next values are, with the joint move on: what they need is kept
+    # with next's (phase 2), and they are outputs (below), never folded or left to the goals.
+    sees_ids = [i for sl in sees_by_role for _, _, i in sl]
+    nextp = needed(list(next_of.values()) + sees_ids, core)
     does_dependent = _depends_on(n, dep_ptr, dep_idx, kind == 2)
     if (core | goalp).any() and (does_dependent & (core | goalp)).any():
         raise CompileError("legal, terminal or goal depends on the moves (does): not valid GDL")
@@ -174,7 +180,7 @@ def compile_program(gp: GroundProgram):
     nxt_free = n_base + len(does_ids)
     live = core | goalp | nextp
     for o in [i for rl in legal_by_role for _, _, i in rl] + [i for gl in goal_by_role for _, i in gl] + \
-            ([terminal] if terminal >= 0 else []) + list(next_of.values()):
+            ([terminal] if terminal >= 0 else []) + list(next_of.values()) + sees_ids:
         live[o] = True
     live &= kind == 0
     # Legal atoms (role-major, in move order) and then one next slot per fluent get
@@ -252,6 +258,12 @@ def compile_program(gp: GroundProgram):
         goal_atom.extend(nid(i) for _, i in gl)
         goal_value.extend(v for v, _ in gl)
         goal_start.append(len(goal_atom))
+    sees_terms, sees_atom, sees_start = [], [], [0]
+    for sl in sees_by_role:
+        sl.sort(key=lambda x: x[0])
+        sees_terms.append([p for _, p, _ in sl])
+        sees_atom.extend(nid(i) for _, _, i in sl)
+        sees_start.append(len(sees_atom))
     const_true = np.array([new_id[i] for i in np.nonzero(static_true & live)[0]], dtype=np.int64)
 
     next_atom = next_base + np.arange(n_base, dtype=np.int64)
@@ -267,9 +279,12 @@ def compile_program(gp: GroundProgram):
     # logic is left to kernels.settle_goals, run when goals are read.
     eager_outputs = np.asarray(list(legal_atom) + list(next_atom) + ([nid(terminal)] if terminal >= 0 else []),
                                dtype=np.int64)
+    # Percepts are read like goals (their values are read, so no node of theirs is bypassed or
+    # merged away), with the joint move on: the logic only they read is left out of the steps
+    # too, brought up to date when they are read (kernels.read_with_moves).
     finish_net = _build_net(n_atoms, nxt_free, rs, ls, new_lits, atom_block, const_true, role_does, eager_outputs,
                             np.asarray(legal_atom, dtype=np.int64), n_base, np.asarray(legal_start, dtype=np.int64),
-                            np.asarray(goal_atom, dtype=np.int64))
+                            np.asarray(goal_atom + sees_atom, dtype=np.int64))
 
     n_union, n_merged, net = finish_net(True, True)
 
@@ -320,12 +335,14 @@ def compile_program(gp: GroundProgram):
         if work[0] < 0 or step_mode_cost(work_plain, mode_plain) < step_mode_cost(work, mode):
             g, mode = g_plain, mode_plain
     g = g._replace(ons_first=mode & 1, keep_moves=mode >> 1)
-    tables = {"roles": roles, "base": base, "move_terms": move_terms}
+    tables = {"roles": roles, "base": base, "move_terms": move_terms, "sees_terms": sees_terms,
+              "sees_atom": np.asarray(sees_atom, dtype=np.int64),
+              "sees_start": np.asarray(sees_start, dtype=np.int64)}
     return g, tables
 
 
 def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const_true, role_does, eager_outputs,
-               legal_atom, n_base, legal_start, goal_atom):
+               legal_atom, n_base, legal_start, read_outputs):
     """The forward-propagation network (see kernels.py), as ``finish(union, merge)``, which
     builds it with or without the union counts and the merges.  Atoms are nodes [0, n_atoms); a
     derived atom with one rule is that rule's AND node, one with several rules an OR node
@@ -336,8 +353,8 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
     true).  ``rb_order`` is a topological order for rebuilding a work buffer.
 
     Nodes from which none of ``eager_outputs`` (legal, terminal, next) can be reached only
-    feed the goals: in reversi they were three quarters of the propagation events (piece
-    counts updated on every move).  Edges into them are kept apart (``lazy_start``/
+    feed the goals (or GDL-II's percepts: ``read_outputs`` are both): in reversi they were
+    three quarters of the propagation events (piece counts updated on every move).  Edges into them are kept apart (``lazy_start``/
     ``lazy_edge``, by source node; all four arrays are one, ``lazy``) so a playout step never walks them; ``lazy_src`` (the
     other nodes with such edges) and ``lazy_order`` (the goal-only nodes and recursive
     blocks in topological order) let kernels.settle_goals recompute them when goals are read.
@@ -568,11 +585,11 @@ def _build_net(n_atoms, n_inputs, rule_start, lit_start, lits, atom_block, const
         for key in set(shared) - before[2]:
             del shared[key]
         return _finish_net(net_src, net_dst, node_thr, n_union, merge, n_inputs, list(role_of), eager_outputs,
-                           goal_atom, legal_atom, legal_start, n_base, atom_block)
+                           read_outputs, legal_atom, legal_start, n_base, atom_block)
     return finish
 
 
-def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_outputs, goal_atom, legal_atom,
+def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_outputs, read_outputs, legal_atom,
                 legal_start, n_base, atom_block):
     """``_build_net``'s network from its edges: gates, copies bypassed, merges (if ``merge``),
     the goal-only part apart, the CSR arrays and the rebuild order.  Returns (union counts,
@@ -587,7 +604,7 @@ def _finish_net(src, dst, node_thr, n_union, merge, n_inputs, does_atoms, eager_
     node_input[does_atoms] = 1
     read = node_input == 1
     read[eager_outputs] = True
-    read[goal_atom] = True
+    read[read_outputs] = True
     src, dst, copies = _bypass_copies(src, dst, node_thr, read)
     merged = np.zeros(n_nodes, dtype=bool)
     if merge:

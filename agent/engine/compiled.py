@@ -18,6 +18,12 @@ class CompiledEngine:
         self.roles = tables["roles"]
         self.base = tables["base"]
         self.move_terms = tables["move_terms"]
+        # GDL-II percepts: role r's candidates are sees_terms[r], their atoms
+        # sees_atom[sees_start[r]:sees_start[r + 1]] (kernels.read_with_moves reads them)
+        self.sees_terms = tables["sees_terms"]
+        self.sees_atom = tables["sees_atom"]
+        self.sees_start = tables["sees_start"]
+        self._sees_memo = (None, None)   # ((state, joint move), every role's percepts)
         self.info = info or {}
         self._base_index = {f: i for i, f in enumerate(self.base)}
         self._move_index = [{m: k for k, m in enumerate(ms)} for ms in self.move_terms]
@@ -58,16 +64,42 @@ class CompiledEngine:
             raise InvalidQuery(f"{move!r} is never a legal move of role {self.roles[role_index]!r}")
         return k
 
-    def next_state(self, state, joint_move) -> frozenset:
+    def _checked(self, joint_move) -> tuple:
         joint_move = tuple(joint_move)
         if len(joint_move) != len(self.roles):
             raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
                                f"got {len(joint_move)}")
+        return joint_move
+
+    def _joint(self, joint_move):
+        """(the joint move as a tuple, its move indices)"""
+        joint_move = self._checked(joint_move)
+        return joint_move, np.array([self.move_index(r, m) for r, m in enumerate(joint_move)], dtype=np.int32)
+
+    def next_state(self, state, joint_move) -> frozenset:
+        joint_move, joint = self._joint(joint_move)
         vals = self._load(state)
-        joint = np.array([self.move_index(r, m) for r, m in enumerate(joint_move)], dtype=np.int32)
         out = np.zeros(self.game.n_words, dtype=np.uint64)
         K.next_state(self.game, vals, joint, out)
         return self.unpack(out)
+
+    def sees(self, state, joint_move, role_index: int) -> frozenset:
+        """GDL-II: the percepts of ``role_index`` when ``joint_move`` is made in ``state``
+        (every role's are read at once and kept for the next role's query)."""
+        if not len(self.sees_atom):   # no percept in the rules (GDL-I)
+            self._checked(joint_move)
+            return frozenset()
+        joint_move, joint = self._joint(joint_move)
+        key, percepts = self._sees_memo
+        if key != (state, joint_move):
+            vals = self._load(state)
+            out = np.zeros(len(self.sees_atom), dtype=np.uint8)
+            K.read_with_moves(self.game, vals, joint, self.sees_atom, out)
+            s = self.sees_start
+            percepts = [frozenset(t for t, v in zip(self.sees_terms[r], out[s[r]:s[r + 1]]) if v)
+                        for r in range(len(self.roles))]
+            self._sees_memo = ((state, joint_move), percepts)
+        return percepts[role_index]
 
     def is_terminal(self, state) -> bool:
         return bool(K.is_terminal(self.game, self._load(state)))

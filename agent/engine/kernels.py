@@ -780,6 +780,30 @@ def next_state(g, vals, joint, out_state):
                                  atom_block, vals, cnt, stack, dirty, cap, 0, None))
 
 
+@njit(cache=True)
+def read_with_moves(g, vals, joint, atoms, out):
+    """The values of ``atoms`` with the moves of ``joint`` on, into ``out`` (uint8): GDL-II's
+    percepts, which read the state and the joint move as next values do.  Logic that only
+    percepts (or goals) read is left out of the steps (compile._finish_net's lazy part), so it
+    is settled here first.  ``vals`` is left in the current state, as ``next_state`` leaves it."""
+    cnt, scratch, stack, dirty = _views(g, vals)
+    o_cnt, o_scratch, o_stack, cap, o_dirty = _layout(g)
+    out_start, out_edge, atom_block = g.out_start, g.out_edge, g.atom_block
+    if g.keep_moves:
+        f = _does_kept(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge, atom_block, vals,
+                       cnt, scratch, stack, dirty, cap, None)
+    else:
+        f = _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge, atom_block, vals,
+                    cnt, stack, dirty, cap, 1, None)
+    _finish(g, vals, f)
+    settle_goals(g, vals)
+    for k in range(atoms.shape[0]):
+        out[k] = vals[atoms[k]]
+    if not g.keep_moves:
+        _finish(g, vals, _does_a(g.does_atom, g.legal_start, joint[:g.n_roles], out_start, out_edge,
+                                 atom_block, vals, cnt, stack, dirty, cap, 0, None))
+
+
 @njit(cache=True, inline="always")
 def _push_changed(w, stack, scratch, next0, i0, i1, first, k, sp, cap):
     """Fluents ``i0 .. i1 - 1`` whose next value differs: pushed now, or listed in

@@ -10,7 +10,7 @@ relaxed model. ``Compiled`` turns the flat rules (``gdl.flatten``) into int32 ar
 - each rule's body in ggp-base's order (``ordered_body``), variables numbered;
 - the call patterns each literal can meet (which argument positions are bound), found by
   propagating them from the queries the state machine asks (``legal`` with its role,
-  ``goal`` with its role, ``next``, ``terminal``) through the bodies in that order: a static
+  ``goal`` with its role, ``next``, ``terminal``, GDL-II's ``sees`` with its role) through the bodies in that order: a static
   or ``true`` relation gets a hash index for each pattern that binds something.
 
 ``NonGroundEngine`` is the state-machine interface on top, exact against the reference
@@ -22,8 +22,8 @@ import random
 import numpy as np
 
 from gdl.analysis import literal_atom
-from gdl.flatten import (KEYWORD_TERM, FlatRules, FlattenError, flat_term, shape_text, slots,
-                          unflat_term)
+from gdl.flatten import (KEYWORD_TERM, SLOT, FlatRules, FlattenError, flat_name, flat_term, shape_text,
+                          slots, unflat_term)
 from gdl.kif import Description
 from gdl.terms import render, variables
 
@@ -104,6 +104,11 @@ class Compiled:
         for s in self.flat.table.get(("does", 2), ()):
             t = shape_text(s[1])
             self._rel_id(("does", t), 1 + slots(s[1]))
+        # GDL-II percepts: a relation per shape of (role, percept), as any relation with function
+        # terms (gdl.flatten); (relation, percept shape) of those whose role is a constant
+        self.sees = [(self.rel[k], s[1]) for s in sorted(self.flat.table.get(("sees", 2), ()), key=repr)
+                     for k in [(flat_name("sees", s), slots(s[0]) + slots(s[1]))]
+                     if s[0] == SLOT and k in self.rel]
         self._kinds(rules)
         self.derived = self.kind == NK.K_RULES   # the final kinds (the listing below changes them)
         self.first = [0] * len(self.rel_keys)    # 1: an existence relation (``_exists_rel``)
@@ -412,6 +417,7 @@ class Compiled:
                 out.append((i, 0))
             elif name == "init" and isinstance(tag, str):
                 out.append((i, 0))
+        out.extend((rel, 1) for rel, _ in self.sees)   # asked with the role bound
         return out
 
     def _indexes(self) -> None:
@@ -518,6 +524,7 @@ class NonGroundEngine:
         self._sample_ent = np.empty((3, 1 << 10), np.int64)
         self._state = None
         self._does = None
+        self._sees_memo = (None, None)   # ((state, joint move), every role's percepts)
         self.info: dict = {}   # set by load_engine
         self.closed = False
         rk = self.c.rel_keys
@@ -729,11 +736,16 @@ class NonGroundEngine:
         # canonical order (gdl.terms.canonical_sorted), each move's text rendered once
         return sorted(set(out), key=self._text)
 
-    def next_state(self, state, joint_move) -> frozenset:
+    def _checked(self, joint_move) -> tuple:
         joint_move = tuple(joint_move)
         if len(joint_move) != len(self.roles):
             raise InvalidQuery(f"a joint move needs one move per role ({len(self.roles)}), "
                                f"got {len(joint_move)}")
+        return joint_move
+
+    def _ask_with_moves(self, state, joint_move, rels: list, calls: list) -> list:
+        """``_ask_many`` with ``joint_move`` made in ``state`` (next, sees): the tables made
+        meanwhile read the move, so they are rolled back after it."""
         self._load(frozenset(state))
         W = self.W
         mark = [int(W.reg[k]) for k in (NK.R_NTAB, NK.R_NKEY, NK.R_NANS, NK.R_NVAL)]
@@ -741,12 +753,8 @@ class NonGroundEngine:
         W.reg[NK.R_DIRTY] = 0
         self._does = joint_move
         self._set_does(joint_move)
-        out = set()
         try:
-            calls = [[NK.FREE] * int(self.c.width[rel]) for rel in self._next]
-            for rel, rows in zip(self._next, self._ask_many(self._next, calls)):
-                for row in rows:
-                    out.add(self._decoded(rel, row))
+            return self._ask_many(rels, calls)
         finally:
             self._does = None
             W = self.W
@@ -755,7 +763,41 @@ class NonGroundEngine:
                 self._fresh()   # rebuilt meanwhile, or an older table changed: start over
             else:
                 NK.rollback(W, *mark)
+
+    def next_state(self, state, joint_move) -> frozenset:
+        joint_move = self._checked(joint_move)
+        calls = [[NK.FREE] * int(self.c.width[rel]) for rel in self._next]
+        out = set()
+        for rel, rows in zip(self._next, self._ask_with_moves(state, joint_move, self._next, calls)):
+            for row in rows:
+                out.add(self._decoded(rel, row))
         return frozenset(out)
+
+    def sees(self, state, joint_move, role_index: int) -> frozenset:
+        """GDL-II: the percepts of ``role_index`` when ``joint_move`` is made in ``state``
+        (every role's are asked at once and kept for the next role's query)."""
+        joint_move = self._checked(joint_move)
+        if not self.c.sees:   # no percept in the rules (GDL-I)
+            return frozenset()
+        state = frozenset(state)
+        key, percepts = self._sees_memo
+        if key != (state, joint_move):
+            rels = [rel for _ in self.roles for rel, _ in self.c.sees]
+            calls = [[role] + [NK.FREE] * (int(self.c.width[rel]) - 1)
+                     for role in self._role_sym for rel, _ in self.c.sees]
+            answers = iter(self._ask_with_moves(state, joint_move, rels, calls))
+            percepts = [frozenset(self._percept(shape, row[1:]) for _, shape in self.c.sees
+                                  for row in next(answers)) for _ in self.roles]
+            self._sees_memo = ((state, joint_move), percepts)
+        return percepts[role_index]
+
+    def _percept(self, shape, row) -> object:
+        """The percept term of shape ``shape`` from a row's symbol ids."""
+        it = iter(row)
+
+        def build(s):
+            return self.c.names[next(it)] if s == SLOT else (s[0],) + tuple(build(a) for a in s[1:])
+        return build(shape)
 
     def is_terminal(self, state) -> bool:
         self._load(frozenset(state))

@@ -9,7 +9,8 @@ Semantics follow ggp-base's prover: ``or`` is expanded, ``not``/``distinct`` are
 after the positive literal that binds their variables (negation as failure, ``\\==``),
 recursive relations are tabled (so left recursion and cycles terminate), and the state and
 the joint move are passed as data (lists) to the relations that depend on them, so nothing
-is asserted or retracted per state.
+is asserted or retracted per state (a tabled one reads them from the query instead, so that
+its tables do not hold them: ``PrologReasoner._keyed_text``).
 
 Limits: every query runs under an inference limit, a wall-clock limit and Prolog's stack
 limit, and a tabled answer may not grow past ``MAX_TABLE_ANSWER_SIZE`` cells; a runaway query
@@ -431,16 +432,25 @@ class PrologReasoner:
         rules = [rr for r in rules for rr in expand_or(r)]
         deps = dependencies(rules)
         self._dynamic = deps.depending_on([TRUE_SIG, DOES_SIG]) - {TRUE_SIG, DOES_SIG}
+        # Tabled relations that read the state are tabled without it (``_keyed_text``).
+        self._keyed = {signature(r.head) for r in rules if signature(r.head) in self._dynamic
+                       and self._tabled(signature(r.head), deps)}
         clauses: dict = {}
         for r in rules:
             hsig = signature(r.head)
             if hsig in (TRUE_SIG, DOES_SIG):
                 continue  # invalid GDL (the validator says so); never a Prolog clause
             var: dict = {}
-            head = self._call_text(r.head, var)
+            if hsig in self._keyed:
+                args = [self.codec.term_text(a, var) for a in r.head[1:]] if isinstance(r.head, tuple) else []
+                head = f"{self._pred(hsig)}k({','.join(args + ['K'])})"
+            else:
+                head = self._call_text(r.head, var)
             body = [self._literal_text(l, var) for l in ordered_body(r.body)]
             if hsig in self._dynamic and not body:
                 body = ["true"]
+            if hsig in self._keyed:
+                body = ["gdl_sm(K,S,M)"] + body
             text = head + (" :- " + ", ".join(body) if body else "") + "."
             clauses.setdefault(hsig, []).append(text)
         out = [f":- module({self.module}, []).", ":- style_check(-singleton)."]
@@ -452,10 +462,14 @@ class PrologReasoner:
             n = max(sig[1], 0) + (2 if sig in self._dynamic else 0)
             if sig not in clauses:
                 out.append(f":- dynamic {p}/{n}.")  # undefined relations are simply false
+            elif sig in self._keyed:
+                out.append(f":- table {p}k/{n - 1}.")
             elif self._tabled(sig, deps):
                 out.append(f":- table {p}/{n}.")
-        self._dynamic_tabled = any(self._tabled(s, deps) and s in self._dynamic for s in clauses)
+        self._dynamic_tabled = bool(self._keyed)
         for sig in sorted(clauses):
+            if sig in self._keyed:
+                out.append(self._keyed_text(sig))
             out.extend(clauses[sig])
         out.append(self._api_text())
         return "\n".join(out) + "\n"
@@ -469,6 +483,21 @@ class PrologReasoner:
             return sig in self._dynamic and sig[1] <= 0
         return False
 
+    def _keyed_text(self, sig) -> str:
+        """The entry of a tabled relation that reads the state: its table holds (arguments,
+        K), K = 0 for the state alone (legal, terminal, goal: no joint move) and 1 for the state
+        with the query's joint move (next, sees), and its clauses read the state and the move
+        from the query's global variables (``gdl_sm``).  Tabled with the state and the move as
+        arguments, every call variant copied the whole state into its table: battleship's
+        percepts ask its recursive ``set`` in 19,000 variants of a 124-fluent state, over a
+        gigabyte of table space for one query.  Within one query the state and the move are
+        those of the query (every clause passes them on unchanged; the playout sets them at
+        each step and abolishes the tables between steps), and the tables go after each query,
+        so the key tells apart exactly what the arguments did."""
+        p = self._pred(sig)
+        a = [f"A{i}" for i in range(max(sig[1], 0))]
+        return f"{p}({','.join(a + ['S', 'M'])}) :- ( M == [] -> K = 0 ; K = 1 ), {p}k({','.join(a + ['K'])})."
+
     def _api_text(self) -> str:
         def call(sig, args):
             a = list(args) + (["S", "[]"] if sig in self._dynamic else [])
@@ -478,18 +507,26 @@ class PrologReasoner:
         legal = call(("legal", 2), ["R", "A"])
         goal = call(("goal", 2), ["R", "V"])
         term = call(("terminal", -1), [])
+        # Each query sets its state and joint move for the keyed tables (``_keyed_text``).
+        ks, km = f"{self.module}_s", f"{self.module}_m"
+        get = (f"gdl_sm(0, S, []) :- nb_getval({ks}, S).\n"
+               f"gdl_sm(1, S, M) :- nb_getval({ks}, S), nb_getval({km}, M).") if self._keyed else ""
+
+        def set_(s, m):
+            return f"nb_setval({ks}, {s}), nb_setval({km}, {m}), " if self._keyed else ""
         return f"""
-q_init(T) :- S = [], M = [], findall(X, {call(("init", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
-q_legal(S, R, T) :- findall(A, {legal}, L), sort(L, L2), format(atom(T), '~w', [L2]).
-q_next(S, M, T) :- findall(X, {call(("next", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
-q_sees(S, M, R, T) :- findall(P, {call(("sees", 2), ["R", "P"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
-q_terminal(S, T) :- ( {term} -> T = yes ; T = no ).
-q_goals(S, Rs, T) :- findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G), format(atom(T), '~w', [G]).
-q_playout(S0, Rs, Cap, T) :- playout(S0, Rs, 0, Cap, D, G), format(atom(T), '~w', [D-G]).
+{get}
+q_init(T) :- S = [], M = [], {set_("[]", "[]")}findall(X, {call(("init", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_legal(S, R, T) :- {set_("S", "[]")}findall(A, {legal}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_next(S, M, T) :- {set_("S", "M")}findall(X, {call(("next", 1), ["X"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_sees(S, M, R, T) :- {set_("S", "M")}findall(P, {call(("sees", 2), ["R", "P"])}, L), sort(L, L2), format(atom(T), '~w', [L2]).
+q_terminal(S, T) :- {set_("S", "[]")}( {term} -> T = yes ; T = no ).
+q_goals(S, Rs, T) :- {set_("S", "[]")}findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G), format(atom(T), '~w', [G]).
+q_playout(S0, Rs, Cap, T) :- {set_("S0", "[]")}playout(S0, Rs, 0, Cap, D, G), format(atom(T), '~w', [D-G]).
 playout(S, Rs, D, Cap, D, G) :- {term}, !, findall(Vs, (lists:member(R, Rs), findall(V, {goal}, Vs0), sort(Vs0, Vs)), G).
 playout(_, _, D, Cap, _, _) :- D >= Cap, !, throw(gdl_error(playout_cap(Cap))).
-playout(S, Rs, D, Cap, DN, G) :- joint(Rs, S, M), findall(X, {call(("next", 1), ["X"])}, L), sort(L, S1),
-    D1 is D + 1, {'abolish_all_tables,' if self._dynamic_tabled else ''} playout(S1, Rs, D1, Cap, DN, G).
+playout(S, Rs, D, Cap, DN, G) :- joint(Rs, S, M), {set_("S", "M")}findall(X, {call(("next", 1), ["X"])}, L), sort(L, S1),
+    D1 is D + 1, {'abolish_all_tables,' if self._dynamic_tabled else ''} {set_("S1", "[]")}playout(S1, Rs, D1, Cap, DN, G).
 joint([], _, []).
 joint([R|Rs], S, [d(R,A)|Ms]) :- findall(A0, {legal.replace("A", "A0")}, L), sort(L, L2),
     ( L2 == [] -> throw(gdl_error(no_legal_move(R))) ; random_member(A, L2) ), joint(Rs, S, Ms).

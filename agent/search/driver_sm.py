@@ -74,6 +74,9 @@ class _Clocked:
     def next_state(self, s, joint):
         return self._timed(self.sm.next_state, s, joint)
 
+    def sees(self, s, joint, r):
+        return self._timed(self.sm.sees, s, joint, r)
+
     def is_terminal(self, s):
         return self._timed(self.sm.is_terminal, s)
 
