@@ -33,11 +33,12 @@ def _readable_file(path: str) -> str:
 
 # ------------------------------------------------------------------------------- check
 def add_check(sub) -> None:
-    p = sub.add_parser("check", help="validate a GDL (KIF) rule sheet",
-                       description="Read and validate a GDL rule sheet; print every problem as "
-                                   "file:line:col: level: message and a one-line verdict. Exit "
-                                   "status 0 when valid or only warnings, 1 when invalid.")
-    p.add_argument("rules", metavar="RULES", help="path to a .kif rule file")
+    p = sub.add_parser("check", help="validate a GDL or GDL-II rule sheet (KIF or Prolog syntax)",
+                       description="Read and validate a GDL rule sheet, in KIF or in Prolog syntax "
+                                   "(role(a). h :- b.; told apart by its content); print every "
+                                   "problem as file:line:col: level: message and a one-line verdict. "
+                                   "Exit status 0 when valid or only warnings, 1 when invalid.")
+    p.add_argument("rules", metavar="RULES", help="path to a rule file (.kif, or .gdl/.pl in Prolog syntax)")
     p.set_defaults(func=cmd_check)
 
 

@@ -313,8 +313,20 @@ def rules_from_nodes(nodes: list[Node], source: str = "<rules>") -> Description:
     return Description(rules, source, b.warnings + dropped)
 
 
+def syntax_of(text: str) -> str:
+    """``"prolog"`` for a sheet written as Prolog clauses (``role(a).``, ``h :- b.``), else
+    ``"kif"``; decided by how the sheet starts (``gdl/prolog_syntax.py``)."""
+    from .prolog_syntax import looks_like_prolog
+    return "prolog" if looks_like_prolog(text) else "kif"
+
+
 def parse_rules(text: str, source: str = "<rules>") -> Description:
-    """Parse a whole rule sheet; raises GdlError with every syntax problem found."""
+    """Parse a whole rule sheet, KIF or Prolog syntax (``syntax_of``); raises GdlError with
+    every syntax problem found.  A START message's rules are always KIF
+    (``rules_from_nodes``); the Prolog syntax is for files."""
+    if syntax_of(text) == "prolog":
+        from .prolog_syntax import parse_prolog_rules
+        return parse_prolog_rules(text, source)
     return rules_from_nodes(read_nodes(text, source), source)
 
 

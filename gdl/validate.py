@@ -39,18 +39,20 @@ from .terms import Term, is_var, render
 
 __all__ = ["validate", "simulate_check", "check", "verdict", "check_file"]
 
-# Fixed arities of the GDL keywords; -1 = a proposition (no parentheses at all).
+# Fixed arities of the GDL keywords; -1 = a proposition (no parentheses at all).  ``sees`` is
+# GDL-II's (Thielscher 2010): (sees r p), role r perceives p after the joint move.
 KEYWORD_ARITY = {"role": 1, "init": 1, "true": 1, "does": 2, "next": 1, "legal": 2,
-                 "goal": 2, "terminal": -1, "base": 1, "input": 2}
+                 "goal": 2, "terminal": -1, "base": 1, "input": 2, "sees": 2}
 _KEYWORD_MEANING = {
     "role": "(role r): the role name", "init": "(init f): a fluent of the initial state",
     "true": "(true f): a fluent of the current state", "does": "(does r m): a role and its move",
     "next": "(next f): a fluent of the next state", "legal": "(legal r m): a role and a move",
     "goal": "(goal r v): a role and its goal value", "terminal": "written terminal, not (terminal ...)",
-    "base": "(base f): a possible fluent", "input": "(input r m): a role and a possible move"}
+    "base": "(base f): a possible fluent", "input": "(input r m): a role and a possible move",
+    "sees": "(sees r p): a role and what it perceives (GDL-II)"}
 KEYWORDS = frozenset(KEYWORD_ARITY)
 RESERVED = frozenset(("<=", "not", "or", "distinct"))
-HEAD_ONLY = ("init", "next", "base", "input")          # never in rule bodies
+HEAD_ONLY = ("init", "next", "base", "input", "sees")  # never in rule bodies
 STATIC_ONLY = ("init", "base", "input")                # must not depend on STATE_WORDS
 STATE_WORDS = ("true", "does", "next", "legal", "goal", "terminal")
 MOVE_FREE = ("legal", "goal", "terminal")              # must not depend on does
@@ -356,7 +358,13 @@ class _Validator:
 
     def check_body_sentence(self, r: Rule, i: int, s):
         name = s if isinstance(s, str) else s[0]
-        if name in HEAD_ONLY:
+        if name == "sees":
+            # GDL-II (Thielscher 2010): percepts are only what the referee tells the players;
+            # nothing of the game (init, legal, next, goal, terminal, helpers) may depend on them
+            self.error(f"sees is used in a rule body: {render(s)}; GDL-II allows sees only in rule "
+                       f"heads and facts (percepts are what the players are told, and no rule of "
+                       f"the game may depend on them)", r, i)
+        elif name in HEAD_ONLY:
             self.error(f"{name} is used in a rule body: {render(s)}; GDL allows {name} only in rule "
                        f"heads and facts", r, i)
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import random
 import re
 
-from gdl.kif import GdlError, Node, read_nodes, rules_from_nodes
+from gdl.kif import GdlError, Node, parse_rules, read_nodes, rules_from_nodes, syntax_of
 
+# GDL's words keep their meaning: GDL-II's ``sees`` and the ``random`` role too
 NEVER_SCRAMBLED = {"init", "true", "next", "role", "does", "goal", "legal", "terminal", "base",
-                   "input", "random", "_", "<=", "not", "distinct", "or"}
+                   "input", "random", "sees", "_", "<=", "not", "distinct", "or"}
 _INT = re.compile(r"[+-]?\d+")
 _TOKEN = re.compile(r"[^\s()]+")
 
@@ -32,14 +33,21 @@ def _spaced(node: Node) -> str:
 
 
 def read_rules(text: str, source: str = "<rules>"):
-    """``(rules_list_text, description)`` from a rule sheet (KIF, comments allowed) or a rules
-    list as a START carries it.  Invalid rules raise ``RulesError`` listing the problems."""
+    """``(rules_list_text, description)`` from a rule sheet (KIF, comments allowed, or Prolog
+    syntax) or a rules list as a START carries it.  Invalid rules raise ``RulesError`` listing
+    the problems."""
     from agent.player import validate_rules
     try:
-        nodes = read_nodes(text, source)
-        if len(nodes) == 1 and not nodes[0].is_atom and nodes[0].items and not nodes[0].items[0].is_atom:
-            nodes = nodes[0].items  # already a rules list: (( role x ) ...)
-        description = rules_from_nodes(nodes, source)
+        if syntax_of(text) == "prolog":  # a START carries KIF: the rules rendered as one list
+            from gdl.prolog_syntax import render_kif_rules
+            description = parse_rules(text, source)
+            rules_list = render_kif_rules(description)
+        else:
+            nodes = read_nodes(text, source)
+            if len(nodes) == 1 and not nodes[0].is_atom and nodes[0].items and not nodes[0].items[0].is_atom:
+                nodes = nodes[0].items  # already a rules list: (( role x ) ...)
+            description = rules_from_nodes(nodes, source)
+            rules_list = "( " + " ".join(_spaced(n) for n in nodes) + " )"
         problems = validate_rules(description)
     except GdlError as e:
         raise RulesError("\n".join(str(p) for p in e.problems[:20])) from None
@@ -51,7 +59,7 @@ def read_rules(text: str, source: str = "<rules>"):
         raise RulesError("\n".join(str(p) for p in errors[:20]) + more)
     if not description.roles:
         raise RulesError(f"{source}: the rules define no roles")
-    return "( " + " ".join(_spaced(n) for n in nodes) + " )", description
+    return rules_list, description
 
 
 def _words(rng: random.Random, taken: set):
