@@ -112,6 +112,20 @@ def check_readable(rules_text: str, role: str) -> None:
     role_index_of(parse_rules_text(rules_text), role)
 
 
+def gdl2_view(msg: Message, last_reply: str | None) -> dict | None:
+    """GDL-II: our view of a step from a PLAY/STOP, ``{"own": our move's text, "percepts":
+    [texts]}``, or None for the first PLAY.  Dresden's GameController sends ``(PLAY id (P1
+    P2 ...))`` with our percepts only, no turn and no echo of our move: ours is the one we
+    answered (``last_reply``).  Later managers send ``(PLAY id turn move percepts)``, whose
+    move is the one executed (the manager's replacement when ours was late or illegal)."""
+    if msg.percepts is not None or msg.last_move is not None or msg.turn is not None:
+        own = msg.last_move.text if msg.last_move is not None else last_reply
+        return {"own": own, "percepts": list(msg.percepts or [])}
+    if msg.moves is None:
+        return None
+    return {"own": last_reply, "percepts": [mv.text for mv in msg.moves]}
+
+
 class Match:
     def __init__(self, manager: "MatchManager", msg: Message, received: float, persona_spec):
         cfg = manager.config
@@ -390,16 +404,7 @@ class Match:
         return None
 
     def view(self, msg: Message) -> dict | None:
-        """GDL-II: ``{"own": our move's text, "percepts": [texts]}`` of a PLAY/STOP, or None
-        for the first PLAY.  Dresden's GameController sends ``(PLAY id (P1 P2 ...))`` with
-        our percepts only (our move is the one we answered); later managers send
-        ``(PLAY id turn move percepts)``, whose move is the one executed."""
-        if msg.percepts is not None or msg.last_move is not None or msg.turn is not None:
-            own = msg.last_move.text if msg.last_move is not None else self.last_reply
-            return {"own": own, "percepts": list(msg.percepts or [])}
-        if msg.moves is None:
-            return None
-        return {"own": self.last_reply, "percepts": [mv.text for mv in msg.moves]}
+        return gdl2_view(msg, self.last_reply)
 
     def record_step(self, texts) -> None:
         """The record of one step: the joint move, or in GDL-II our move and our percepts
