@@ -7,7 +7,7 @@ export), or folders holding either.
 Rules: ``x-rules`` when the record carries them (our logs), else the ``gameMetaURL``
 ``http://games.ggp.org/<repo>/games/<key>/v<N>/`` looked up in local game repositories
 (``<root>/<repo>/games/<key>/v<N>/METADATA`` and the rulesheet it names; ggp-base's layout),
-else ``<dir>/<key>.kif`` in plain game folders such as our ``games/``.  A record of ggp-base's
+else ``<dir>/<key>.kif`` or ``<dir>/<key>/<key>.kif`` in game folders such as our ``games/``.  A record of ggp-base's
 local repository (``http://127.0.0.1:9140/games/<key>/v0/``, no repository named) is looked
 up by its key in every repository (``base`` first) and game folder.
 
@@ -16,6 +16,12 @@ state; at each step the state is not terminal, every recorded move is legal, the
 recorded state is the one the rules give; a completed match ends terminal with goals equal
 to ``goalValues``.  States are compared as sets of terms (ggp-base writes them in hash-set
 order).  The first problem of each record is reported.
+
+GDL-II records (``x-gdl2``, ``x-percepts``: per role, its percept texts per step) are replayed
+the same way (the ``random`` role's moves are in ``moves`` like any role's, and a chance role
+with no goal rule counts as 0, as Dresden's GameController scores it), and each step's
+recorded percepts of every role are compared, as sets, with ``sees`` of the state before the
+move and the joint move.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gdl.gdl2 import RANDOM
 from gdl.kif import GdlError, parse_term, read_first, read_rules_file, rules_from_nodes
 from gdl.terms import render_spaced
 
@@ -130,7 +137,8 @@ def iter_records(paths):
 
 class GameLibrary:
     """Finds and caches the rules of records.  ``repositories``: folders laid out like
-    games.ggp.org (``<repo>/games/<key>/v<N>/``); ``game_dirs``: folders of ``<key>.kif``."""
+    games.ggp.org (``<repo>/games/<key>/v<N>/``); ``game_dirs``: folders of ``<key>.kif`` or
+    ``<key>/<key>.kif``."""
 
     def __init__(self, repositories=(), game_dirs=()):
         self.repositories = [Path(p) for p in repositories]
@@ -199,9 +207,10 @@ class GameLibrary:
                 if found is not None:
                     return found
         for d in self.game_dirs:
-            f = d / f"{game}.kif"
-            if f.is_file():
-                return read_rules_file(f)
+            # a plain folder (our games/) or a folder per game (<key>/<key>.kif, as repositories keep)
+            for f in (d / f"{game}.kif", d / game / f"{game}.kif"):
+                if f.is_file():
+                    return read_rules_file(f)
         raise ArchiveError(f"rules for {url} not found in {', '.join(map(str, self.repositories + self.game_dirs)) or 'any folder'}")
 
 
@@ -237,8 +246,43 @@ def _diff(expected: frozenset, ours: frozenset) -> str:
     return f"recorded but not derived: {missing}; derived but not recorded: {extra}"
 
 
-def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
-    """Check one record against ``sm`` (the state-machine interface)."""
+def _percept_table(data: dict, n_roles: int, n_moves: int):
+    """The record's ``x-percepts`` (per role, per step, a list of texts), or a one-line
+    problem (str) when it is not shaped so."""
+    table = data.get("x-percepts")
+    if not isinstance(table, list) or len(table) != n_roles:
+        return f"x-percepts must hold one list per role ({n_roles})"
+    for r, steps in enumerate(table):
+        if not isinstance(steps, list) or len(steps) != n_moves:
+            return f"x-percepts of role {r + 1} must hold one list per joint move ({n_moves})"
+        if not all(isinstance(ps, list) and all(isinstance(p, str) for p in ps) for ps in steps):
+            return f"x-percepts of role {r + 1}: each step must be a list of percept texts"
+    return table
+
+
+def _percepts_differ(recorded: list, derived: frozenset, terms: _Terms) -> str | None:
+    """What differs between a step's recorded percepts and the derived ones, or None."""
+    got = frozenset(terms.move(t) for t in recorded)
+    if got == derived:
+        return None
+    return _diff(got, derived)
+
+
+def _goals_agree(values: list, recorded: list, roles: list) -> bool:
+    """The derived goal values are the recorded ones; GDL-II's ``random`` with no goal rule
+    scores 0 (Dresden's GameController, and our runner)."""
+    if len(values) != len(recorded):
+        return False
+    for role, vs, g in zip(roles, values, recorded):
+        if list(vs) == [int(g)] or (role == RANDOM and not vs and int(g) == 0):
+            continue
+        return False
+    return True
+
+
+def replay(record: Record, sm, terms: _Terms | None = None, seer=None) -> ReplayResult:
+    """Check one record against ``sm`` (the state-machine interface).  A GDL-II record's
+    percepts are checked with ``seer.sees`` (default ``sm``)."""
     data = record.data
     mid = str(data.get("matchId", "?"))
     terms = terms or _Terms()
@@ -266,6 +310,13 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
         res.problem = f"{len(states)} states for {len(moves)} joint moves (expected one more state)"
         return res
     n_roles = len(sm.roles)
+    percepts = None
+    if data.get("x-gdl2") or "x-percepts" in data:
+        percepts = _percept_table(data, n_roles, len(moves))
+        if isinstance(percepts, str):
+            res.problem = percepts
+            return res
+    seer = seer if seer is not None else sm
     try:
         state = sm.initial_state()
         recorded = terms.state(states[0])
@@ -285,6 +336,13 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
                     res.problem = (f"joint move {i}: {render_spaced(m)} is not a legal move of "
                                    f"{render_spaced(sm.roles[r])}")
                     return res
+            if percepts is not None:
+                for r in range(n_roles):
+                    differ = _percepts_differ(percepts[r][i], seer.sees(state, joint, r), terms)
+                    if differ:
+                        res.problem = (f"joint move {i}: the percepts of {render_spaced(sm.roles[r])} "
+                                       f"differ: {differ}")
+                        return res
             state = sm.next_state(state, joint)
             recorded = terms.state(states[i + 1])
             if recorded != state:
@@ -297,8 +355,7 @@ def replay(record: Record, sm, terms: _Terms | None = None) -> ReplayResult:
                 return res
             if "goalValues" in data:
                 values = sm.goal_values(state)
-                expected = [[int(v)] for v in data["goalValues"]]
-                if [list(v) for v in values] != expected:
+                if not _goals_agree(values, data["goalValues"], sm.roles):
                     res.problem = f"goals {values} in the final state, recorded {data['goalValues']}"
                     return res
     except (GdlError, ArchiveError) as e:
@@ -323,6 +380,7 @@ class Replayer:
         self.engine = engine
         self.budget = budget
         self._machines: dict = {}
+        self._seers: dict = {}
         self.terms = _Terms()
 
     def machine(self, data: dict):
@@ -339,13 +397,31 @@ class Replayer:
             sm = self._machines[key] = CachedStateMachine(base, maxsize=400_000)
         return sm
 
+    def seer(self, data: dict):
+        """The machine that answers ``sees`` for a GDL-II record: the game's machine when it
+        has it, else a Prolog reasoner (the reference; the engines are getting ``sees``)."""
+        from agent.reasoner.statemachine import CachedStateMachine
+        key = self.library.key_for(data)
+        seer = self._seers.get(key)
+        if seer is None:
+            sm = self.machine(data)
+            if callable(getattr(sm.sm, "sees", None)):
+                seer = sm
+            else:
+                from agent.reasoner.prolog import PrologReasoner
+                seer = CachedStateMachine(PrologReasoner(self.library.description(data)))
+            self._seers[key] = seer
+        return seer
+
     def replay(self, record: Record) -> ReplayResult:
+        data = record.data
         try:
-            sm = self.machine(record.data)
+            sm = self.machine(data)
+            seer = self.seer(data) if data.get("x-gdl2") or "x-percepts" in data else None
         except (ArchiveError, GdlError, OSError, ReasonerError) as e:
-            return ReplayResult(record.source, str(record.data.get("matchId", "?")), False,
+            return ReplayResult(record.source, str(data.get("matchId", "?")), False,
                                 problem=f"rules: {e}")
-        return replay(record, sm, self.terms)
+        return replay(record, sm, self.terms, seer)
 
 
 def _replay_files(args) -> list:
@@ -394,7 +470,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--games", action="append", default=[], metavar="DIR",
                    help="a game repository laid out like games.ggp.org (DIR/<repo>/games/<key>/v<N>/); repeatable")
     p.add_argument("--game-dir", action="append", default=[], metavar="DIR",
-                   help="a folder of <key>.kif rule sheets (default: games/ when it exists); repeatable")
+                   help="a folder of rule sheets, DIR/<key>.kif or DIR/<key>/<key>.kif (default: games/ "
+                        "when it exists); repeatable")
     p.add_argument("--engine", choices=("auto", "prolog"), default="auto",
                    help="auto (default): the compiled engine where it is exact (built and checked "
                         "against Prolog), else Prolog; prolog: the Prolog reasoner only")

@@ -19,6 +19,10 @@ completed), previewClock/startClock/playClock, playerNamesFromHost, scrambled.  
   x-player      our name; x-refused: why a START was refused
   x-peak-rss-mb the largest resident memory the server's watchdog saw per worker process
                 (referee, player, grounder), in MB, sampled every ``memory_poll`` seconds
+  x-gdl2        true in a GDL-II match (a role ``random`` or ``sees`` rules)
+  x-percepts    GDL-II: for each role (in role order), its percepts per step: one list of
+                percept texts (sorted; ``[]`` when it saw nothing) per joint move in ``moves``;
+                ``moves`` and ``states`` still hold the whole match (random's moves too)
 
 Vocabulary: everything is spelled as the manager sent it (scrambled names stay scrambled, so
 the record agrees with ``x-rules``); ``scrambled`` is false because the record is consistent
@@ -148,6 +152,7 @@ class MatchRecord:
         self.completed = False
         self.aborted = False
         self.refused: str | None = None
+        self.percepts: list | None = None  # GDL-II: per step, every role's percept texts
         self.extra: dict = {}
 
     # -------------------------------------------------------------- updates
@@ -173,6 +178,12 @@ class MatchRecord:
             self.moves[ply - 1] = list(joint)
         elif ply - 1 == len(self.moves):
             self.moves.append(list(joint))
+
+    def add_percepts(self, per_role: list) -> None:
+        """Every role's percepts of the next step (GDL-II; makes the record a GDL-II one)."""
+        if self.percepts is None:
+            self.percepts = []
+        self.percepts.append([list(ps) for ps in per_role])
 
     def add_decision(self, decision: dict) -> None:
         self.decisions.append(decision)
@@ -223,6 +234,10 @@ class MatchRecord:
             d["goalValues"] = self.goal_values
         if len(self.moves) > n_moves:
             d["x-pending-moves"] = self.moves[n_moves:]
+        if self.percepts is not None:
+            d["x-gdl2"] = True
+            steps = self.percepts[:n_moves]
+            d["x-percepts"] = [[list(step[r]) for step in steps] for r in range(n_roles)]
         if self.notes:
             d["x-notes"] = list(self.notes)
         if self.refused:

@@ -8,6 +8,12 @@ else a loss (one-role games: a win is 100).  Aborted matches count apart and car
 Ctrl-C aborts the match in progress (ABORT to every player, its record written and marked
 aborted) and ends the run with the results so far; the same command with the same ``--run``
 resumes it (completed rounds found in the output folder are counted, not played again).
+
+GDL-II sheets (a role ``random``, ``sees`` rules; KIF or Prolog syntax) play the same way.
+The ``random`` role has no player: the referee moves it (``agent.match.runner``), so the
+players are given for the other roles (the choosers) only, and rotate over them; win, draw
+and loss compare the choosers' goals, and the table has a row for random's goal when the
+rules give it one.
 """
 from __future__ import annotations
 
@@ -28,10 +34,12 @@ class MatchUsageError(ValueError):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("rules", metavar="RULES", help="the game's rule sheet (.kif), or a name in games/")
+    p.add_argument("rules", metavar="RULES",
+                   help="the game's rule sheet (.kif, or Prolog syntax; GDL or GDL-II), or a name in games/")
     p.add_argument("players", metavar="PLAYER", nargs="+",
                    help="one per role, in role order for the first round: persona:NAME|FILE (our player), "
-                        "http://HOST:PORT (any GGP player) or random")
+                        "http://HOST:PORT (any GGP player) or random; a GDL-II game's role random "
+                        "gets none (the referee moves it)")
     p.add_argument("--rounds", type=int, default=1, help="matches to play, roles rotated (default 1)")
     # whole seconds: START carries integers (ggp-base's players read them with Integer.valueOf)
     p.add_argument("--start", type=int, default=30, metavar="S", help="start clock in seconds (default 30)")
@@ -58,38 +66,49 @@ def rotation(n_players: int, round_index: int) -> list[int]:
     return [(j - round_index) % n_players for j in range(n_players)]
 
 
-def outcome(goals: list, role: int) -> str:
-    """win / draw / loss of one role in a finished match."""
+def outcome(goals: list, role: int, chance: int | None = None) -> str:
+    """win / draw / loss of one role in a finished match, against the other roles but the
+    chance role (``chance``: GDL-II's ``random``, whose goal decides nothing)."""
     mine = goals[role]
-    if len(goals) == 1:
+    others = [g for i, g in enumerate(goals) if i != role and i != chance]
+    if not others:
         return "win" if mine == 100 else "loss"
-    others = [g for i, g in enumerate(goals) if i != role]
     if mine > max(others):
         return "win"
     return "draw" if mine == max(others) else "loss"
 
 
-def results_table(names: list[str], matches: list[dict]) -> dict:
+def results_table(names: list[str], matches: list[dict], chance: int | None = None,
+                  chance_row: str | None = None) -> dict:
     """Per player: matches, wins, draws, losses, aborted, goals and the mean goal with its
-    95 % interval.  ``matches``: dicts with ``order`` (player per role), ``goals`` or None."""
+    95 % interval.  ``matches``: dicts with ``order`` (player per role; None in the chance
+    role's seat), ``goals`` or None.  ``chance``: the index of GDL-II's ``random`` (not in
+    any outcome); ``chance_row``: the name of a last row with random's goals (wins, draws
+    and losses None), when its goal means something."""
     from agent.stats import mean_ci
     rows = []
+
+    def row(name, goals, aborted, tally):
+        mean, lo, hi = mean_ci(goals) if goals else (math.nan, math.nan, math.nan)
+        return {"player": name, "matches": len(goals) + aborted, "wins": tally.get("win"),
+                "draws": tally.get("draw"), "losses": tally.get("loss"), "aborted": aborted,
+                "mean_goal": mean, "ci_low": lo, "ci_high": hi}
     for k, name in enumerate(names):
         tally = {"win": 0, "draw": 0, "loss": 0}
         goals, aborted = [], 0
         for m in matches:
             for role, player in enumerate(m["order"]):
-                if player != k:
+                if player != k or role == chance:
                     continue
                 if m["goals"] is None:
                     aborted += 1
                 else:
-                    tally[outcome(m["goals"], role)] += 1
+                    tally[outcome(m["goals"], role, chance)] += 1
                     goals.append(m["goals"][role])
-        mean, lo, hi = mean_ci(goals) if goals else (math.nan, math.nan, math.nan)
-        rows.append({"player": name, "matches": len(goals) + aborted, "wins": tally["win"],
-                     "draws": tally["draw"], "losses": tally["loss"], "aborted": aborted,
-                     "mean_goal": mean, "ci_low": lo, "ci_high": hi})
+        rows.append(row(name, goals, aborted, tally))
+    if chance is not None and chance_row:
+        done = [m["goals"][chance] for m in matches if m["goals"] is not None]
+        rows.append(row(chance_row, done, sum(m["goals"] is None for m in matches), {}))
     return {"rows": rows}
 
 
@@ -101,7 +120,8 @@ def _print_table(table: dict, console) -> None:
     for r in table["rows"]:
         mean = "-" if math.isnan(r["mean_goal"]) else f"{r['mean_goal']:.1f}"
         ci = "-" if math.isnan(r["ci_low"]) else f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}]"
-        t.add_row(r["player"], str(r["matches"]), str(r["wins"]), str(r["draws"]), str(r["losses"]),
+        t.add_row(r["player"], str(r["matches"]), *("-" if r[k] is None else str(r[k])
+                                                    for k in ("wins", "draws", "losses")),
                   str(r["aborted"]), mean, ci)
     console.print(t)
 
@@ -150,6 +170,23 @@ def _rules_path(arg: str) -> Path:
     raise MatchUsageError(f"no such file: {arg}")
 
 
+def _names_per_role(seated: list, chance: int | None) -> list[str]:
+    """The record's ``playerNamesFromHost`` of a match with these players (the chooser roles'
+    players in order; the runner's name in the chance role's seat)."""
+    from .runner import CHANCE_NAME
+    names = [p.name for p in seated]
+    if chance is not None:
+        names.insert(chance, CHANCE_NAME)
+    return names
+
+
+def _goal_of_random(description) -> bool:
+    """True when the rules have a goal rule for the role ``random`` by name."""
+    from gdl.gdl2 import RANDOM
+    return any(isinstance(r.head, tuple) and len(r.head) == 3 and r.head[0] == "goal" and r.head[1] == RANDOM
+               for r in description.rules)
+
+
 def _unique_names(players) -> list[str]:
     names, seen = [], {}
     for p in players:
@@ -163,6 +200,9 @@ def _unique_names(players) -> list[str]:
 async def run_rounds(args, console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from gdl.gdl2 import RANDOM, chooser_indices, is_gdl2, random_index
+    from gdl.kif import GdlError, decode_bytes
+
     from .players import PlayerError, PlayerSpecError, make_player
     from .rules import RulesError, read_rules
     from .runner import MatchError, run_match
@@ -172,18 +212,28 @@ async def run_rounds(args, console) -> int:
     if not (args.start > 0 and args.play > 0):
         raise MatchUsageError("--start and --play must be positive whole numbers of seconds")
     path = _rules_path(args.rules)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as e:
-        raise MatchUsageError(f"cannot read {path}: {e}") from None
+    try:  # as gdl.kif.read_rules_file reads a sheet; read_rules tells KIF from Prolog syntax
+        text = decode_bytes(path.read_bytes(), str(path))
+    except OSError as e:
+        raise MatchUsageError(f"cannot read {path}: {e.strerror or e}") from None
+    except GdlError as e:
+        raise MatchUsageError("; ".join(str(p) for p in e.problems[:1])) from None
     try:
         rules_text, description = read_rules(text, str(path))
     except RulesError as e:
         raise MatchUsageError(f"{path}: invalid rules:\n{e}") from None
     n_roles = len(description.roles)
-    if len(args.players) != n_roles:
+    chance = random_index(description.roles) if is_gdl2(description) else None
+    if chance is None and len(args.players) != n_roles:
         raise MatchUsageError(f"{path.name} has {n_roles} role{'s' * (n_roles != 1)}; "
                               f"give {n_roles} players, not {len(args.players)}")
+    if chance is not None:
+        choosers = [str(description.roles[i]) for i in chooser_indices(description.roles)]
+        if len(args.players) != len(choosers):
+            k = len(choosers)
+            raise MatchUsageError(f"{path.name} has {k} role{'s' * (k != 1)} with players ({' '.join(choosers)}) "
+                                  f"and the role {RANDOM}, which the referee moves: give {k} "
+                                  f"player{'s' * (k != 1)}, not {len(args.players)}")
     game = re.sub(r"[^A-Za-z0-9_-]", "_", path.stem)  # part of match ids: one word
     run = args.run or str(int(time.time() * 1000))
     if not re.fullmatch(r"[A-Za-z0-9_-]+", run):
@@ -234,15 +284,17 @@ async def run_rounds(args, console) -> int:
             for r in range(args.rounds):
                 if cancel.is_set():
                     break
-                order = rotation(len(players), r)
+                order = rotation(len(players), r)   # player per chooser role
                 seated = [players[k] for k in order]
+                if chance is not None:
+                    order = order[:chance] + [None] + order[chance:]   # player per role
                 match_id = f"match.{game}.{run}.{r + 1}"
                 if match_id in done:
                     goals, names_then = done[match_id]
-                    if names_then != [p.name for p in seated]:
+                    if names_then != _names_per_role(seated, chance):
                         raise MatchUsageError(f"{match_id} in {out} was played by {names_then}, not by "
-                                              f"{[p.name for p in seated]}: resume with the same players "
-                                              f"in the same order, or choose another --run")
+                                              f"{_names_per_role(seated, chance)}: resume with the same "
+                                              f"players in the same order, or choose another --run")
                     matches.append({"order": order, "goals": goals, "id": match_id})
                     progress.advance(task)
                     continue
@@ -263,15 +315,17 @@ async def run_rounds(args, console) -> int:
                     raise MatchUsageError(str(e)) from None
                 goals = record.get("goalValues") if record.get("isCompleted") else None
                 matches.append({"order": order, "goals": goals, "id": match_id})
+                seat_names = _names_per_role(seated, chance)
                 outcome_text = "aborted" if goals is None else " ".join(
-                    f"{seated[j].name}={g}" for j, g in enumerate(goals))
+                    f"{seat_names[j]}={g}" if j != chance else f"{RANDOM} (referee)={g}" for j, g in enumerate(goals))
                 progress.console.print(f"{match_id}: {outcome_text}")
                 progress.advance(task)
         try:
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError):
             pass
-        _print_table(results_table(names, matches), console)
+        chance_row = f"{RANDOM} (referee)" if chance is not None and _goal_of_random(description) else None
+        _print_table(results_table(names, matches, chance, chance_row), console)
         console.print(f"records in {out}/ (check them with: ggp-persona replay {out})")
         return 130 if cancel.is_set() else 0
     finally:

@@ -6,7 +6,10 @@ ends the match with a reason instead of hanging or killing the runner.  The proc
 one state machine, the one ``agent.referee.open_referee`` trusts (the Prolog reasoner, or
 the compiled engine where it is exact), and answers, for each state: its facts, whether it
 is terminal, every role's legal moves, the goals when terminal, and which engine answered.
-All texts are ggp-base's rendering (``( cell 1 1 b )``).
+In a GDL-II game (``gdl.gdl2.is_gdl2``) each step also answers every role's percepts: the
+``sees`` of the state before the joint move and that move (Dresden's GameController), each
+role's sorted (the canonical order of a PLAY's percepts).  All texts are ggp-base's rendering
+(``( cell 1 1 b )``).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ class RefereeError(Exception):
 
 
 def _describe(sm, state) -> dict:
+    from gdl.gdl2 import RANDOM
     from gdl.terms import render_spaced
     from agent.reasoner.statemachine import goal_vector
     n = len(sm.roles)
@@ -33,12 +37,28 @@ def _describe(sm, state) -> dict:
     if info["terminal"]:
         values = sm.goal_values(state)
         info["goals"] = goal_vector(values)
-        if any(len(v) != 1 for v in values):
+        # GDL-II's random with no goal rule scores 0 (Dresden's GameController): nothing to note
+        if any(len(v) != 1 for r, v in zip(sm.roles, values) if v or r != RANDOM):
             info["goal_note"] = f"goal values in the terminal state are not one per role: {values}"
         info["legal"] = [[] for _ in range(n)]
     else:
         info["legal"] = [[render_spaced(m) for m in sm.legal_moves(state, i)] for i in range(n)]
     return info
+
+
+def _percepts(seer, state, joint) -> list[list[str]]:
+    """Every role's percepts of ``joint`` made in ``state``, each role's texts sorted."""
+    from gdl.terms import render_spaced
+    return [sorted(render_spaced(p) for p in seer.sees(state, joint, i)) for i in range(len(joint))]
+
+
+def _seer(referee, description):
+    """The machine that answers ``sees``: the referee's when it has it (engines are getting it),
+    else a Prolog reasoner of its own (the reference, which has it)."""
+    if callable(getattr(referee.sm, "sees", None)):
+        return referee.sm
+    from agent.reasoner.prolog import PrologReasoner
+    return PrologReasoner(description)
 
 
 def _main(conn, rules_text: str, mode: str) -> None:
@@ -53,22 +73,27 @@ def _main(conn, rules_text: str, mode: str) -> None:
         from agent.player import parse_rules_text
         from agent.reasoner.statemachine import CachedStateMachine
         from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
+        from gdl.gdl2 import is_gdl2
         budget = STANDBY_BUDGET if mode == "standby" else DEFAULT_BUDGET
-        referee = open_referee(parse_rules_text(rules_text), budget, engine=mode)
+        description = parse_rules_text(rules_text)
+        referee = open_referee(description, budget, engine=mode)
         sm = CachedStateMachine(referee.sm)
+        gdl2 = is_gdl2(description)
+        seer = _seer(referee, description) if gdl2 else None
 
         def engine() -> dict:  # standby switches engines mid-match
             return {"engine": getattr(referee.sm, "engine", referee.engine), "reason": referee.reason}
         state = sm.initial_state()
         conn.send(("ok", {"roles": [render_spaced(r) for r in sm.roles], "referee": engine(),
-                          **_describe(sm, state)}))
+                          "gdl2": gdl2, **_describe(sm, state)}))
         while True:
             msg = conn.recv()
             if msg[0] != "step":
                 return
             joint = tuple(parse_term(t) for t in msg[1])
+            seen = {"percepts": _percepts(seer, state, joint)} if gdl2 else {}
             state = sm.next_state(state, joint)
-            conn.send(("ok", {"referee": engine(), **_describe(sm, state)}))
+            conn.send(("ok", {"referee": engine(), **seen, **_describe(sm, state)}))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     except BaseException as e:  # the reason goes to the runner, which ends the match with it
@@ -79,8 +104,9 @@ def _main(conn, rules_text: str, mode: str) -> None:
 
 
 class Referee:
-    """``await Referee.open(rules_text, timeout)`` → roles and the initial state's info;
-    ``await step(joint_texts, timeout)`` → the next state's info; ``close()``."""
+    """``await Referee.open(rules_text, timeout)`` → roles, ``gdl2`` and the initial state's
+    info; ``await step(joint_texts, timeout)`` → the next state's info (in a GDL-II game with
+    ``percepts``: per role, the sorted texts of what it sees of that step); ``close()``."""
 
     def __init__(self):
         self.conn = None

@@ -22,13 +22,41 @@ fields: the rules (``x-rules``), the players (``x-players``) and what each error
 The referee is ``agent.referee``'s: the Prolog reasoner, or the compiled engine where it is
 exact (``referee=``); ``x-referee`` says which answered last and why.
 
-Events (``on_event``, called synchronously, in the vocabulary the players see):
+GDL-II games (``gdl.gdl2.is_gdl2``: a role ``random`` or ``sees`` rules) are refereed as
+Dresden's GameController does.  The ``random`` role has no player: the runner moves it,
+uniformly at random among its legal moves, from an RNG seeded by ``seed`` and the match id
+(a match replays the same with the same seed), and sends it nothing.  After each joint move
+the referee computes every role's percepts (``sees`` of the state before the move and the
+move); a player's PLAY and STOP carry only its own, sorted, in place of the joint move:
+``( PLAY id (P1 P2 ) )``, each percept followed by a space, ``()`` when it sees nothing,
+``NIL`` for the first PLAY (``players.play_message``).  No player learns another role's move.
+The record still holds the whole match (every role's moves, random's too, and the states)
+with ``x-gdl2: true`` and ``x-percepts`` (per role, its sorted percept texts per step).
+
+Events (``on_event``, called synchronously, in the vocabulary the players see); every event
+has ``type`` and ``gdl2``.  In a GDL-I game (``gdl2`` false) everyone sees everything:
   start  match_id, roles, players, is_human, rules (as sent), start_clock, play_clock,
          state (fact texts), legal (per role), to_move (roles with a choice), errors (START)
   move   ply, moves (the joint move applied), errors (per role), state, legal, to_move,
          terminal
   end    goals (per role), record (path)
   abort  reason, record (path)
+In a GDL-II game (``gdl2`` true) the fields any role may see stay at the top; what some role
+may not see is in ``hidden``, which a display shows only once the match has ended (``end`` or
+``abort``); ``views[i]`` is what role ``i`` may see, and ``role_view(event, i)`` the event as
+role ``i``'s display may show it during the match:
+  start  match_id, roles, players (``referee`` for random), is_human, rules (as sent),
+         start_clock, play_clock, chance (random's role index, or None), views, hidden:
+         {state, legal, to_move, errors}
+  move   ply, terminal, views, hidden: {moves, errors, percepts (per role), state, legal,
+         to_move}
+  end    goals (per role), record (path)
+  abort  reason, record (path)
+  views[i] = {percepts: role i's percepts of the last step (None at start: nothing sent
+             yet), move: its own move applied (None at start, and when its reply failed and
+             the referee substituted one it was never told of), error: its own error code
+             ("" when none), legal: its legal moves now ([] when terminal), to_move: whether
+             it has a choice now}
 """
 from __future__ import annotations
 
@@ -41,6 +69,7 @@ import re
 from pathlib import Path
 
 from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
+from gdl.gdl2 import RANDOM, is_gdl2, random_index
 
 from .players import PlayerError, canonical_move
 from .referee import Referee, RefereeError
@@ -51,6 +80,7 @@ log = logging.getLogger("ggp.match")
 PLAY_GRACE = 1.0        # ggp-base GameServer: PLAY may take the play clock + 1 s
 ABORT_TIMEOUT = 1.0     # ggp-base GameServer: ABORT 1 s
 REFEREE_TIMEOUT = 240.0  # per referee request: a Prolog query (its own limit), then maybe building the compiled engine
+CHANCE_NAME = "referee"  # the name of the random role's seat in records and events: the runner moves it
 
 
 class MatchError(ValueError):
@@ -59,6 +89,47 @@ class MatchError(ValueError):
 
 class _Cancelled(Exception):
     pass
+
+
+def seat_players(roles: list, players, chance: int | None) -> list:
+    """``players`` in role order, one per role; in a game with the chance role (``chance``,
+    its index), ``None`` in its seat.  The caller gives one player per role, or, with a
+    chance role, one per other role (or ``None`` in random's seat).  Raises ``MatchError``."""
+    players = list(players)
+    n = len(roles)
+    if chance is None:
+        if len(players) != n:
+            raise MatchError(f"the game has {n} roles but {len(players)} players were given")
+        missing = [str(roles[i]) for i, p in enumerate(players) if p is None]
+        if missing:
+            raise MatchError(f"no player for {', '.join(missing)}")
+        return players
+    others = [str(r) for i, r in enumerate(roles) if i != chance]
+    if len(players) == n:
+        if players[chance] is not None:
+            raise MatchError(f"the role {RANDOM} is played by the referee (uniformly at random): "
+                             f"give players for the other roles only ({' '.join(others)})")
+    elif len(players) == n - 1:
+        players.insert(chance, None)
+    else:
+        raise MatchError(f"the game has {n} roles, {RANDOM} played by the referee: give {n - 1} "
+                         f"player{'s' * (n - 1 != 1)} (for {' '.join(others)}), not {len(players)}")
+    missing = [str(roles[i]) for i, p in enumerate(players) if p is None and i != chance]
+    if missing:
+        raise MatchError(f"no player for {', '.join(missing)}")
+    return players
+
+
+def role_view(event: dict, role_index: int) -> dict:
+    """The event as role ``role_index``'s display may show it before the match ends: a GDL-I
+    event whole (everyone sees everything), a GDL-II event without ``hidden`` and with only
+    that role's ``view`` (see the module's notes)."""
+    if not event.get("gdl2"):
+        return dict(event)
+    out = {k: v for k, v in event.items() if k not in ("hidden", "views")}
+    if "views" in event:
+        out["view"] = dict(event["views"][role_index])
+    return out
 
 
 def to_move(legal: list) -> list[int]:
@@ -93,12 +164,18 @@ class _Match:
         self.real_rules = rules_text
         self.vocab = Scrambler(rules_text, seed) if scramble else Identity()
         self.rules = self.vocab.text(rules_text)
-        self.players = list(players)
+        self.players = list(players)   # None in the seat of GDL-II's random role: the runner moves it
         self.n = len(self.players)
+        self.gdl2 = is_gdl2(description)
+        self.chance = random_index(description.roles) if self.gdl2 else None
+        self.seated = [i for i, p in enumerate(self.players) if p is not None]
         self.start_clock, self.play_clock = start_clock, play_clock
         self.id = match_id
         self.scramble = scramble
         self.rng = random.Random(f"{seed}:{match_id}")
+        # random's moves have an RNG of their own: the same seed deals the same cards whatever
+        # the players do (the substitutes of failed replies draw from ``rng``)
+        self.chance_rng = random.Random(f"{seed}:{match_id}:{RANDOM}")
         self.out_dir = Path(out_dir)
         self.on_event, self.cancel = on_event, cancel
         self.human_clock = human_clock
@@ -112,6 +189,8 @@ class _Match:
         self.roles: list[str] = []
         self.info: dict = {}
         self.last: list[str] | None = None
+        self.seen: list | None = None       # GDL-II: per role, its percepts of the last step
+        self.mine: list = [None] * self.n   # GDL-II: per role, its own move of the last step, if it made it
         self.ply = 0
 
     # -------------------------------------------------------------- record and events
@@ -120,10 +199,11 @@ class _Match:
         for k in ("x-role", "x-player", "x-persona", "x-decisions"):
             d.pop(k, None)  # a player's view; the host's record has every player instead
         d["errors"] = [list(row) for row in self.errors[:len(d["states"])]]
-        d["playerNamesFromHost"] = [p.name for p in self.players]
-        d["isPlayerHuman"] = [bool(p.is_human) for p in self.players]
+        d["playerNamesFromHost"] = self.names()
+        d["isPlayerHuman"] = [bool(p is not None and p.is_human) for p in self.players]
         d["scrambled"] = bool(self.scramble)
-        d["x-players"] = [{"name": p.name, "kind": type(p).__name__,
+        d["x-players"] = [{"name": CHANCE_NAME, "kind": "chance"} if p is None else
+                          {"name": p.name, "kind": type(p).__name__,
                            **({"persona": p.persona} if getattr(p, "persona", None) else {}),
                            **({"url": p.url} if getattr(p, "url", None) else {})} for p in self.players]
         if self.details:
@@ -131,6 +211,9 @@ class _Match:
         if self.info.get("referee"):
             d["x-referee"] = dict(self.info["referee"])
         return d
+
+    def names(self) -> list[str]:
+        return [CHANCE_NAME if p is None else p.name for p in self.players]
 
     async def save(self) -> None:
         data = self.to_json()
@@ -155,6 +238,20 @@ class _Match:
         return {"state": list(self.info["state"]), "legal": [list(ms) for ms in legal],
                 "to_move": to_move(legal)}
 
+    def _event(self, kind: str, public: dict, full: dict, row: list) -> dict:
+        """An event: in a GDL-I game ``public`` and ``full`` together; in a GDL-II game
+        ``full`` (and every role's error) under ``hidden``, and each role's own part in
+        ``views`` (see the module's notes)."""
+        if not self.gdl2:
+            return {"type": kind, "gdl2": False, **public, **full, "errors": list(row)}
+        legal = self.info["legal"]
+        choosing = to_move(legal)
+        views = [{"percepts": None if self.seen is None else list(self.seen[i]), "move": self.mine[i],
+                  "error": row[i], "legal": list(legal[i]), "to_move": i in choosing}
+                 for i in range(self.n)]
+        return {"type": kind, "gdl2": True, **public, "views": views,
+                "hidden": {**full, "errors": list(row)}}
+
     def error(self, row: list, i: int, code: str, detail: str, step: int = 0) -> None:
         """Player ``i``'s error at ``step`` (0: START) into ``row`` (the players' vocabulary)
         and the details (the record's)."""
@@ -175,8 +272,13 @@ class _Match:
             self.referee.close()
             raise MatchError(f"the game has {len(self.roles)} roles ({' '.join(self.roles)}) "
                              f"but {self.n} players were given")
+        if bool(self.info.get("gdl2")) != self.gdl2:  # the rules as sent read as another game
+            self.referee.close()
+            raise MatchError("the referee and the runner disagree on whether the game is GDL-II")
         self.record.set_roles([self.vocab.unscramble(r) for r in self.roles], None)
         self.record.set_state(0, self.vocab.unscramble(self.info["state_text"]))
+        if self.gdl2:
+            self.record.percepts = []
 
     async def _timed(self, i: int, coro, timeout: float | None):
         """(value, None) or (None, (code, detail)) for one request to player ``i``."""
@@ -200,27 +302,29 @@ class _Match:
             if hasattr(p, "prepare"):
                 await p.prepare()
         # untimed, all at once: processes, connections, warm-up, before any clock runs
-        prepared = await _race(asyncio.gather(*(self._timed(i, prepare(p), None)
-                                                for i, p in enumerate(self.players))), self.cancel)
-        for i, (_, err) in enumerate(prepared):
+        seated = self.seated  # GDL-II's random role has no player: nothing is sent to it
+        prepared = await _race(asyncio.gather(*(self._timed(i, prepare(self.players[i]), None)
+                                                for i in seated)), self.cancel)
+        for i, (_, err) in zip(seated, prepared):
             if err:
                 self.error(row, i, "CE", f"preparing: {err[1]}")
         replies = await _race(asyncio.gather(*(
-            self._timed(i, p.start(self.id, self.roles[i], self.rules, self.start_clock, self.play_clock),
-                        self.start_clock)
-            for i, p in enumerate(self.players))), self.cancel)
-        for i, (reply, err) in enumerate(replies):
+            self._timed(i, self.players[i].start(self.id, self.roles[i], self.rules, self.start_clock,
+                                                 self.play_clock), self.start_clock)
+            for i in seated)), self.cancel)
+        for i, (reply, err) in zip(seated, replies):
             if err and not row[i]:
                 self.error(row, i, *err)
             elif isinstance(reply, str) and reply.strip().lower() != "ready":
                 self.record.note(f"{self.players[i].name} answered START with {reply.strip()[:100]!r}")
         self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
-        self.emit({"type": "start", "match_id": self.id, "roles": list(self.roles),
-                   "players": [p.name for p in self.players],
-                   "is_human": [bool(p.is_human) for p in self.players], "rules": self.rules,
-                   "start_clock": self.start_clock, "play_clock": self.play_clock,
-                   "errors": list(row), **self._state_event()})
+        public = {"match_id": self.id, "roles": list(self.roles), "players": self.names(),
+                  "is_human": [bool(p is not None and p.is_human) for p in self.players], "rules": self.rules,
+                  "start_clock": self.start_clock, "play_clock": self.play_clock}
+        if self.gdl2:
+            public["chance"] = self.chance
+        self.emit(self._event("start", public, self._state_event(), row))
 
     async def _ask(self, i: int, legal: list[str]):
         p = self.players[i]
@@ -232,7 +336,8 @@ class _Match:
                 timeout = self.human_clock
         if getattr(p, "wants_legal", False):  # a person's page, the random player
             p.legal = list(legal)
-        reply, err = await self._timed(i, p.play(self.id, self.last, timeout), timeout)
+        last = self.last if not self.gdl2 else (None if self.seen is None else self.seen[i])
+        reply, err = await self._timed(i, p.play(self.id, last, timeout), timeout)
         if err:
             return None, err
         move = canonical_move(reply) if isinstance(reply, str) else None
@@ -247,24 +352,40 @@ class _Match:
         stuck = [self.roles[i] for i in range(self.n) if not legal[i]]
         if stuck:
             raise RefereeError(f"{', '.join(stuck)} has no legal move in a non-terminal state")
-        substitutes = [self.rng.choice(ms) for ms in legal]  # drawn before asking, as GameServer
-        answers = await _race(asyncio.gather(*(self._ask(i, legal[i]) for i in range(self.n))), self.cancel)
+        seated = self.seated
+        # drawn before asking, as GameServer (a GDL-I game: every role, as always)
+        substitutes = {i: self.rng.choice(legal[i]) for i in (seated if self.gdl2 else range(self.n))}
+        answers = await _race(asyncio.gather(*(self._ask(i, legal[i]) for i in seated)), self.cancel)
         row = [""] * self.n
-        joint = []
-        for i, (move, err) in enumerate(answers):
+        joint = [None] * self.n
+        mine = [None] * self.n
+        for i, (move, err) in zip(seated, answers):
             if err:
                 self.error(row, i, *err, step=self.ply + 1)
                 move = substitutes[i]
-            joint.append(move)
+            else:
+                mine[i] = move
+            joint[i] = move
+        if self.chance is not None:
+            joint[self.chance] = mine[self.chance] = self.chance_rng.choice(legal[self.chance])
         self.info = await _race(self.referee.step(joint, REFEREE_TIMEOUT), self.cancel)
         self.ply += 1
         self.last = joint
         self.record.add_moves([self.vocab.unscramble(m) for m in joint])
+        if self.gdl2:
+            self.seen = [list(ps) for ps in self.info["percepts"]]
+            self.mine = mine
+            self.record.add_percepts([sorted(self.vocab.unscramble(p) for p in ps) for ps in self.seen])
         self.record.set_state(self.ply, self.vocab.unscramble(self.info["state_text"]))
         self.errors.append([self.vocab.unscramble(e) for e in row])
         await self.save()
-        self.emit({"type": "move", "ply": self.ply, "moves": list(joint), "errors": list(row),
-                   "terminal": self.info["terminal"], **self._state_event()})
+        if not self.gdl2:
+            self.emit(self._event("move", {"ply": self.ply, "moves": list(joint)},
+                                  {"terminal": self.info["terminal"], **self._state_event()}, row))
+        else:
+            self.emit(self._event("move", {"ply": self.ply, "terminal": self.info["terminal"]},
+                                  {"moves": list(joint), "percepts": [list(ps) for ps in self.seen],
+                                   **self._state_event()}, row))
 
     async def finish(self) -> None:
         goals = self.info["goals"]
@@ -272,22 +393,26 @@ class _Match:
             self.record.note(self.info["goal_note"])
         self.record.complete(goals)
         await self.save()
-        results = await asyncio.gather(*(self._timed(i, p.stop(self.id, self.last), self.play_clock)
-                                         for i, p in enumerate(self.players)))
-        for i, (_, err) in enumerate(results):
+        seated = self.seated
+
+        def last(i):  # GDL-II: STOP carries the player's own percepts of the last step
+            return self.last if not self.gdl2 else (None if self.seen is None else self.seen[i])
+        results = await asyncio.gather(*(self._timed(i, self.players[i].stop(self.id, last(i)), self.play_clock)
+                                         for i in seated))
+        for i, (_, err) in zip(seated, results):
             if err:
                 self.record.note(f"{self.players[i].name}: STOP failed ({err[0]} {err[1]})")
         await self.save()
-        self.emit({"type": "end", "goals": list(goals), "record": str(self.path)})
+        self.emit({"type": "end", "gdl2": self.gdl2, "goals": list(goals), "record": str(self.path)})
 
     async def abort(self, reason: str) -> None:
         self.record.abort()
         self.record.note(f"aborted: {reason}")
         await self.save()
-        await asyncio.gather(*(self._timed(i, p.abort(self.id), ABORT_TIMEOUT)
-                               for i, p in enumerate(self.players)))
+        await asyncio.gather(*(self._timed(i, self.players[i].abort(self.id), ABORT_TIMEOUT)
+                               for i in self.seated))
         log.warning("%s: aborted after %d steps: %s", self.id, self.ply, reason)
-        self.emit({"type": "abort", "reason": reason, "record": str(self.path)})
+        self.emit({"type": "abort", "gdl2": self.gdl2, "reason": reason, "record": str(self.path)})
 
     async def run(self) -> None:
         try:
@@ -312,22 +437,25 @@ async def run_match(rules_text: str, players, *, start_clock, play_clock, match_
                     max_plies: int = 10_000, game_meta_url: str | None = None,
                     referee: str = "standby") -> dict:
     """Play one match; returns its record (ggp-base Match JSON, also written to
-    ``out_dir/<match id>.json``).  ``players`` in role order.  ``rules_text``: a rule sheet
-    (KIF) or a rules list.  ``human_clock``: seconds a person has per move (default the play
-    clock + 1 s, like everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).
+    ``out_dir/<match id>.json``).  ``players`` in role order; in a GDL-II game with the role
+    ``random``, without one for it (or ``None`` in its seat): the runner moves it, from an RNG
+    seeded by ``seed`` and the match id.  ``rules_text``: a rule sheet (KIF) or a rules list.
+    ``human_clock``: seconds a person has per move (default the play clock + 1 s, like
+    everyone; ``math.inf``: unlimited, as ggp-base's Kiosk).
     ``game_meta_url``: the game's repository URL for the record (default: a URN naming the
     exact rules, ``agent.matchlog.rules_urn``).  ``referee``: ``standby`` (Prolog, and the
     exact compiled engine where Prolog runs out of limits), ``auto`` (the compiled engine
     from the start when exact) or ``prolog`` (see ``agent.match.referee``).  Raises
-    ``MatchError`` when the match cannot be set up (invalid rules, wrong number of players)."""
+    ``MatchError`` when the match cannot be set up (invalid rules, wrong number of players, a
+    player for GDL-II's ``random``)."""
     try:
         rules, description = read_rules(rules_text)
     except RulesError as e:
         raise MatchError(f"invalid rules:\n{e}") from None
     if not (start_clock > 0 and play_clock > 0):
         raise MatchError("the start and play clocks must be positive")
-    if len(players) != len(description.roles):
-        raise MatchError(f"the game has {len(description.roles)} roles but {len(players)} players were given")
+    players = seat_players(description.roles, players, random_index(description.roles)
+                           if is_gdl2(description) else None)
     if match_id is None:
         match_id = f"match.{hashlib.sha1(rules.encode()).hexdigest()[:8]}.{now_ms()}"
     if not re.fullmatch(r"[^\s()]+", match_id):
