@@ -25,6 +25,10 @@ Kernels in ``agent.engine.kernels`` (all ``@njit(cache=True)``):
                                                      vals[goal_atom] (goal-only logic is not kept
                                                      current by load_state or the steps)
     next_state(g, vals, joint, out_state)            joint: int32[n_roles] move indices
+    read_with_moves(g, vals, joint, atoms, out)      values of ``atoms`` with the joint move on:
+                                                     GDL-II percepts (``CompiledEngine.sees_atom``;
+                                                     not part of the CompiledGame, so a game
+                                                     without percepts is compiled as before)
     random_playout(g, state, vals, max_depth, out_goals) -> depth
                                                      uniform random joint moves until terminal
                                                      (or max_depth: then depth == -1); in a game
@@ -43,7 +47,9 @@ Functions that take ``g`` pay the reference counting of all its arrays on every 
 than a step costs: keep them out of per-move loops.
 
 Python side: ``CompiledEngine`` wraps a CompiledGame behind the StateMachine interface
-(frozensets of terms), with ``game`` (the namedtuple), ``move_terms`` and state packing.
+(frozensets of terms), with ``game`` (the namedtuple), ``move_terms`` and state packing; a
+GDL-II game's percepts are ``sees_terms[r]`` with their atoms
+``sees_atom[sees_start[r]:sees_start[r + 1]]``.
 """
 
 from .loader import load_engine  # noqa: E402,F401  (the entry point most callers want)

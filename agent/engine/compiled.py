@@ -23,6 +23,7 @@ class CompiledEngine:
         self.sees_terms = tables["sees_terms"]
         self.sees_atom = tables["sees_atom"]
         self.sees_start = tables["sees_start"]
+        self._sees_flat = [t for ts in self.sees_terms for t in ts]   # in sees_atom's order
         self._sees_memo = (None, None)   # ((state, joint move), every role's percepts)
         self.info = info or {}
         self._base_index = {f: i for i, f in enumerate(self.base)}
@@ -32,11 +33,12 @@ class CompiledEngine:
 
     # -- packing
     def pack(self, state) -> np.ndarray:
+        # a fluent the rules can never produce (no index) is irrelevant to them
+        idx = np.fromiter((i for i in map(self._base_index.get, state) if i is not None), dtype=np.int64)
         bits = np.zeros(self.game.n_words, dtype=np.uint64)
-        for f in state:
-            i = self._base_index.get(f)
-            if i is not None:  # a fluent the rules can never produce: irrelevant to them
-                bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        # in numpy, not bit by bit in Python: numpy's scalar operations made packing most of
+        # a percept query (1.4 ms of a battleship state's 124 fluents)
+        np.bitwise_or.at(bits, idx >> 6, np.left_shift(np.uint64(1), (idx & 63).astype(np.uint64)))
         return bits
 
     def unpack(self, bits) -> frozenset:
@@ -86,17 +88,19 @@ class CompiledEngine:
     def sees(self, state, joint_move, role_index: int) -> frozenset:
         """GDL-II: the percepts of ``role_index`` when ``joint_move`` is made in ``state``
         (every role's are read at once and kept for the next role's query)."""
+        joint_move = self._checked(joint_move)
         if not len(self.sees_atom):   # no percept in the rules (GDL-I)
-            self._checked(joint_move)
             return frozenset()
-        joint_move, joint = self._joint(joint_move)
         key, percepts = self._sees_memo
         if key != (state, joint_move):
+            joint = self._joint(joint_move)[1]
             vals = self._load(state)
             out = np.zeros(len(self.sees_atom), dtype=np.uint8)
             K.read_with_moves(self.game, vals, joint, self.sees_atom, out)
-            s = self.sees_start
-            percepts = [frozenset(t for t, v in zip(self.sees_terms[r], out[s[r]:s[r + 1]]) if v)
+            on = np.flatnonzero(out)   # a few of many candidates (battleship: 1% of 7,000)
+            cut = np.searchsorted(on, self.sees_start).tolist()
+            flat = self._sees_flat
+            percepts = [frozenset(flat[k] for k in on[cut[r]:cut[r + 1]].tolist())
                         for r in range(len(self.roles))]
             self._sees_memo = ((state, joint_move), percepts)
         return percepts[role_index]
