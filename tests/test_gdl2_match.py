@@ -22,7 +22,7 @@ from agent import cli
 from agent.archive import Record, Replayer, GameLibrary, replay_paths
 from agent.match.players import HttpPlayer, RandomPlayer, play_message
 from agent.match.runner import CHANCE_NAME, MatchError, role_view, run_match
-from gdl.gdl2 import RANDOM, chooser_indices, random_index
+from gdl.gdl2 import chooser_indices, random_index
 from gdl.kif import parse_term, read_first, read_rules_file
 from gdl.terms import render_spaced
 
