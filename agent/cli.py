@@ -207,9 +207,18 @@ def cmd_serve(args) -> int:
         raise UsageError(str(e)) from None
 
 
+REPLAY_RULES = (
+    "Rules come from the record's x-rules, else from its gameMetaURL: a games.ggp.org URL "
+    "(http://games.ggp.org/<repo>/games/<key>/v<N>/) is looked up in the --games repositories; a "
+    "local repository's URL (ggp-base's GameServer or Kiosk, http://127.0.0.1:9140/games/<key>/v<N>/, "
+    "or any http://HOST:PORT/games/<key>/...) by its key in every --games repository (base first); "
+    "either, then, in the --game-dir folders (DIR/<key>.kif or DIR/<key>/<key>.kif).")
+
+
 def add_replay(sub) -> None:
     from agent import archive
-    p = sub.add_parser("replay", help=archive.REPLAY_HELP, description=archive.REPLAY_HELP)
+    p = sub.add_parser("replay", help=archive.REPLAY_HELP,
+                       description=archive.REPLAY_HELP + ". " + REPLAY_RULES)
     archive.add_arguments(p)
     p.set_defaults(func=archive.cmd_replay)
 
@@ -297,7 +306,9 @@ def cmd_web(args) -> int:
 
 # ------------------------------------------------------------------------------- modelling
 DATASET_HELP = "decisions of selected players from match records (replayed; forced and substituted moves left out)"
-FIT_HELP = "fit personas to recorded players; report against baselines (persona-model 4.5)"
+FIT_HELP = ("fit player models to recorded players and report against baselines: by default the fast "
+            "fit of persona-model 4.6 (a choice model on shared search evaluations, written as persona "
+            "files that play); --ga: the genetic algorithm of 4.5")
 ATTRIBUTE_HELP = "rank fitted personas by the likelihood of a player's recorded decisions"
 
 

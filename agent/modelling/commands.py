@@ -23,7 +23,8 @@ def _records_args(p) -> None:
     p.add_argument("--games", action="append", default=[], metavar="DIR",
                    help="a game repository laid out like games.ggp.org (DIR/<repo>/games/<key>/v<N>/); repeatable")
     p.add_argument("--game-dir", action="append", default=[], metavar="DIR",
-                   help="a folder of <key>.kif rule sheets (default: games/ when it exists); repeatable")
+                   help="a folder of rule sheets, DIR/<key>.kif or DIR/<key>/<key>.kif (default: games/ "
+                        "when it exists); repeatable")
     p.add_argument("--game", metavar="NAME|RULES",
                    help="only records of this game (the key of its games.ggp.org URL), or a rule file to play every record on")
     p.add_argument("--player", action="append", metavar="NAME",
@@ -51,7 +52,8 @@ def add_fit(p) -> None:
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder: personas/*.toml, report.html, data; also the resume state")
     p.add_argument("--ga", action="store_true",
-                   help="fit personas by the genetic algorithm of persona-model 4.5 instead of the fast fit (4.6)")
+                   help="fit search personas by the genetic algorithm of persona-model 4.5 instead of the "
+                        "default fast fit (4.6)")
     p.add_argument("--compare", action="append", default=[], metavar="DIR",
                    help="fast fit: show the fitted personas of this GA fit folder (same records) beside it; repeatable")
     p.add_argument("--prior", metavar="DIR",
