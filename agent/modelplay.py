@@ -97,6 +97,11 @@ def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seco
     x, runs = E.evaluate_state(engine, state, role, legal, seed, plan, cal, facts, deadline=deadline)
     x = align(x, E.feature_names(cal), model.shared_names)
     lp = model.log_probs(x, state, prev, legal)
+    if not np.all(np.isfinite(lp)):
+        # argmax would take the first NaN: the first legal move every time, silently.  The
+        # loader's bounds keep this from happening; should it, the player's search fallback
+        # plays and the decision records this error.
+        raise CM.ModelError(f"{persona.name}: the model's probabilities are not finite numbers here")
     best = int(np.argmax(lp))
     deep = runs["deep"]
     pos = {m: j for j, m in enumerate(deep.moves)}

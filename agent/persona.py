@@ -11,6 +11,7 @@ Presets live in ``agent/personas/`` (package data, so every kind of install has 
 """
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -21,6 +22,13 @@ from agent import tomlio
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
 KINDS = ("fitted", "procedural", "champion")
 MAX_LIMIT = 10_000_000       # play may use far more than the thesis's 1000 simulations
+# A persona file larger than this is refused before it is read: a 146 MB file kept ``serve``
+# parsing TOML for 6 minutes with its port closed.  Fitted personas (the largest, for their
+# move counts) are under 1 MB for ten thousand training decisions.
+MAX_PERSONA_BYTES = 16 * 1024 * 1024
+LOG_PERSONA_BYTES = 1024 * 1024     # from this size, reading a persona file is logged (seconds)
+
+log = logging.getLogger("ggp_persona.persona")
 
 # field -> (type, lo, hi); per-role pairs are listed in PAIRS
 RANGES = {
@@ -163,6 +171,9 @@ def _model(m, source: str):
         return None
     if not isinstance(m, dict) or not isinstance(m.get("plan"), dict) or not isinstance(m.get("fit"), dict):
         raise PersonaError(f"{source}: model must be a table with plan and fit (written by ggp-persona fit)")
+    unknown = sorted(set(m) - {"plan", "fit"})
+    if unknown:
+        raise PersonaError(f"{source}: unknown field model.{unknown[0]} (allowed: plan, fit)")
     from agent.modelling.choicemodel import ChoiceModel, ModelError
     try:
         ChoiceModel.from_dict(m["fit"], f"{source}: model")
@@ -204,21 +215,43 @@ def _utility(u, source: str):
 
 
 def parse_persona(text: str, source: str = "<persona>") -> Persona:
+    if len(text) > MAX_PERSONA_BYTES:
+        raise PersonaError(f"{source}: {len(text) / 2 ** 20:.1f} MB, over the {MAX_PERSONA_BYTES // 2 ** 20} MB "
+                           f"limit of a persona file")
     try:
         data = tomlio.loads(text)
     except tomlio.TOMLDecodeError as e:
-        raise PersonaError(f"{source}: not valid TOML: {e}") from None
+        raise PersonaError(f"{source}: not valid TOML: {_one_line(e)}") from None
+    except RecursionError:
+        raise PersonaError(f"{source}: not valid TOML: nested too deeply") from None
     return persona_from_dict(data, source)
 
 
+def _one_line(e) -> str:
+    return " ".join(str(e).split())
+
+
 def load_persona(name_or_path) -> Persona:
-    """A preset by name (``champion``) or a TOML file by path."""
+    """A preset by name (``champion``) or a TOML file by path (at most ``MAX_PERSONA_BYTES``;
+    a large one is logged while it is read)."""
     p = Path(name_or_path)
     if not p.suffix and not p.exists():
         p = PERSONA_DIR / f"{name_or_path}.toml"
     if not p.is_file():
         raise PersonaNotFound(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
-    return parse_persona(p.read_text(encoding="utf-8"), str(p))
+    try:
+        size = p.stat().st_size
+        if size > MAX_PERSONA_BYTES:
+            raise PersonaError(f"{p}: {size / 2 ** 20:.1f} MB, over the {MAX_PERSONA_BYTES // 2 ** 20} MB limit "
+                               f"of a persona file (fitted personas are a few MB at most)")
+        if size >= LOG_PERSONA_BYTES:
+            log.info("reading persona file %s (%.1f MB; a fitted model's tables take seconds)", p, size / 2 ** 20)
+        text = p.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise PersonaError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise PersonaError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    return parse_persona(text, str(p))
 
 
 def preset_names() -> list[str]:

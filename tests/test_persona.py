@@ -198,3 +198,197 @@ def test_tournament_is_the_champion_searching_until_the_clock():
     assert tournament["limit"] == MAX_LIMIT and champion["limit"] == 1000
     differ = {k for k in champion if champion[k] != tournament.get(k)}
     assert differ <= {"name", "description", "limit"}
+
+
+# --------------------------------------------------------------------------- fitted model tables (issue 53)
+
+TTT_PATH = __import__("conftest").ROOT / "games" / "ticTacToe.kif"
+
+
+@pytest.fixture(scope="module")
+def ttt_game():
+    """ticTacToe's compiled engine, initial state, the first role's legal moves."""
+    from agent.engine.loader import load_engine
+    from gdl.kif import read_rules_file
+    eng = load_engine(read_rules_file(TTT_PATH))
+    s0 = eng.initial_state()
+    return eng, s0, eng.legal_moves(s0, 0)
+
+
+@pytest.fixture(scope="module")
+def fitted_text(ttt_game):
+    """A fitted persona file for ticTacToe as ``ggp-persona fit`` writes one (its model's
+    columns named after the game's own evaluations, counts from a few decisions)."""
+    from collections import namedtuple
+
+    import numpy as np
+
+    from agent.modelling import choicemodel as CM
+    from agent.modelling import evaluations as E
+    from agent.modelling.baselines import MoveCounts
+    from agent.modelplay import model_persona_toml
+    from agent.search.features import calibrate
+    eng, s0, legal = ttt_game
+    names = E.feature_names(calibrate(eng))
+    Dec = namedtuple("Dec", "state prev moves chosen pm")
+    decisions = [Dec(s0, None, legal, i % len(legal), f"pm{i % 3}") for i in range(12)]
+    vocab = CM.token_vocabulary(decisions)
+    k = len(names) + len(vocab) + len(CM.FREQ_COLUMNS)
+    rng = np.random.default_rng(0)
+    model = CM.ChoiceModel(names, vocab, MoveCounts(decisions), rng.normal(size=k), rng.uniform(0.5, 2.0, size=k),
+                           rng.normal(size=k), 0.05, {"decisions": len(decisions)})
+    plan = {"version": E.EVAL_VERSION, "limit": 20, "shallow_horizon": E.SHALLOW_HORIZON, "replies": E.REPLIES}
+    return model_persona_toml("fuzzed", model, plan)
+
+
+def _plays_a_legal_move(persona, ttt_game) -> bool:
+    from agent import modelplay
+    eng, s0, legal = ttt_game
+    d = modelplay.decide(eng, s0, 0, legal, None, persona, seed=1, seconds=0.05)
+    return d["move"] in legal
+
+
+def _with(text: str, change) -> str:
+    """``text`` with ``change(data)`` applied to its parsed TOML."""
+    from agent import tomlio
+    data = tomlio.loads(text)
+    change(data)
+    return tomlio.dumps(data)
+
+
+@pytest.mark.parametrize("field,change", [
+    ("mean", lambda f: f["mean"].__setitem__(0, float("nan"))),
+    ("scale", lambda f: f["scale"].__setitem__(1, float("inf"))),
+    ("mean", lambda f: f["mean"].__setitem__(2, float("-inf"))),
+    ("weights", lambda f: f.__setitem__("weights", [f["weights"], f["weights"]])),      # 2-D
+    ("weights", lambda f: f["weights"].pop()),
+    ("scale", lambda f: f["scale"].__setitem__(0, 0.0)),
+    ("counts", lambda f: f["counts"]["counts"].pop()),                                 # two levels
+    ("counts", lambda f: f["counts"].__setitem__("totals", "garbage")),
+    ("counts", lambda f: f["counts"]["counts"][0].__setitem__("|x", "many")),
+    ("counts", lambda f: f["counts"]["totals"][2].__setitem__("", -4)),
+    ("shared", lambda f: f.__setitem__("shared", "q_deep")),
+    ("epsilon", lambda f: f.__setitem__("epsilon", float("nan"))),
+])
+def test_model_tables_are_checked_whole_on_load(fitted_text, ttt_game, field, change):
+    """NaN or infinity in mean or scale passed the check and the model then always played the
+    first legal move; garbage counts or 2-D weights loaded and raised IndexError at the first
+    decision.  Each is refused on load, one line naming the field."""
+    assert _plays_a_legal_move(parse_persona(fitted_text, "good.toml"), ttt_game)
+    bad = _with(fitted_text, lambda d: change(d["model"]["fit"]))
+    with pytest.raises(PersonaError) as e:
+        parse_persona(bad, "bad.toml")
+    assert field in str(e.value) and str(e.value).startswith("bad.toml: model") and "\n" not in str(e.value)
+
+
+def test_a_persona_file_over_the_size_limit_is_refused_unread(tmp_path):
+    """A 146 MB persona file kept ``serve`` parsing for 6 minutes: over the limit it is
+    refused before it is read, and the message names the limit."""
+    from agent.persona import MAX_PERSONA_BYTES
+    big = tmp_path / "huge.toml"
+    with open(big, "wb") as f:
+        f.truncate(MAX_PERSONA_BYTES + 1)      # sparse: nothing written, nothing read
+    with pytest.raises(PersonaError, match=rf"over the {MAX_PERSONA_BYTES // 2 ** 20} MB limit of a persona file"):
+        load_persona(big)
+    with pytest.raises(PersonaError, match="MB limit"):
+        parse_persona("#" * (MAX_PERSONA_BYTES + 1), "upload.toml")
+
+
+def test_reading_a_large_persona_file_is_logged(fitted_text, tmp_path, monkeypatch, caplog):
+    import logging
+
+    import agent.persona as P
+    path = tmp_path / "fitted.toml"
+    path.write_text(fitted_text)
+    monkeypatch.setattr(P, "LOG_PERSONA_BYTES", 1024)
+    with caplog.at_level(logging.INFO, logger="ggp_persona.persona"):
+        assert load_persona(path).model is not None
+    assert any("reading persona file" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
+
+
+FUZZ_CASES = 120
+
+
+def _mutations(rng):
+    """One random damage to a parsed value: the kinds of garbage a hand edit, a truncated
+    copy or another program's writer leaves."""
+    big = float(rng.choice([1e300, -1e300, 1e13, 2.0 ** 70]))
+    return rng.choice([
+        lambda v: float("nan"), lambda v: float("inf"), lambda v: -float("inf"), lambda v: big,
+        lambda v: -1, lambda v: 0, lambda v: "x", lambda v: True, lambda v: [], lambda v: {},
+        lambda v: [v, v], lambda v: [[1, 2], [3]], lambda v: {"a": v},
+        lambda v: v[:-1] if isinstance(v, list) and v else v, lambda v: (v + v[:1]) if isinstance(v, list) else v,
+        lambda v: -v if isinstance(v, (int, float)) and not isinstance(v, bool) else "-",
+        lambda v: v * 1e9 if isinstance(v, (int, float)) and not isinstance(v, bool) else v,
+    ])
+
+
+def _paths(value, prefix=()):
+    """Every place in a parsed TOML value (tables, lists, leaves)."""
+    yield prefix
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield from _paths(v, prefix + (k,))
+
+
+def _damage_value(text: str, rng) -> str:
+    import math
+
+    from agent import tomlio
+    data = tomlio.loads(text)
+    places = [p for p in _paths(data) if p]
+    # most damage where it matters: the model's table (a few among its counts, which are many)
+    fit = [p for p in places if p[:2] == ("model", "fit") and (p[2:3] != ("counts",) or len(p) <= 5)]
+    place = rng.choice(fit if rng.random() < 0.8 else places)
+    parent = data
+    for k in place[:-1]:
+        parent = parent[k]
+    if rng.random() < 0.15 and isinstance(parent, dict):
+        del parent[place[-1]]
+    else:
+        new = _mutations(rng)(parent[place[-1]])
+        if isinstance(new, float) and not math.isfinite(new) and rng.random() < 0.5:
+            new = str(new)            # a NaN written as text, as some writers do
+        parent[place[-1]] = new
+    return tomlio.dumps(data)
+
+
+def _damage_bytes(data: bytes, rng) -> bytes:
+    i = rng.randrange(len(data))
+    j = min(len(data), i + rng.randrange(1, 200))
+    kind = rng.randrange(5)
+    if kind == 0:
+        return data[:i]                                       # truncated copy
+    if kind == 1:
+        return data[:i] + data[j:]                            # a span lost
+    if kind == 2:
+        return data[:i] + data[i:j] + data[i:]                # a span doubled
+    if kind == 3:
+        return data[:i] + bytes([rng.randrange(256)]) + data[i + 1:]   # one byte garbled
+    return data[:i] + b"\n[model.fit]\nweights = [[1.0]]\n" + data[i:]  # a table pasted in
+
+
+def test_corrupted_fitted_personas_load_and_play_or_are_refused(fitted_text, ttt_game, tmp_path):
+    """Fuzz: random damage to a valid fitted persona file, to its values (parsed and written
+    back) and to its bytes.  Every result is either loaded and plays a legal move, or
+    refused with one clear line naming the file; never a traceback."""
+    import random
+    rng = random.Random(53)
+    outcomes = {"loaded": 0, "refused": 0}
+    data = fitted_text.encode("utf-8")
+    for case in range(FUZZ_CASES):
+        path = tmp_path / f"case{case}.toml"
+        if case % 2:
+            path.write_bytes(_damage_bytes(data, rng))
+        else:
+            path.write_text(_damage_value(fitted_text, rng), encoding="utf-8")
+        try:
+            persona = load_persona(path)
+        except PersonaError as e:
+            msg = str(e)
+            assert msg.startswith(str(path)) and "\n" not in msg and len(msg) < 600, (case, msg)
+            outcomes["refused"] += 1
+            continue
+        assert persona.model is None or _plays_a_legal_move(persona, ttt_game), case
+        outcomes["loaded"] += 1
+    assert outcomes["loaded"] and outcomes["refused"], outcomes
