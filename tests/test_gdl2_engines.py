@@ -154,3 +154,24 @@ def test_percepts_survive_the_engine_cache(tmp_path):
     assert (built.info["source"], cached.info["source"]) == ("built", "cache")
     assert cached.sees_terms == built.sees_terms
     assert _replay(cached, "kuhn_poker") > 0
+
+
+@needs_shared
+def test_the_referee_checks_percepts_before_it_trusts_the_compiled_engine(tmp_path, monkeypatch):
+    from agent.engine.compiled import CompiledEngine
+    from agent.referee import open_referee
+
+    desc = _desc("kuhn_poker")
+    ref = open_referee(desc, 60, cache_dir=tmp_path)
+    assert ref.engine == "compiled"
+    standby = open_referee(desc, 60, engine="standby", cache_dir=tmp_path).sm
+    state, steps = standby.initial_state(), _matches("kuhn_poker")[0]
+    joint, percepts = steps[0][4], steps[0][5]
+    assert [standby.sees(state, joint, r) for r in range(len(percepts))] == percepts
+    standby.close()
+    ref.sm.close()
+    # an engine whose percepts are wrong (here: none) is not trusted
+    monkeypatch.setattr(CompiledEngine, "sees", lambda self, state, joint, r: frozenset())
+    ref = open_referee(desc, 60, cache_dir=tmp_path)
+    assert ref.engine == "prolog" and "percepts differ" in ref.reason
+    ref.sm.close()
