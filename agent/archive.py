@@ -291,6 +291,11 @@ def replay(record: Record, sm, terms: _Terms | None = None, seer=None) -> Replay
         res.skipped, res.problem = True, f"START was refused: {data['x-refused']}"
         return res
     states, moves = data.get("states"), data.get("moves")
+    if "x-own-percepts" in data:
+        # our server's record of a GDL-II match: one role's view, not the referee's
+        res.skipped, res.problem = True, ("a player's view of a GDL-II match (its own moves and percepts, "
+                                          "never the joint moves): the referee's record replays")
+        return res
     if data.get("isAborted") and not states and not moves:
         # Ended before the first state was known (ABORT or STOP during START, or soon after
         # on a slow machine): nothing to check.

@@ -190,30 +190,33 @@ def consistency(games, target: int, budget: float) -> None:
 
 # ------------------------------------------------------------------ truth
 def truth(games, matches: int) -> None:
+    """Each chooser role in turn faces the habit player on another chooser seat."""
     done = done_keys()
     with Progress(console=console) as progress:
         for game in games:
             sm, _, kind = machines(game)
-            habit_role, me = seats(sm)[-1], seats(sm)[0]
-            priors = {"uniform": UniformPrior(), "predictive": database(sm, habit_role, 1),
-                      "other-database": database(sm, habit_role, 2)}
-            task = progress.add_task(f"{game} ({kind})", total=matches)
-            for m in range(matches):
-                key = f"truth|{game}|{m}"
-                if key in done:
+            for me in seats(sm):
+                habit_role = next(i for i in seats(sm) if i != me)
+                priors = {"uniform": UniformPrior(), "predictive": database(sm, habit_role, 1),
+                          "other-database": database(sm, habit_role, 2)}
+                task = progress.add_task(f"{game} as {sm.roles[me]} ({kind})", total=matches)
+                for m in range(matches):
+                    key = f"truth|{game}|{me}|{m}"
+                    if key in done or (me == seats(sm)[0] and f"truth|{game}|{m}" in done):
+                        progress.advance(task)
+                        continue
+                    joints, states = play_habit(sm, habit_role, 1, seed=m)
+                    row = {"key": key, "kind": "truth", "game": game, "role": str(sm.roles[me]),
+                           "match": m, "engine": kind}
+                    for name, prior in priors.items():
+                        belief = Belief(sm, me, prior, rng=random.Random(m))
+                        ps = []
+                        for k, jm in enumerate(joints):
+                            belief.observe(jm[me], sm.sees(states[k], jm, me))
+                            ps.append(belief.probability_of(states[k + 1]))
+                        row[name] = ps
+                    emit(row)
                     progress.advance(task)
-                    continue
-                joints, states = play_habit(sm, habit_role, 1, seed=m)
-                row = {"key": key, "kind": "truth", "game": game, "match": m, "engine": kind}
-                for name, prior in priors.items():
-                    belief = Belief(sm, me, prior, rng=random.Random(m))
-                    ps = []
-                    for k, jm in enumerate(joints):
-                        belief.observe(jm[me], sm.sees(states[k], jm, me))
-                        ps.append(belief.probability_of(states[k + 1]))
-                    row[name] = ps
-                emit(row)
-                progress.advance(task)
 
 
 # ------------------------------------------------------------------ play
@@ -292,15 +295,16 @@ def tables() -> None:
         out.append("")
     tr = rows("truth")
     if tr:
-        out += ["| game | matches | P(true state), uniform | predictive | other database |", "|---|---|---|---|---|"]
-        for game in sorted({r["game"] for r in tr}):
-            rs = [r for r in tr if r["game"] == game]
+        out += ["| game | our role | matches | P(true state), uniform | predictive | other database |",
+                "|---|---|---|---|---|---|"]
+        for game, role in sorted({(r["game"], r.get("role", "first chooser")) for r in tr}):
+            rs = [r for r in tr if r["game"] == game and r.get("role", "first chooser") == role]
             cells = []
             for name in ("uniform", "predictive", "other-database"):
                 vals = [p for r in rs for p in r[name]]
                 m, lo, hi = mean_ci(vals)
                 cells.append(f"{m:.3f} [{lo:.3f}, {hi:.3f}]")
-            out.append(f"| {game} | {len(rs)} | " + " | ".join(cells) + " |")
+            out.append(f"| {game} | {role} | {len(rs)} | " + " | ".join(cells) + " |")
         out.append("")
     pl = rows("play")
     if pl:

@@ -393,14 +393,15 @@ def test_results_table_leaves_random_out_of_outcomes():
     assert len(results_table(["a", "b"], matches, chance=2)["rows"]) == 2
 
 
-@pytest.mark.skip(reason="server GDL-II pending")
 def test_persona_player_in_a_gdl2_match(tmp_path):
+    """Our server's GDL-II player (``agent.hidden``) through the runner: only its percepts
+    reach it; every decision it records is its belief's, none lenient."""
     from agent.match.players import PersonaPlayer
     if not CORPUS.is_dir():
         pytest.skip(SHARED_MISSING)
 
     async def main():
-        p = PersonaPlayer("champion", spare_players=0, spare_referees=0)
+        p = PersonaPlayer("champion", log_dir=tmp_path / "players", spare_players=0, spare_referees=0)
         try:
             return await run_match((CORPUS / "kuhn_poker.kif").read_text(), [p, RandomPlayer("r")],
                                    start_clock=10, play_clock=2, out_dir=tmp_path)
@@ -408,4 +409,8 @@ def test_persona_player_in_a_gdl2_match(tmp_path):
             await p.close()
     rec = asyncio.run(main())
     assert rec["isCompleted"] and not [e for row in rec["errors"] for e in row if e in ("CE", "IL null")]
-    assert all(r.ok for r in replay_paths([tmp_path]))
+    assert all(r.ok for r in replay_paths(sorted(tmp_path.glob("*.json"))))
+    ours = [json.loads(p.read_text()) for p in (tmp_path / "players").glob("*.json")]
+    decisions = [x for d in ours for x in d.get("x-decisions", []) if x.get("belief")]
+    assert ours and all(d.get("x-gdl2") for d in ours)
+    assert not any(x["belief"]["lenient"] for x in decisions), decisions

@@ -35,8 +35,8 @@ def test_gdl2_match_under_a_dresden_manager_is_clean(server, shared_dir, game):
     d = wait_for_record(server, f"g2.{game}")
     assert d is not None and d.get("x-gdl2"), d
     # our record keeps exactly what we were shown, step by step
-    assert len(d["x-percepts"]) == len(played.joint_moves)
-    for k, mine in enumerate(d["x-percepts"]):
+    assert len(d["x-own-percepts"]) == len(played.joint_moves)
+    for k, mine in enumerate(d["x-own-percepts"]):
         assert sorted(p.lower() for p in mine) == sorted(render_spaced(p).lower() for p in played.percepts[k][seat])
     decisions = [x for x in d["x-decisions"] if x.get("belief")]
     for x in decisions:

@@ -52,6 +52,42 @@ def idle_limit(start_clock: float, play_clock: float) -> float:
     return start_clock + 10 * play_clock + 60
 
 
+def build_cap(start_clock: float, play_clock: float, max_idle: float) -> float:
+    """Seconds a match's grounder may build the fast engine before it is stopped.  The
+    player moves to the engine whenever it is ready, so the build is not cut at the start
+    clock: on a host at load 14-29 on 2 cores chess took 51 s to build, and the old limit
+    (start clock + 3 play clocks) left whole matches on Prolog, most moves random.  The cap
+    only keeps a game that never builds from using a core for the whole match."""
+    return min(idle_limit(start_clock, play_clock), max_idle)
+
+
+def unsearched_why(entry: dict, building: bool, engine: str | None = None) -> str | None:
+    """Why the decision ``entry`` (``Match.choose``) sent a move no real search chose, or
+    None when a search chose it or there was nothing to choose (a forced move, no legal
+    move).  ``building``: the fast engine was still being built; ``engine``: what the player
+    searched on (the entry's own ``engine`` when it has one)."""
+    if "no_move_because" in entry or entry.get("search") == "forced":
+        return None
+    while_building = " while the engine was being built" if building else ""
+    if entry.get("fallback"):
+        reason = entry.get("fallback_reason", "")
+        cause = ("player's move not legal" if reason.startswith("player's move")
+                 else reason.split(";")[0] or "fallback")
+        kind = entry.get("fallback_move")
+        if kind != "best so far":
+            return f"{kind} move: {cause}{while_building}"
+        if not entry.get("simulations"):
+            return f"best so far without a simulation: {cause}{while_building}"
+        # else the search ran, it only had not finished: as searched, below
+    elif entry.get("search") == "random":
+        return "random move: the search failed"
+    # a finished decision with no simulation of its own is still a search's: the tree grown
+    # while pondering had proven the root
+    if building and entry.get("engine", engine) == "prolog":
+        return "searched on Prolog while the engine was being built"
+    return None
+
+
 def mark_interrupted(log_dir, live: set, paths=None) -> list:
     """Mark the unfinished records in ``log_dir`` (a server killed during their match left
     them neither completed nor aborted) as aborted with ``x-end-reason`` saying so, once
@@ -159,6 +195,8 @@ class Match:
         self.interim: dict = {}       # req -> the player's best decision so far, while it searches
         self.on_interim_engine = False  # the player searches on the grounder's interim engine
         self.engine_status = None     # None (being built) | switching | upgraded | none
+        self.player_engine = None     # the engine the player searches on ("prolog", "CompiledEngine", ...)
+        self.unsearched: dict = {}    # why -> decisions no search chose (x-unsearched)
         self.req = 0                  # PLAY messages so far
         self.ply = 0                  # joint moves received so far
         self.ref_ply = 0              # states the referee has computed
@@ -170,6 +208,7 @@ class Match:
         self.record = MatchRecord(self.id, self.role, msg.rules_text or "", self.start_clock,
                                   self.play_clock, {"name": name, "parameters": manager.persona_params(persona_spec)},
                                   player_name=cfg.name, start_time=now_ms())
+        self.record.extra["x-unsearched"] = {"count": 0, "decisions": 0, "why": {}}
         self.path = None
         self._changed: asyncio.Future | None = None
         self._writing = False
@@ -273,6 +312,7 @@ class Match:
             if info.get("persona"):
                 rec.persona = {"name": rec.persona.get("name"), "parameters": info["persona"]}
             rec.extra["x-engine"] = info.get("engine")
+            self.player_engine = info.get("engine")
             rec.extra["x-search"] = info.get("search")
             rec.extra["x-code"] = info.get("code")      # which code played (agent.code_version)
             for n in info.get("notes", []):
@@ -288,11 +328,13 @@ class Match:
             else:
                 self.on_interim_engine = True
             rec.extra["x-engine"] = info.get("engine")
+            self.player_engine = info.get("engine")
             rec.note(f"player switched to {info.get('engine')} at ply {self.ply}")
             for n in info.get("notes", []):
                 rec.note("player: " + n)
             log.info("%s: player now on %s at ply %d %s", self.id, info.get("engine"), self.ply,
                      "; ".join(info.get("notes", [])))
+            self.save()     # the record says which engine plays as soon as it changes
         elif kind == "move":
             self.decisions[msg[1]] = msg[2]
         elif kind == "interim":
@@ -338,7 +380,10 @@ class Match:
         elif msg[0] == "engine":
             info = msg[1]
             if info.get("ok"):
-                log.info("%s: %s built in %ss", self.id, info.get("kind"), info.get("seconds"))
+                log.info("%s: %s built in %ss%s", self.id, info.get("kind"), info.get("seconds"),
+                         f" ({info['reason']})" if info.get("reason") else "")
+                if info.get("reason"):
+                    self.record.note(f"{info.get('kind')} built in {info.get('seconds')}s: {info['reason']}")
                 if self.player is not None:
                     self.engine_status = "switching"  # until the player says it switched
                     # which kind: a game that does not ground must not be grounded again
@@ -354,6 +399,15 @@ class Match:
             self.grounder = None
             self.engine_status = self.engine_status or "none"
         self._notify()
+
+    def building(self) -> bool:
+        """Whether the fast engine is still being built (or the player is moving to it)."""
+        return (self.manager.config.use_engine and self.engine_status in (None, "switching")
+                and self.status in ACTIVE and self.player is not None)
+
+    def playing_on(self) -> str:
+        """What plays meanwhile, in words, for a note about the engine."""
+        return "the non-ground engine plays" if self.on_interim_engine else "Prolog plays"
 
     def stop_grounder(self, why: str | None = None) -> None:
         if self.grounder is not None:
@@ -408,12 +462,13 @@ class Match:
 
     def record_step(self, texts) -> None:
         """The record of one step: the joint move, or in GDL-II our move and our percepts
-        (``x-percepts``: ours, step by step; the joint move stays unknown to us)."""
+        (``x-own-moves``, ``x-own-percepts``: step by step; the joint move stays unknown to
+        us, so the record is one role's view: ``replay`` skips it, the referee's replays)."""
         if not self.gdl2:
             self.record.add_moves([t if t is not None else "" for t in texts])
             return
         self.record.extra["x-gdl2"] = True
-        self.record.extra.setdefault("x-percepts", []).append(texts["percepts"])
+        self.record.extra.setdefault("x-own-percepts", []).append(texts["percepts"])
         self.record.extra.setdefault("x-own-moves", []).append(texts["own"])
 
     def known_legal(self, ply: int):
@@ -480,7 +535,30 @@ class Match:
         if reason:
             entry["fallback_reason"] = reason
         entry["reply_after"] = round(time.monotonic() - received, 4)
+        self.count_unsearched(entry)
         return move, entry
+
+    def count_unsearched(self, entry: dict) -> None:
+        """Count the decision in ``x-unsearched`` ({"count", "decisions", "why": {reason:
+        n}}), and mark the entry with its reason: a busy host's record says how many moves
+        no search chose, and why (random fallbacks, late players, Prolog while the engine
+        was being built)."""
+        why = unsearched_why(entry, self.building(), self.player_engine)
+        if why is not None:
+            entry["unsearched"] = why
+            self.unsearched[why] = self.unsearched.get(why, 0) + 1
+        summary = self.record.extra["x-unsearched"]
+        summary["decisions"] += 1
+        summary["count"] = sum(self.unsearched.values())
+        summary["why"] = dict(self.unsearched)
+
+    def unsearched_text(self) -> str:
+        """For the log at the match's end: "3 of 40 decisions not searched (why: n, ...)"."""
+        s = self.record.extra["x-unsearched"]
+        if not s["count"]:
+            return f"every one of {s['decisions']} decisions searched (or forced)"
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(self.unsearched.items(), key=lambda kv: -kv[1]))
+        return f"{s['count']} of {s['decisions']} decisions not searched ({why})"
 
     # ---------------------------------------------------------------- record
     def save(self) -> None:
@@ -528,7 +606,7 @@ class MatchManager:
         self._memory = None
         self._warming = None
         self._interrupted = None
-        self.warm = False                 # a warmed player process exists (INFO says available)
+        self.warm = False                 # a warmed player process exists (the web page says so)
         self._finishing: set = set()
         self._personas: dict = {}
 
@@ -543,8 +621,9 @@ class MatchManager:
         return self._personas[spec]
 
     async def startup(self) -> None:
-        """Start the pools and return at once: the server listens (and answers INFO with
-        ``busy``) while a player process warms up behind it."""
+        """Start the pools and return at once: the server listens while a player process
+        warms up behind it (a START meanwhile is played on a fresh process, and INFO says
+        ``available``: it says whether a START would be accepted)."""
         loop = asyncio.get_running_loop()
         self.referees.start(loop)
         self.players.start(loop)
@@ -557,7 +636,8 @@ class MatchManager:
     async def _warm_up(self) -> None:
         t0 = time.monotonic()
         log.info("warming up a player process (the first run after an install or upgrade "
-                 "compiles the engine and search code; that can take minutes); INFO says busy meanwhile")
+                 "compiles the engine and search code; that can take minutes); a START meanwhile "
+                 "gets a fresh process, which loads the code during its start clock")
         ok = await self.players.wait_warm(self.config.warm_timeout)
         self.warm = True  # after the timeout too: matches are played anyway, on fresh processes
         log.info("%s ready on http://%s:%s/ (player process %s after %.1fs)", self.config.name,
@@ -589,12 +669,17 @@ class MatchManager:
 
     # ---------------------------------------------------------------- messages
     def info(self) -> str:
-        # Several matches at once are fine: busy only when really full (ggp-base and
-        # Tiltyard schedule a player only while it says available), and no match would make
-        # room for a new START.
-        full = len(self.active()) >= self.config.max_matches and self.evictable(time.monotonic()) is None
-        status = "available" if self.warm and not full else "busy"
-        return info_reply(self.config.name, status)
+        """``available`` exactly when a START would be accepted (ggp-base and Tiltyard
+        schedule a player only while it says so): busy only when every slot is taken and no
+        match would make room.  Not while the first player process warms up: STARTs are
+        played then (on fresh processes), and managers that schedule only available players
+        sent none for up to ``warm_timeout`` (300 s) after a start on a busy host."""
+        return info_reply(self.config.name, "available" if self.accepts_start() else "busy")
+
+    def accepts_start(self) -> bool:
+        """Whether a START for a new match id would be taken (``make_room`` without ending
+        anything)."""
+        return len(self.active()) < self.config.max_matches or self.evictable(time.monotonic()) is not None
 
     def idle_for(self, m: Match, now: float) -> float | None:
         """Seconds since the manager's last message, or None while the match is not idle (a
@@ -639,6 +724,9 @@ class MatchManager:
                         len(self.active()))
             return "busy"
         persona_spec = cfg.persona_for(msg.match_id)
+        if persona_spec not in self._personas:
+            # a fitted persona's file takes seconds to read: not on the event loop
+            await asyncio.to_thread(self.persona_params, persona_spec)
         m = Match(self, msg, received, persona_spec)
         self.matches[m.id] = m
         try:
@@ -664,14 +752,18 @@ class MatchManager:
             "use_search": cfg.use_search, "ponder_between": cfg.ponder, "threads": cfg.threads,
             "gdl2": m.gdl2}))
         # The compiled engine is built beside the player: grounding can take long in one
-        # uninterruptible call, and the player must stay responsive meanwhile.
+        # uninterruptible call, and the player must stay responsive meanwhile.  The build
+        # goes on after the start clock (the player moves to the engine when it is ready);
+        # grounding has the start clock's worth of CPU time, whatever the host's load, and
+        # the whole build at most ``build_cap`` seconds.
         if cfg.use_engine:
+            cap = build_cap(msg.start_clock, msg.play_clock, cfg.max_idle)
             m.grounder = await self.referees.take()
             m.grounder.attach(m.on_grounder)
-            m.grounder.send(("grounder", msg.rules_text, max(5.0, msg.start_clock), cfg.worker_nice))
-            grace = max(msg.start_clock, 10.0) + 3 * msg.play_clock
-            asyncio.get_running_loop().call_later(
-                grace, lambda: m.stop_grounder(f"grounding abandoned after {grace:.0f}s; Prolog plays"))
+            m.grounder.send(("grounder", msg.rules_text, max(5.0, msg.start_clock), cfg.worker_nice, cap))
+            asyncio.get_running_loop().call_later(cap, lambda: m.stop_grounder(
+                f"no fast engine: still being built after {cap:.0f}s (the match's build cap); "
+                + m.playing_on()))
         log.info("START %s as %s (clocks %s/%s, persona %s); referee %s, player %s", m.id, m.role,
                  msg.start_clock, msg.play_clock, persona_spec or "default", m.referee.pid, m.player.pid)
 
@@ -827,7 +919,7 @@ class MatchManager:
             m.record.note(f"STOP received, but the state after ply {ply} is not terminal by our rules "
                           f"(or unknown); no goal values recorded")
         m.status = "stopped"
-        log.info("STOP %s after %d plies; goals %s", m.id, ply, m.record.goal_values)
+        log.info("STOP %s after %d plies; goals %s; %s", m.id, ply, m.record.goal_values, m.unsearched_text())
         m.save()
         if self.matches.get(m.id) is m:
             del self.matches[m.id]
@@ -849,7 +941,7 @@ class MatchManager:
         m.record.abort()
         m.record.note(why)
         m.record.extra["x-end-reason"] = why
-        log.info("%s: %s after %d plies", m.id, why, m.ply)
+        log.info("%s: %s after %d plies; %s", m.id, why, m.ply, m.unsearched_text())
         m._notify()  # a PLAY still waiting on this match answers now
         m.save()
         if self.matches.get(m.id) is m:
@@ -865,7 +957,7 @@ class MatchManager:
         m.record.abort()
         m.record.note(why)
         m.record.extra["x-end-reason"] = why
-        log.error("%s: match ended after %d plies: %s", m.id, m.ply, why)
+        log.error("%s: match ended after %d plies: %s; %s", m.id, m.ply, why, m.unsearched_text())
         m._notify()
         m.save()
 
@@ -906,7 +998,7 @@ class MatchManager:
                         what = (f"the {kind} process used {r / 2 ** 20:.0f} MB, over the "
                                 f"{cfg.worker_memory_mb} MB cap per worker")
                         if kind == "grounder":
-                            m.stop_grounder(f"no compiled engine: {what}; Prolog plays")
+                            m.stop_grounder(f"no compiled engine: {what}; {m.playing_on()}")
                         elif kind == "player":
                             # The referee still follows the game: random legal moves from
                             # it beat ending the match (and guessing moves that are illegal).
