@@ -304,10 +304,13 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited ({self.proc.returncode}):\n{self.log_text()}")
             try:
+                # INFO says available as soon as STARTs are taken; tests wait for the warm-up's
+                # end too (the log's "ready on"), so their first match gets a warm player
                 with socket.create_connection((self.host, self.port), timeout=1) as s:
                     s.sendall(raw_request("( INFO )"))
-                    if b"available" in s.recv(4096):
+                    if b"available" in s.recv(4096) and self.warmed():
                         return self
+                time.sleep(0.2)
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError(f"server did not come up:\n{self.log_text()}")
@@ -323,6 +326,13 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait(5)
         self._log.close()
+
+    def warmed(self) -> bool:
+        """Whether the server has logged the end of its warm-up ("... ready on http://")."""
+        try:
+            return b" ready on http://" in self.log_path.read_bytes()
+        except OSError:
+            return False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

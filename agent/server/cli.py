@@ -102,10 +102,7 @@ def run(cfg: ServerConfig, log_level: str = "info") -> int:
     from .app import create_app
     from .connections import guarded_protocol
 
-    logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from .logsafe import install
-    install()  # match ids and moves come from the network: no control characters, no megabytes
+    setup_logging(log_level)
     try:
         cfg.log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -131,7 +128,18 @@ def listen_socket(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
+def setup_logging(log_level: str) -> None:
+    """The server's log format on stderr (once; later calls change nothing)."""
+    logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from .logsafe import install
+    install()  # match ids and moves come from the network: no control characters, no megabytes
+
+
 def cmd_serve(args) -> int:
+    # logging first: checking the personas reads their files, which a large fitted persona
+    # makes take seconds (the loader says so in the log)
+    setup_logging(args.log_level)
     return run(config_from_args(args), args.log_level)
 
 

@@ -190,12 +190,17 @@ class Pool:
         own work (legal moves first) at once, and loads the engine and search code during
         the start clock instead."""
         self.spares = [p for p in self.spares if p.alive and p.process.is_alive()]
-        for p in self.spares:
-            if p.warm.is_set():
-                self.spares.remove(p)
-                p.on_message = None
-                self._fill()
-                return p
+        warm = [p for p in self.spares if p.warm.is_set()]
+        if warm or (self.spares and not self.full_warm):
+            # A referee's warm-up is only its imports and Prolog: the oldest spare still in
+            # it is further on than a new process.  On a busy host a START just after the
+            # server started spawned one more beside the warming spares, and the referee
+            # had no legal move by the first PLAY, 12 s later.
+            p = (warm or self.spares)[0]
+            self.spares.remove(p)
+            p.on_message = None
+            self._fill()
+            return p
         p = await self._spawn(False)
         self._fill()
         return p

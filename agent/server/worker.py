@@ -322,11 +322,16 @@ def send_initial_legal(conn, desc, role_index: int) -> None:
 
 GROUNDING_SHARE = 0.85
 INTERIM_SHARE, INTERIM_MIN = 0.25, 5.0   # seconds of grounding before the interim engine
+CAP_SHARE = 0.9          # of the server's build cap: grounding's own limit on the clock
+CPU_POLL = 0.25          # seconds between two looks at the grounder's CPU time
+# Tests only: the grounder waits this many seconds before it reports its engine, as a build
+# on a busy host does (the tests of a slow build need no loaded machine).
+DELAY_ENV = "GGP_PERSONA_TEST_BUILD_DELAY"
 
 
-def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
+def run_grounder(conn, rules_text: str, budget: float, nice: int = 0, cap: float | None = None) -> None:
     """Build the compiled engine (it lands in the engine cache, where the player picks it
-    up); say whether it worked.  The server kills this process when its time is up.
+    up); say whether it worked.
 
     A game still grounding after ``INTERIM_SHARE`` of the budget (and ``INTERIM_MIN``
     seconds: a short start clock is spent on grounding alone) may not ground at all
@@ -334,7 +339,14 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
     which releases the interpreter) and announced with ``engine_interim``, so the player
     leaves Prolog long before grounding gives up.  On a loaded machine grounding's budget and
     the non-ground build after it ended past the start clock, and chess's first moves were
-    searched on Prolog, where one query overran the play clock."""
+    searched on Prolog, where one query overran the play clock.
+
+    ``cap`` (the server's grounder: seconds until the server stops this process): grounding
+    and compiling get the budget in CPU seconds of this process instead of seconds on the
+    clock, so a busy host (load 14-29 on 2 cores: a tenth of a core each) grounds as far as
+    an idle one; a game not compiled by then gets the non-ground engine (``cpu_watch``), and
+    the clock only bounds the whole by ``cap``.  Without ``cap`` (tests, tools) grounding
+    has ``GROUNDING_SHARE`` of the budget in seconds on the clock, as it had."""
     import threading
     from agent.player import parse_rules_text, RulesRefused
     if nice:
@@ -343,44 +355,92 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0) -> None:
         except OSError:
             pass
     t0 = time.monotonic()
-    lock, done = threading.Lock(), threading.Event()
+    lock, done, answered = threading.Lock(), threading.Event(), threading.Event()
+    nonground_built = threading.Event()
+    delay = _test_delay()
 
-    def send(msg) -> None:
+    def answer(msg) -> None:
+        """The one final answer (the CPU watch and the build may both have one)."""
+        if delay:
+            time.sleep(max(0.0, t0 + delay - time.monotonic()))
         with lock:
-            conn.send(msg)
+            if not answered.is_set():
+                answered.set()
+                conn.send(msg)
 
-    def interim(desc) -> None:
-        if done.wait(max(budget * INTERIM_SHARE, INTERIM_MIN)):
-            return
+    def build_nonground(desc) -> bool:
+        if nonground_built.is_set():
+            return True
         try:
             from agent.engine.nonground import NonGroundEngine
             NonGroundEngine(desc).close()    # the player's own build of the same rules will work
         except Exception:  # the final answer says what works
+            return False
+        nonground_built.set()
+        return True
+
+    def interim(desc) -> None:
+        if done.wait(max(budget * INTERIM_SHARE, INTERIM_MIN)):
+            return
+        if not build_nonground(desc):
             return
         with lock:
-            if not done.is_set():
+            if not done.is_set() and not answered.is_set():
                 conn.send(("engine_interim", {"kind": "NonGroundEngine",
                                               "seconds": round(time.monotonic() - t0, 2)}))
+
+    def cpu_watch(desc, seconds: float) -> None:
+        """The build's budget in CPU seconds: when it is spent the non-ground engine is the
+        answer (the server stops this process on it, grounding included)."""
+        if not cpu_spent(seconds, done):
+            return
+        wall = time.monotonic() - t0
+        if build_nonground(desc):
+            answer(("engine", {"ok": True, "kind": "NonGroundEngine",
+                               "reason": f"not compiled within {seconds:.0f} s of CPU time "
+                                         f"({wall:.0f} s on the clock)",
+                               "seconds": round(time.monotonic() - t0, 2)}))
     try:
         desc = parse_rules_text(rules_text)
         from agent.engine import load_engine
         threading.Thread(target=interim, args=(desc,), daemon=True, name="interim").start()
         # grounding gets most of the start clock; the rest is for the non-ground engine, which
         # a game that does not ground needs (chess: about a second to build)
-        engine = load_engine(desc, budget_seconds=budget * GROUNDING_SHARE)
+        ground_budget = budget * GROUNDING_SHARE
+        if cap is not None:
+            threading.Thread(target=cpu_watch, args=(desc, budget), daemon=True, name="cpu").start()
+            ground_budget = max(ground_budget, cap * CAP_SHARE)
+        engine = load_engine(desc, budget_seconds=ground_budget)
     except (RulesRefused, ImportError) as e:
         done.set()
-        send(("engine", {"ok": False, "reason": str(e)}))
+        answer(("engine", {"ok": False, "reason": str(e)}))
         return
     except Exception as e:
         done.set()
-        send(("engine", {"ok": False, "reason": f"{type(e).__name__}: {e}"}))
+        answer(("engine", {"ok": False, "reason": f"{type(e).__name__}: {e}"}))
         return
     done.set()
     info = dict(getattr(engine, "info", {}) or {})
     ok = type(engine).__name__ != "PrologReasoner"
-    send(("engine", {"ok": ok, "kind": type(engine).__name__, "reason": info.get("reason"),
-                     "seconds": round(time.monotonic() - t0, 2)}))
+    answer(("engine", {"ok": ok, "kind": type(engine).__name__, "reason": info.get("reason"),
+                       "seconds": round(time.monotonic() - t0, 2)}))
+
+
+def cpu_spent(seconds: float, done, clock=time.process_time, poll: float = CPU_POLL) -> bool:
+    """Wait until ``done`` (an Event) is set, False, or this process has used ``seconds`` of
+    CPU time (every thread's) from the call, True."""
+    c0 = clock()
+    while not done.wait(poll):
+        if clock() - c0 >= seconds:
+            return True
+    return False
+
+
+def _test_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(DELAY_ENV) or 0))
+    except ValueError:
+        return 0.0
 
 
 # ------------------------------------------------------------------------- player
@@ -595,6 +655,7 @@ def run_player(conn, cfg: dict) -> None:
                 decision = decide_reporting(
                     player, deadline, lambda d, req=req: conn.send(("interim", req, dict(d, req=req))))
                 decision["req"] = req
+                decision.setdefault("engine", player.engine_kind)   # what it searched on (x-unsearched)
                 conn.send(("move", req, decision))
             except ReasonerError as e:
                 log.warning("player: %s", e)
