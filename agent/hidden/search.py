@@ -28,8 +28,13 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
     move among ``legal``; fields as ``player.result_fields`` gives them, plus the states
     searched and their probabilities."""
     left = max(0.0, deadline - time.monotonic())
-    n = max(1, min(SAMPLES, len(distribution), int(left / MIN_SLICE) or 1))
-    picked = distribution[:n]
+    # a sampled history that ended already says nothing about our move (the match goes on)
+    live = [(st, p) for st, p in distribution[:4 * SAMPLES] if not engine.is_terminal(st)]
+    n = max(1, min(SAMPLES, len(live), int(left / MIN_SLICE) or 1))
+    picked = live[:n]
+    if not picked:
+        return {"move": legal[0], "moves": legal, "q": [0.0] * len(legal), "visits": [0] * len(legal),
+                "simulations": 0, "playouts": 0, "proven_descents": 0, "samples": 0, "sample_mass": 0.0}
     mass = sum(p for _, p in picked) or 1.0
     index = {m: i for i, m in enumerate(legal)}
     q_sum = np.zeros(len(legal))
