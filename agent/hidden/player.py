@@ -157,8 +157,8 @@ class HiddenPlayer(Player):
         dist = self.belief.distribution()
         if self.search_kind == "agent.search" and self.persona.model is None:
             engine = self.sm if self.engine is self.prolog else self.engine
-            if on_best is not None:
-                on_best(render_spaced(legal[0]), 0)
+            if on_best is not None:   # a fallback before any search: not always the first move
+                on_best(render_spaced(random.Random(seed).choice(legal)), 0)
             fields = ensemble(engine, dist, self.role_index, legal, self.persona, seed=seed,
                               deadline=deadline, search_fn=self._search, limit=self.persona.limit)
             if on_best is not None:

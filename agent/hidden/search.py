@@ -5,7 +5,8 @@ perfect-information game by ``agent.search.search`` with the persona's parameter
 equal share of the time and of the persona's simulations, so a persona's skill (``limit``)
 and style mean the same in a GDL-II game.  The choice pools the searches at the root: a
 move's value is the mean of its Q over the states, weighted by the states' probabilities
-(Q of a move unvisited in one state: that search's default).  The terminal solver is off:
+(Q of a move unvisited in one state: that search's default); moves within ``TIE`` of the
+best are drawn among at random.  The terminal solver is off:
 ``random`` is searched as a role whose goal is constant (its moves are then spread by the
 exploration term, as chance), and a proof over it would be a proof against an adversary.
 
@@ -14,12 +15,14 @@ state every role acts as if it knew everything.
 """
 from __future__ import annotations
 
+import random
 import time
 
 import numpy as np
 
 SAMPLES = 8          # distinct states searched per decision, at most
 MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
+TIE = 1.0            # goal points (of 100) within which pooled values count as equal
 
 
 def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
@@ -41,7 +44,6 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
     w_sum = np.zeros(len(legal))
     visits = np.zeros(len(legal), dtype=np.int64)
     sims = playouts = 0
-    votes = np.zeros(len(legal))
     for k, (state, p) in enumerate(picked):
         left = max(0.0, deadline - time.monotonic())
         share = left / (n - k)
@@ -60,12 +62,13 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
             q_sum[i] += w * float(q)
             w_sum[i] += w
             visits[i] += int(v)
-        if r.move in index:
-            votes[index[r.move]] += w
     q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
-    # pooled Q first (a vote ignores by how much a move wins in each state); the persona's
-    # own choices in each state break ties
-    best = int(np.lexsort((votes, q))[-1])
+    # pooled Q first (a vote ignores by how much a move wins in each state).  Moves within
+    # TIE of the best are drawn among at random: where hidden moves are simultaneous
+    # (rock-paper-scissors) a fixed pick among equals is a habit an opponent can read.
+    top = float(q.max())
+    near = [i for i in range(len(legal)) if q[i] >= top - TIE]
+    best = near[0] if len(near) == 1 else random.Random(seed).choice(near)
     return {"move": legal[best], "moves": legal, "q": [float(x) for x in q],
             "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
             "proven_descents": 0, "samples": len(picked),
