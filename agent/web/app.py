@@ -41,6 +41,8 @@ from .work import Workers
 
 HERE = Path(__file__).resolve().parent
 PROJECT_GAMES = HERE.parent.parent / "games"
+# the shared material's GDL-II sheets, listed when the shared folder is beside the clone
+SHARED_GDL2 = HERE.parent.parent.parent / "shared" / "corpus" / "gdl2"
 MAX_RECORD_BYTES = 20_000_000
 MAX_UPLOADS = 50
 MAX_PROBLEMS_SHOWN = 50   # an upload's problems listed on its page (and how many more)
@@ -85,6 +87,8 @@ class GameData:
     roles: list           # role names
     view: bv.BoardView    # found once per game (in a worker), drawn everywhere
     engine: str | None = None   # the engine the advice searched on (a hint for other workers)
+    gdl2: bool = False    # a GDL-II game: each role sees only its percepts
+    init: list = field(default_factory=list)   # the initial state's fact texts (the rules give it to all)
 
 
 @dataclass
@@ -123,6 +127,13 @@ class PlaySession:
     pending: dict = field(default_factory=dict)   # the same key -> the position being drawn
     advice: dict = field(default_factory=dict)    # ply -> the persona's advice (a future)
     seats: list = field(default_factory=list)     # the player objects, in role order
+    # GDL-II: during the match the page knows only the person's view (the runner's
+    # ``role_view``); ``state``, ``legal`` and ``history`` stay empty until the end
+    gdl2: bool = False
+    seen: list = field(default_factory=list)      # per step: the person's move, error, percepts
+    my_legal: list = field(default_factory=list)  # the person's legal moves now
+    my_turn: bool = False                         # the person has a choice to make now
+    sealed: list = field(default_factory=list)    # the runner's whole events: read only once ended
 
 
 # The persona's START carries at least this start clock: loading a game (the rules, the
@@ -137,6 +148,13 @@ LOAD_SECONDS = 120
 
 MATCH_ID_RE = re.compile(r"^web\.(?P<person>.+)\.(?P<sid>[0-9a-f]{10})\.(?P<game>[A-Za-z0-9_-]+)$")
 MAX_REPLAYS = 16
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def _game_label(title: str) -> str:
@@ -157,7 +175,10 @@ def _game_of_record(d: dict) -> str:
 class WebApp:
     def __init__(self, game_folders=(), persona_folders=(), log_dir="match_logs",
                  start_clock: int = 10, play_clock: int = 5, workers: dict | None = None, fits=()):
-        folders = ([PROJECT_GAMES] if PROJECT_GAMES.is_dir() else []) + [Path(p) for p in game_folders]
+        given = [Path(p) for p in game_folders]
+        folders = ([PROJECT_GAMES] if PROJECT_GAMES.is_dir() else []) + given
+        if SHARED_GDL2.is_dir() and not any(_same_dir(SHARED_GDL2, g) for g in given):
+            folders.append(SHARED_GDL2)
         self.games = {g.key: g for g in list_games(folders)}
         self.game_folders = folders
         self.persona_folders = [Path(p) for p in persona_folders]
@@ -226,7 +247,8 @@ class WebApp:
         """{game name: [record files]} of the person's finished matches, by game."""
         out: dict = {}
         for m in self.past_matches(person):
-            if m["completed"] and not m["aborted"] and m["game"]:
+            # a style is learned from states the person saw whole: not from GDL-II matches
+            if m["completed"] and not m["aborted"] and m["game"] and not m.get("gdl2"):
                 out.setdefault(m["game"], []).append(self.log_dir / m["file"])
         return out
 
@@ -349,7 +371,8 @@ class WebApp:
             async def load():
                 text = self.game_text(game)
                 got = await self.work.run("page", work.load_game, text, game.title)
-                return GameData(game.key, game.title, text, got["roles"], got["view"])
+                return GameData(game.key, game.title, text, got["roles"], got["view"],
+                                gdl2=bool(got.get("gdl2")), init=list(got.get("init") or []))
             fut = self.loading[game.key] = asyncio.ensure_future(load())
         try:
             gd = await asyncio.shield(fut)
@@ -381,12 +404,15 @@ class WebApp:
                         "game": _game_of_record(d),
                         "goals": goals, "completed": bool(d.get("isCompleted")),
                         "aborted": bool(d.get("isAborted")), "moves": len(d.get("moves") or []),
+                        "gdl2": bool(d.get("x-gdl2")),
                         "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime((d.get("startTime") or 0) / 1000)),
                         "role": mine[0]})
         return out
 
     # ------------------------------------------------------------------ play
     def on_event(self, s: PlaySession, e: dict) -> None:
+        if e.get("gdl2"):
+            return self.on_hidden_event(s, e)
         kind = e.get("type")
         if kind == "start":
             s.roles, s.players = e["roles"], e["players"]
@@ -408,6 +434,58 @@ class WebApp:
             s.status, s.reason, s.record, s.to_move = "aborted", e["reason"], e.get("record"), []
             s.ended_at = time.monotonic()
 
+    def on_hidden_event(self, s: PlaySession, e: dict) -> None:
+        """A GDL-II match's event: the session takes the person's view of it (the runner's
+        ``role_view``) and seals the whole event, which nothing reads before the end."""
+        from agent.match.runner import role_view
+        kind = e.get("type")
+        s.gdl2 = True
+        if kind in ("start", "move"):
+            s.sealed.append(e)
+            mine = role_view(e, s.human_role)
+            v = mine["view"]
+            if kind == "start":
+                s.roles, s.players = mine["roles"], mine["players"]
+                s.status = "playing"
+            else:
+                s.ply = mine["ply"]
+                s.seen.append({"move": v["move"], "error": v["error"] or "", "chose": s.my_turn,
+                               "percepts": list(v["percepts"] or [])})
+            s.my_legal, s.my_turn = list(v["legal"]), bool(v["to_move"])
+            s.to_move = [s.human_role] if s.my_turn else []
+            s.turn_since = time.monotonic()
+        elif kind in ("end", "abort"):
+            s.my_legal, s.my_turn, s.to_move = [], False, []
+            states = [x["hidden"]["state"] for x in s.sealed]
+            if states:     # the end: the true states are the page's to draw now
+                s.state, s.prev_state = states[-1], (states[-2] if len(states) > 1 else None)
+            if kind == "end":
+                s.status, s.goals = "over", e["goals"]
+            else:
+                s.status, s.reason = "aborted", e["reason"]
+            s.record = e.get("record")
+            s.ended_at = time.monotonic()
+
+    def revealed(self, s: PlaySession) -> tuple[list, dict | None]:
+        """``(history, reveal)`` of an ended GDL-II match: every joint move (random's too),
+        and per step every role's percepts and the true state; nothing while it runs."""
+        if s.status in ("starting", "playing") or not s.sealed:
+            return [], None
+        view = s.data.view
+        history, steps = [], []
+        start, prev = s.sealed[0], s.sealed[0]
+        for e in s.sealed[1:]:
+            h = e["hidden"]
+            choosers = prev["hidden"]["to_move"]
+            history.append({"n": e["ply"], "moves": [
+                {"role": r, "move": m, "label": s.labels.get(m) or bv.move_label(view, m),
+                 "noop": r not in choosers, "error": (h["errors"][r] if r < len(h["errors"]) else "") or ""}
+                for r, m in enumerate(h["moves"])]})
+            steps.append({"n": e["ply"], "percepts": [[bv.words(p) for p in ps] for ps in h["percepts"]],
+                          "state": [bv.words(f) for f in h["state"]]})
+            prev = e
+        return history, {"initial": [bv.words(f) for f in start["hidden"]["state"]], "steps": steps}
+
     def match_id(self, s: PlaySession) -> str:
         return f"web.{s.person}.{s.sid}.{_game_label(s.game.title)}"
 
@@ -416,7 +494,7 @@ class WebApp:
         match manager: its processes, then this match's rules and compiled engine)."""
         for p in s.seats:
             m = getattr(p, "manager", None)
-            if getattr(p, "is_human", False):
+            if p is None or getattr(p, "is_human", False):    # None: GDL-II's random, the runner's
                 continue
             if m is None or not m.warm:
                 return "the persona's processes are starting (after a server start they load the compiled code)"
@@ -447,11 +525,19 @@ class WebApp:
             if s.status in ("starting", "playing"):
                 s.status = "aborted"
             for p in players:
-                if p not in self.kept_players.values():
+                if p is not None and p not in self.kept_players.values():
                     try:
                         await p.close()
                     except Exception:
                         pass
+
+    def hides_running_match(self, data: dict) -> bool:
+        """A record a replay must not open yet: a GDL-II match not ended (its record holds
+        every role's moves and the true states), or any GDL-II match this server is playing."""
+        live = {self.match_id(s) for s in self.plays.values() if s.gdl2 and s.status in ("starting", "playing")}
+        if str(data.get("matchId") or "") in live:
+            return True
+        return bool(data.get("x-gdl2")) and not data.get("isCompleted") and not data.get("isAborted")
 
     def persona_name(self, spec: str) -> str:
         """A persona's name on the page and in records: a person's clone is "<person>-clone"."""
@@ -517,7 +603,74 @@ class WebApp:
             s.labels[c["move"]] = bv.click_label(s.data.view, c)
         return pos
 
+    async def hidden_position(self, s: PlaySession, ply: int, seen: list, mine: list) -> dict:
+        """A GDL-II match's position as the person knows it (``work.person_position``: the
+        initial state and the person's percepts, nothing else), drawn once per step."""
+        key = ("seen", ply, tuple(mine))
+        if key in s.cache:
+            return s.cache[key]
+        fut = s.pending.get(key)
+        if fut is None:
+            own = seen[-1]["move"] if seen else None
+            fut = s.pending[key] = asyncio.ensure_future(self.work.run(
+                "play", work.person_position, s.data.view, list(s.data.init), [x["percepts"] for x in seen],
+                own, s.human_role, mine))
+        try:
+            pos = await asyncio.shield(fut)
+        finally:
+            if fut.done():
+                s.pending.pop(key, None)
+        s.cache.clear()
+        s.cache[key] = pos
+        for c in pos.get("clicks", []):
+            s.labels[c["move"]] = bv.click_label(s.data.view, c)
+        return pos
+
+    async def hidden_json(self, s: PlaySession) -> dict:
+        """The state of a GDL-II match for the person's page.  While it runs, every field
+        comes from one snapshot of the person's view (their percepts, own moves, own legal
+        moves, whether they have a choice): never the true state, another role's move, percept
+        or error, nor whether another role has a choice.  Once it has ended, everything: the
+        true final state drawn, every joint move, every role's percepts and the true states."""
+        status, ply = s.status, s.ply
+        seen = [dict(x) for x in s.seen]
+        live = status in ("starting", "playing")
+        your_turn = live and s.my_turn and bool(getattr(s.human, "waiting", False))
+        mine = list(s.my_legal) if live and s.my_turn else []
+        if status == "starting":
+            pos = {"boards": [], "others": [], "clicks": []}
+        elif live:
+            pos = await self.hidden_position(s, ply, seen, mine)
+        else:
+            pos = await self.position(s)
+        history, reveal = self.revealed(s) if not live else ([], None)
+        waited = time.monotonic() - s.turn_since
+        clock = s.human_clock if your_turn else s.play_clock
+        view = s.data.view
+        steps = []
+        for i, x in enumerate(seen):
+            m = x["move"]
+            steps.append({"n": i + 1, "move": m, "label": (s.labels.get(m) or bv.move_label(view, m)) if m else None,
+                          "chose": bool(x.get("chose")), "error": x["error"],
+                          "percepts": [bv.words(p) for p in x["percepts"]]})
+        return {"sid": s.sid, "gdl2": True, "status": status, "ply": ply, "roles": s.roles, "players": s.players,
+                "human_role": s.human_role, "to_move": [s.human_role] if live and s.my_turn else [],
+                "your_turn": your_turn, "thinking": status == "playing" and not your_turn,
+                "persona": self.persona_name(s.persona), "game": s.game.title, "game_key": s.game.key,
+                "play_clock": s.play_clock,
+                "clock_left": None if (math.isinf(clock) or not live or status == "starting")
+                else max(0.0, clock - waited),
+                "waiting_for_start": round(time.monotonic() - s.started) if status == "starting" else None,
+                "starting_phase": self.starting_phase(s) if status == "starting" else None,
+                "seen": steps, "history": history, "reveal": reveal,
+                "goals": s.goals if not live else None, "reason": s.reason if not live else None,
+                "record": Path(s.record).name if s.record and not live else None,
+                "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])] if your_turn else [],
+                "boards": pos.get("boards", []), "others": pos.get("others", [])}
+
     async def play_json(self, s: PlaySession) -> dict:
+        if s.gdl2:
+            return await self.hidden_json(s)
         ply, to_move = s.ply, list(s.to_move)
         pos = await self.position(s)
         live = s.status in ("starting", "playing")
@@ -551,8 +704,25 @@ class WebApp:
                 "boards": pos.get("boards", []), "others": pos.get("others", [])}
 
     async def advice(self, s: PlaySession) -> dict:
-        """The persona's view of the match's current position, searched once per position."""
+        """The persona's view of the match's current position, searched once per position.
+        In a GDL-II match, for the person's own move only and from the person's view alone
+        (``work.advice_hidden``: their moves and percepts go to the worker, nothing else)."""
         ply = s.ply
+        if s.gdl2 and s.status in ("starting", "playing"):
+            if not s.my_turn:
+                return {"over": False, "unavailable": True, "ply": ply,
+                        "message": "In a game with hidden information the persona advises on your own "
+                                   "moves only, from what you have seen: ask when it is your turn."}
+            if ply not in s.advice:
+                s.advice.clear()
+                s.advice[ply] = asyncio.ensure_future(self.work.run(
+                    "advice", work.advice_hidden, s.data.text, s.data.title, s.data.view,
+                    [(x["move"], list(x["percepts"])) for x in s.seen], s.human_role, list(s.my_legal),
+                    s.persona, float(s.play_clock), s.data.engine))
+            out = await asyncio.shield(s.advice[ply])
+            if out.get("engine"):
+                s.data.engine = out["engine"]
+            return dict(out, ply=ply)
         if ply not in s.advice:
             if s.status in ("over", "aborted"):
                 return {"over": True, "ply": ply,
@@ -604,6 +774,12 @@ class WebApp:
             return fut.result()
         except Exception as e:
             return f"not checked ({work.clean_message(e)})"
+
+
+def _chance(gd: GameData) -> int | None:
+    """GDL-II's random role's index (played by the referee), or None."""
+    from gdl.gdl2 import random_index
+    return random_index(gd.roles) if gd.gdl2 else None
 
 
 def _error_page(app: WebApp, title: str, problems, status: int = 400):
@@ -721,6 +897,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         person = person_of(request)
         mine = [g for g in w.style_games(person) if g["game"] == _game_label(game.title)] if person else []
         return w.page("game.html", game=game, roles=gd.roles, style=mine[0] if mine else None,
+                      gdl2=gd.gdl2, chance=_chance(gd),
                       personas=w.personas(), defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
                       warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))
@@ -736,17 +913,25 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         n = len(gd.roles)
         if not 0 <= role < n:
             return None, _error_page(w, "The match cannot start", [Problem("error", f"no role {role}", "role")])
+        chance = _chance(gd)
+        if role == chance:
+            return None, _error_page(w, "The match cannot start", [Problem(
+                "error", f"the role {gd.roles[role]} is played by the referee, at random: choose another", "role")])
         sid = uuid.uuid4().hex[:10]
         human = HumanPlayer(person)
         players = []
         try:
             for r in range(n):
-                players.append(human if r == role else w.persona_player(persona, fresh=any(p is not human for p in players)))
+                if r == chance:          # GDL-II's random: the runner moves it
+                    players.append(None)
+                    continue
+                fresh = any(p is not None and p is not human for p in players)
+                players.append(human if r == role else w.persona_player(persona, fresh=fresh))
         except PlayerSpecError as e:
             return None, _error_page(w, "The match cannot start", [Problem("error", work.clean_message(e), "persona")])
         s = PlaySession(sid, person, game, gd, role, persona, play_clock,
                         math.inf if human_clock == 0 else human_clock, human, start_clock=start_clock,
-                        cancel=asyncio.Event())
+                        cancel=asyncio.Event(), gdl2=gd.gdl2)
         w.plays[sid] = s
         s.task = asyncio.create_task(w.run_play(s, players, start_clock))
         return sid, None
@@ -828,7 +1013,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         s = w.plays.get(sid)
         if s is None:
             return JSONResponse({"error": "no such match"}, status_code=404)
-        if not s.state:
+        if s.status == "starting" or (not s.gdl2 and not s.state):
             return JSONResponse({"error": "the match has not started yet: no position to look at"}, status_code=409)
         try:
             return await w.advice(s)
@@ -906,6 +1091,9 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return _error_page(w, "That record cannot be opened", [Problem("error", "no such record", path.name)], 404)
         except (OSError, ValueError) as e:
             return _error_page(w, "That record cannot be opened", [Problem("error", work.clean_message(e), path.name)])
+        if w.hides_running_match(data):
+            return _error_page(w, "That match is still being played", [Problem(
+                "error", "it is a game with hidden information: its record opens when the match ends", path.name)], 403)
         return await show_replay(data, path.name)
 
     @api.post("/replay", response_class=HTMLResponse)

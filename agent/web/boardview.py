@@ -231,9 +231,15 @@ def _shape(shape: str, cx: float, cy: float, r: float, fill: str, line: str = "#
     return poly(pts)
 
 
-def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, px: float) -> list:
-    """The pieces of one cell (up to four, side by side), centred at (cx0, cy0)."""
+def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, px: float,
+            xy=None, age: int = 0) -> list:
+    """The pieces of one cell (up to four, side by side), centred at (cx0, cy0); each names
+    its cell and content (``data-x``, ``data-y``, ``data-content``).  ``age`` > 0: the cell
+    as its viewer last saw it that many steps ago (GDL-II), drawn faded."""
     out = []
+    where = f' data-x="{xy[0]}" data-y="{xy[1]}"' if xy is not None else ""
+    faded = f' data-age="{age}" opacity="0.45"' if age else ""
+    ago = f", last seen {age} step{'s' if age > 1 else ''} ago" if age else ""
     contents = [c for c in contents if c != spec.background]
     for k, c in enumerate(contents[:4]):
         shape, fill, line, ink = view.glyphs.get((spec.relation, c), ("circle", "#95a5a6", "#4d5656", "#fff"))
@@ -245,8 +251,8 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
         label = _label(c, owner)
         size = max(8.0, r * (1.1 if len(label) == 1 else .85 if len(label) == 2 else .68))
         side = f' data-owner="{escape(owner)}"' if owner else ""
-        out.append(f'<g class="piece"{side} pointer-events="none"><title>{escape(c)}'
-                   + (f" ({escape(owner)})" if owner else "") + '</title>'
+        out.append(f'<g class="piece"{side}{where} data-content="{escape(c)}"{faded} pointer-events="none">'
+                   f'<title>{escape(c)}' + (f" ({escape(owner)})" if owner else "") + ago + '</title>'
                    + _shape(shape, cx, cy, r, fill, line)
                    + f'<text x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
                      f'font-size="{size:.0f}" font-weight="bold" fill="{ink}">'
@@ -254,9 +260,10 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
     return out
 
 
-def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=()) -> str:
+def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None) -> str:
     """A board whose rules link each cell to six neighbours, drawn as hexagons: the rows
-    shifted by half a cell so that the diagonal neighbour of the rules touches."""
+    shifted by half a cell so that the diagonal neighbour of the rules touches.  ``seen``
+    as ``board_svg``'s."""
     import math
     w, h = spec.width, spec.height
     sq3 = math.sqrt(3)
@@ -275,15 +282,23 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     hl = set(map(tuple, highlight))
     out = [f'<svg class="board hex" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+    if seen is not None:
+        out.append(_unseen_pattern(index))
     for gy in range(h):
         for gx in range(w):
             cx, cy = centre(gx, gy)
             pts = " ".join(f"{cx + size * math.cos(math.radians(30 + 60 * k)):.1f},"
                            f"{cy + size * math.sin(math.radians(30 + 60 * k)):.1f}" for k in range(6))
             cls = "cell last" if (gx, gy) in hl else "cell"
+            if seen is not None and (gx, gy) not in seen:
+                out.append(f'<polygon class="{cls} unseen" data-x="{gx}" data-y="{gy}" points="{pts}" '
+                           f'fill="url(#unseen{index})" stroke="#8a7355" stroke-width="1"><title>not seen</title></polygon>')
+                out.append(_question(cx, cy, size))
+                continue
             out.append(f'<polygon class="{cls}" data-x="{gx}" data-y="{gy}" points="{pts}" '
                        f'fill="#f0d9b5" stroke="#8a7355" stroke-width="1"/>')
-            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55))
+            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55, (gx, gy),
+                               (seen or {}).get((gx, gy), 0)))
     xs, ys = spec.coord_values
     fs = min(11, size * .8)
     for gx in range(w):
@@ -298,12 +313,27 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     return "".join(out)
 
 
-def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=()) -> str:
+def _unseen_pattern(index: int) -> str:
+    """The hatching of the cells a GDL-II role has not seen (one per board: ids are per page)."""
+    return (f'<defs><pattern id="unseen{index}" width="7" height="7" patternUnits="userSpaceOnUse" '
+            f'patternTransform="rotate(45)"><rect width="7" height="7" fill="#d5d5d5"/>'
+            f'<line x1="0" y1="0" x2="0" y2="7" stroke="#b3b3b3" stroke-width="3"/></pattern></defs>')
+
+
+def _question(cx: float, cy: float, px: float) -> str:
+    size = max(9.0, px * .45)
+    return (f'<text class="unseen-mark" x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
+            f'font-size="{size:.0f}" fill="#777" pointer-events="none">?</text>')
+
+
+def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None) -> str:
     """One board as SVG: column 0 on the left, row 0 at the bottom (as coordinates are
     usually counted); every cell is a ``.cell`` (a rect, or a hexagon on a hex board) with
-    ``data-x``/``data-y``."""
+    ``data-x``/``data-y``.  ``seen`` (a GDL-II role's view, ``person_boards``): None when
+    every cell is known, else ``{(x, y): steps since the role saw that cell}``; a cell not in
+    it is drawn hatched with a "?" (``.unseen``), one seen earlier than now faded."""
     if getattr(spec, "layout", "square") == "hex":
-        return hex_svg(view, spec, state, index, highlight)
+        return hex_svg(view, spec, state, index, highlight, seen)
     w, h = spec.width, spec.height
     px = max(20, min(CELL_PX, int(440 / max(w, h))))
     W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
@@ -313,6 +343,8 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     sub_h = len(spec.coord_values[3]) if nested else h
     out = [f'<svg class="board" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+    if seen is not None:
+        out.append(_unseen_pattern(index))
     hl = set(map(tuple, highlight))
     for gy in range(h):
         for gx in range(w):
@@ -321,9 +353,16 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
             if nested and ((gx // sub_w) + (gy // sub_h)) % 2:
                 shade = "#d9e4ef" if (gx + gy) % 2 else "#c9d7e6"
             cls = "cell last" if (gx, gy) in hl else "cell"
+            if seen is not None and (gx, gy) not in seen:
+                out.append(f'<rect class="{cls} unseen" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
+                           f'width="{px}" height="{px}" fill="url(#unseen{index})" stroke="#8a7355" '
+                           f'stroke-width="0.5"><title>not seen</title></rect>')
+                out.append(_question(x + px / 2, y + px / 2, px))
+                continue
             out.append(f'<rect class="{cls}" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
                        f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"/>')
-            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), x + px / 2, y + px / 2, px))
+            out.extend(_pieces(view, spec, occupied.get((gx, gy), []), x + px / 2, y + px / 2, px, (gx, gy),
+                               (seen or {}).get((gx, gy), 0)))
     if nested:  # thick lines between the inner boards
         for k in range(0, w + 1, sub_w):
             x = LABEL_PX + k * px
@@ -360,6 +399,78 @@ def other_facts(view: BoardView, state) -> list[str]:
         if n:
             out.append(f"({s.relation} …): {n} fact{'s' if n > 1 else ''} on the board's squares, not drawn")
     return out
+
+
+def words(text: str) -> str:
+    """A term as a person reads it: without its outer parentheses and ggp-base's inner
+    spacing (``( hand first k )`` → ``hand first k``; a nested term keeps its own:
+    ``revealed x (cell 1 2)``)."""
+    try:
+        t = parse_term(text)
+    except Exception:
+        return _bare(str(text))
+    r = render(t)
+    return r[1:-1] if isinstance(t, tuple) else r
+
+
+def _cell_of(spec: BoardSpec, fact):
+    got = cells(spec, [fact])
+    return next(iter(got), None)
+
+
+def person_position(view: BoardView, init_state, steps, own_move=None) -> dict:
+    """What a GDL-II role's page draws from what that role knows, and nothing else: the
+    initial state (the rules give it to everyone) and its percepts of each step (``steps``,
+    sets of terms, oldest first).  At the start every cell is as the rules set it.  Later,
+    each cell of a board is drawn as the role last saw it (percepts on the board's relation,
+    or the initial state): seen in the last step's percepts, plain; earlier, faded; never
+    seen since the start (it may have changed unseen), hatched with a "?".  The other
+    facts are the percepts no board draws, in words: the last step's, then earlier ones
+    whose relation the last step does not report again, with their step."""
+    p = len(steps)
+    facts, seens = set(), []
+    for spec in view.specs:
+        if p == 0:
+            facts |= {f for f in init_state if matches(spec, f)}
+            seens.append(None)
+            continue
+        last: dict = {}
+        for k, ps in enumerate([init_state] + list(steps)):
+            here: dict = {}
+            for f in ps:
+                if matches(spec, f):
+                    xy = _cell_of(spec, f)
+                    if xy is not None:
+                        here.setdefault(xy, set()).add(f)
+            for xy, fs in here.items():
+                last[xy] = (k, fs)
+        seens.append({xy: p - k for xy, (k, _) in last.items()})
+        for _, fs in last.values():
+            facts |= fs
+    hl = []
+    if own_move is not None and view.specs:
+        try:
+            hl = move_cells(view.specs[0], parse_term(own_move))
+        except Exception:
+            hl = []
+    boards = [board_svg(view, s, facts, i, hl if i == 0 else (), seens[i]) for i, s in enumerate(view.specs)]
+
+    def undrawn(ps):
+        return sorted((f for f in ps if not any(matches(s, f) for s in view.specs)), key=render)
+    if p == 0:
+        others = [f"{words(render(f))} (the start)" for f in undrawn(init_state)]
+    else:
+        now = undrawn(steps[-1])
+        others = [words(render(f)) for f in now]
+        named = {f[0] if isinstance(f, tuple) else f for f in now}
+        shown = set(now)
+        for k in range(p - 1, 0, -1):
+            for f in undrawn(steps[k - 1]):
+                head = f[0] if isinstance(f, tuple) else f
+                if f not in shown and head not in named:
+                    shown.add(f)
+                    others.append(f"{words(render(f))} (step {k})")
+    return {"boards": boards, "others": others}
 
 
 def legend(view: BoardView) -> list[dict]:

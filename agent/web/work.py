@@ -67,9 +67,14 @@ def _close(sm) -> None:
 
 
 def load_game(text: str, title: str) -> dict:
-    """Roles and boards of a game (found from the initial state and a few random walks)."""
+    """Roles and boards of a game (found from the initial state and a few random walks);
+    whether it is a GDL-II game, and its initial state (fact texts: the rules give it to
+    every role, so a GDL-II page may draw it)."""
+    from gdl.gdl2 import is_gdl2
+    from gdl.terms import render
     desc, sm = _machine(text, title)
-    return {"roles": [str(r) for r in desc.roles], "view": bv.build_view(desc, sm)}
+    return {"roles": [str(r) for r in desc.roles], "view": bv.build_view(desc, sm),
+            "gdl2": is_gdl2(desc), "init": sorted(render(f) for f in sm.initial_state())}
 
 
 def preview(text: str, title: str, view, plies: int) -> dict:
@@ -86,6 +91,17 @@ def position(text: str, title: str, view, state_texts, prev_texts, me: int, mine
     prev = bv.parse_state(prev_texts) if prev_texts else None
     pos = bv.render_position(view, st, bv.changed_cells(view, prev, st))
     pos["clicks"] = bv.click_map(view, sm, st, me, mine) if mine else []
+    return pos
+
+
+def person_position(view, init_texts, step_texts, own_move, me: int, mine: list) -> dict:
+    """A GDL-II page's position: drawn from the initial state and the person's percepts of
+    each step (``step_texts``, oldest first) alone (``boardview.person_position``), and the
+    click map of the person's legal moves ``mine`` from the cells the moves name (never by
+    trying them on a state: the true state is not this page's to read)."""
+    steps = [bv.parse_state(ps) for ps in step_texts]
+    pos = bv.person_position(view, bv.parse_state(init_texts), steps, own_move)
+    pos["clicks"] = bv.click_map(view, None, None, me, mine) if mine else []
     return pos
 
 
@@ -164,6 +180,65 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
             "drawn": drawn, "drawn_label": bv.move_label(view, drawn), "moves": rows[:10]}
 
 
+HIDDEN_SEED = 0
+
+
+def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_texts: list,
+                  persona_spec: str, seconds: float, engine_hint: str | None = None) -> dict:
+    """The persona's advice in a GDL-II game, from the person's view alone: ``steps`` are
+    the person's (own move text or None, percept texts) of each step, and nothing else of
+    the match reaches this function.  The belief of the server's GDL-II player
+    (``agent.hidden.belief``: complete histories consistent with these moves and percepts,
+    the unseen moves uniform) is rebuilt from them, and its most likely states are searched
+    by the persona (``agent.hidden.search.ensemble``: the persona's own search on each
+    state, the Q-values pooled), as it plays a GDL-II match itself."""
+    import random
+
+    import numpy as np
+
+    from agent.hidden.belief import Belief
+    from agent.hidden.prior import UniformPrior
+    from agent.hidden.search import ensemble
+    from agent.persona import load_persona
+    from agent.search import search
+    from gdl.kif import parse_term
+    from gdl.terms import render_spaced
+    desc, sm = _machine(text, title)
+    persona = load_persona(persona_spec)
+    t0 = time.monotonic()
+    budget = min(max(seconds, 0.5), ADVICE_MAX_SECONDS)
+    belief = Belief(sm, role, UniformPrior(), rng=random.Random(HIDDEN_SEED))
+    for own, percepts in steps:
+        belief.observe(parse_term(own) if own else None, bv.parse_state(percepts),
+                       deadline=time.monotonic() + budget / 2)
+    dist = belief.distribution()
+    believed = time.monotonic() - t0
+    legal = [parse_term(m) for m in legal_texts]
+    engine, kind = _engine(text, title, engine_hint)   # the search's engine; the belief reads sees on Prolog
+    search(engine, dist[0][0], role, persona, seed=0, limit=2, solver=False)   # loads the search code, untimed
+    t1 = time.monotonic()
+    left = max(0.2, budget - believed)
+    res = ensemble(engine, dist, role, legal, persona, seed=HIDDEN_SEED, deadline=time.monotonic() + left,
+                   search_fn=search, limit=persona.limit)
+    elapsed = believed + time.monotonic() - t1
+    q, visits = np.asarray(res["q"], dtype=float), np.asarray(res["visits"])
+    best = legal.index(res["move"])
+    order = sorted(range(len(legal)), key=lambda i: (i != best, visits[i] == 0, -q[i], -visits[i]))
+    rows = []
+    for i in order:
+        m = render_spaced(legal[i])
+        rows.append({"move": m, "label": bv.move_label(view, m), "q": round(float(q[i]), 1),
+                     "visits": int(visits[i]), "choice": i == best, "likely": i == best})
+    choice = render_spaced(legal[best])
+    return {"over": False, "hidden": True, "role": role, "role_name": str(desc.roles[role]),
+            "simulations": int(res["simulations"]), "limit": int(persona.limit), "seconds": round(elapsed, 1),
+            "engine": kind, "legal": len(legal), "choice": choice, "choice_label": bv.move_label(view, choice),
+            "also": [], "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
+            "drawn": choice, "drawn_label": bv.move_label(view, choice), "moves": rows[:10],
+            "states": len(dist), "searched": int(res.get("samples", 0)),
+            "histories": len(belief.particles), "lenient": bool(belief.lenient)}
+
+
 _PATH = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:|\.{1,2})?(?:[\\/][^\s'\",\\/:]+)+[\\/]?")
 
 
@@ -214,6 +289,14 @@ def replay(data: dict, source: str, folders) -> dict:
     finally:
         _close(sm)
     roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]
+    percepts = data.get("x-percepts")     # GDL-II: per role, its percepts of each step
+    percepts = percepts if isinstance(percepts, list) and all(isinstance(p, list) for p in percepts) else None
+
+    def seen(i):
+        if percepts is None or i == 0:
+            return None
+        return [[bv.words(str(t)) for t in (per[i - 1] if i - 1 < len(per) and isinstance(per[i - 1], list) else [])]
+                for per in percepts]
     steps = []
     for i, st in enumerate(states):
         hl = bv.changed_cells(view, states[i - 1], st) if i > 0 else []
@@ -223,7 +306,7 @@ def replay(data: dict, source: str, folders) -> dict:
             named = [{"role": roles[r] if r < len(roles) else str(r), "move": str(m),
                       "label": bv.move_label(view, str(m)), "noop": bv._bare(str(m)) in passes}
                      for r, m in enumerate(joint)]
-        steps.append({"moves": joint, "named": named, **bv.render_position(view, st, hl)})
+        steps.append({"moves": joint, "named": named, "percepts": seen(i), **bv.render_position(view, st, hl)})
     return {"match_id": str(data.get("matchId") or "?"), "roles": roles,
             "players": data.get("playerNamesFromHost"), "goals": data.get("goalValues"),
             "completed": bool(data.get("isCompleted")), "steps": steps, "legend": bv.legend(view)}

@@ -75,11 +75,12 @@ const GGP = (() => {
       const turn = s.to_move.map((r) => s.roles[r]).join(", ");
       const live = s.status === "starting" || s.status === "playing";
       if (s.status === "starting") $("status").textContent = `Starting the match: ${s.starting_phase || "…"} (${s.waiting_for_start || 0} s). Your clock starts with the first position.`;
-      else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})` : (turn ? `Waiting for ${turn}` : "Waiting…");
+      else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})`
+        : s.gdl2 ? "Waiting for the other roles (you have no choice to make now)" : (turn ? `Waiting for ${turn}` : "Waiting…");
       else $("status").textContent = s.status === "over" ? "The match is over" : "The match was aborted";
       $("status").dataset.state = s.your_turn ? "your-turn" : s.status;
       $("thinking").hidden = !s.thinking;
-      $("thinking-text").textContent = `${s.persona} is thinking…`;
+      $("thinking-text").textContent = s.gdl2 ? "the other roles are moving…" : `${s.persona} is thinking…`;
       deadline = live && s.clock_left !== null ? Date.now() + 1000 * s.clock_left : null;
       if (!live) $("clock").textContent = "";
       if (s.boards.length || s.others.length) showPosition(s);
@@ -95,6 +96,12 @@ const GGP = (() => {
       currentPly = s.ply; playClock = s.play_clock;
       if (adviceFor !== null && adviceFor !== s.ply) clearAdvice();   // advice belongs to its position
       const h = $("history"); h.innerHTML = "";
+      if (s.gdl2) {
+        $("history-title").textContent = live ? "What you saw, step by step" : "Every move (hidden until the end)";
+        $("others-title").textContent = live ? "What you have seen" : "The true final state";
+        if (live) showSeen(s, h);
+        else showReveal(s);
+      }
       s.history.forEach((jm) => {
         const shown = jm.moves.filter((m) => !m.noop || m.error);
         if (!shown.length) return;
@@ -127,12 +134,45 @@ const GGP = (() => {
       }
     }
 
+    // GDL-II: the person's own steps (their move when they had a choice, and their percepts)
+    function showSeen(s, h) {
+      s.seen.forEach((st) => {
+        const li = el("li"); li.appendChild(el("span", `${st.n}. `, "ply"));
+        if (st.move && (st.chose || st.error)) { const mv = el("span", `you: ${st.label}`, "mv"); mv.title = st.move; li.appendChild(mv); li.appendChild(document.createTextNode("  ·  ")); }
+        if (st.error) li.appendChild(el("span", `(${errorText(s, s.human_role, st.error)}) `, "err played-for-you"));
+        li.appendChild(el("span", st.percepts.length ? `you saw: ${st.percepts.join("; ")}` : "you saw nothing", "saw"));
+        h.appendChild(li);
+      });
+    }
+    // GDL-II, once the match has ended: every role's percepts and the true states
+    function showReveal(s) {
+      const box = $("reveal"); box.innerHTML = ""; box.hidden = !s.reveal;
+      if (!s.reveal) return;
+      box.appendChild(el("h3", "The whole match"));
+      box.appendChild(el("p", "Hidden while it was played: what each role saw at each step, and the true states (every move is in the list above).", "note"));
+      const seers = s.roles.map((r, i) => i).filter((i) => s.reveal.steps.some((st) => st.percepts[i] && st.percepts[i].length));
+      const t = el("table"); t.id = "reveal-table";
+      const hd = el("tr"); hd.appendChild(el("th", "step"));
+      for (const i of seers) hd.appendChild(el("th", `${s.roles[i]}${i === s.human_role ? " (you)" : ""} saw`));
+      t.appendChild(hd);
+      for (const st of s.reveal.steps) {
+        const tr = el("tr"); tr.appendChild(el("td", String(st.n)));
+        for (const i of seers) tr.appendChild(el("td", (st.percepts[i] || []).join("; ") || "–"));
+        t.appendChild(tr);
+      }
+      box.appendChild(t);
+      const d = el("details"); d.id = "true-states"; d.appendChild(el("summary", "The true state at each step"));
+      const states = [["start", s.reveal.initial]].concat(s.reveal.steps.map((st) => [`after step ${st.n}`, st.state]));
+      for (const [name, facts] of states) { const p = el("p"); p.appendChild(el("b", `${name}: `)); p.appendChild(document.createTextNode(facts.join("; "))); d.appendChild(p); }
+      box.appendChild(d);
+    }
+
     async function poll() {
       try {
         const r = await fetch(`/api/play/${sid}`);
         if (r.ok) {
           const s = await r.json();
-          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${s.waiting_for_start}|${s.starting_phase}`;
+          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${(s.seen || []).length}|${s.waiting_for_start}|${s.starting_phase}`;
           if (key !== last) { last = key; render(s); }
           if (s.status === "over" || s.status === "aborted") { deadline = null; return; }
         }
@@ -154,6 +194,7 @@ const GGP = (() => {
       if (currentPly !== null && a.ply !== currentPly) { $("advice").appendChild(el("p", "The position changed meanwhile: ask again.", "note")); return; }
       adviceFor = a.ply;
       if (a.over) { $("advice").appendChild(el("p", a.message, "advice-over")); return; }
+      if (a.unavailable) { $("advice").appendChild(el("p", a.message, "note advice-unavailable")); return; }
       const head = el("p"); head.id = "advice-summary";
       head.textContent = `It would play `;
       const c = el("b", a.choice_label); c.title = a.choice; head.appendChild(c);
@@ -161,6 +202,7 @@ const GGP = (() => {
       head.appendChild(document.createTextNode("."));
       $("advice").appendChild(head);
       if (a.random_error > 0) $("advice").appendChild(el("p", `It also plays a random move ${Math.round(100 * a.random_error)} % of the time` + (a.drawn !== a.choice ? ` (this search drew ${a.drawn_label}).` : "."), "note"));
+      if (a.hidden) $("advice").appendChild(el("p", `From what you have seen only: ${a.states} possible state${a.states === 1 ? "" : "s"} now (${a.histories} histories consistent with your moves and percepts${a.lenient ? ", none exactly" : ""}); it searched the ${a.searched} most likely and pooled their values.`, "note advice-hidden"));
       $("advice").appendChild(el("p", `${a.role_name}'s moves, ${a.simulations} simulations in ${a.seconds.toFixed(1)} s (its limit ${a.limit}; ${a.engine} engine):`, "note"));
       const t = el("table"); t.id = "advice-table";
       const hd = el("tr"); for (const x of ["move", "Q", "visits"]) hd.appendChild(el("th", x)); t.appendChild(hd);
@@ -190,6 +232,13 @@ const GGP = (() => {
         (shown.length ? shown : steps[i].named).forEach((m, k) => {
           if (k) j.appendChild(document.createTextNode("  ·  "));
           const sp = el("span", `${m.role}: ${m.label}`, "mv"); sp.title = m.move; j.appendChild(sp);
+        });
+      }
+      if (steps[i].percepts) {   // GDL-II: what each role saw of this step
+        const roles = steps[i].named ? steps[i].named.map((m) => m.role) : [];
+        steps[i].percepts.forEach((ps, r) => {
+          if (!ps.length) return;
+          j.appendChild(el("div", `${roles[r] || r} saw: ${ps.join("; ")}`, "saw"));
         });
       }
       $("prev").disabled = $("first").disabled = i === 0;
