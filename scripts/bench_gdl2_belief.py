@@ -95,9 +95,10 @@ def seats(sm) -> list:
     return [i for i, r in enumerate(sm.roles) if r != RANDOM]
 
 
-def play_habit(sm, habit_role: int, habit_seed: int, seed: int, chooser=None, max_steps=300):
-    """A match: the habit player on ``habit_role``, ``chooser(state, i, legal)`` or random on
-    the other seats, ``random`` uniform.  Returns (joint moves, states)."""
+def play_habit(sm, habit_role: int, habit_seed: int, seed: int, chooser=None, after=None, max_steps=300):
+    """A match: the habit player on ``habit_role``, ``chooser(state, i, legal, step)`` or
+    random on the other seats, ``random`` uniform; ``after(state, joint move)`` is called
+    after each step.  Returns (joint moves, states)."""
     rng = random.Random(seed)
     s = sm.initial_state()
     joints, states = [], [s]
@@ -112,6 +113,8 @@ def play_habit(sm, habit_role: int, habit_seed: int, seed: int, chooser=None, ma
             else:
                 jm.append(rng.choice(legal))
         jm = tuple(jm)
+        if after is not None:
+            after(s, jm)
         joints.append(jm)
         s = sm.next_state(s, jm)
         states.append(s)
@@ -254,32 +257,13 @@ def play(games, matches: int, seconds: float) -> None:
                                      deadline=time.monotonic() + seconds, search_fn=search)
                         return r["move"] if r["move"] in legal else legal[0]
 
-                    joints, states = _play_with_belief(sm, belief, me, habit_role, m, chooser)
+                    # the only chooser seat but the habit's is ours (the sheets have two)
+                    joints, states = play_habit(
+                        sm, habit_role, 1, seed=m, chooser=chooser,
+                        after=lambda st, jm, b=belief: b.observe(jm[me], sm.sees(st, jm, me)))
                     row[name] = goal_vector(sm.goal_values(states[-1]))[me]
                 emit(row)
                 progress.advance(task)
-
-
-def _play_with_belief(sm, belief, me, habit_role, seed, chooser, max_steps=300):
-    rng = random.Random(seed)
-    s = sm.initial_state()
-    joints, states = [], [s]
-    while not sm.is_terminal(s) and len(joints) < max_steps:
-        jm = []
-        for i in range(len(sm.roles)):
-            legal = sm.legal_moves(s, i)
-            if i == habit_role:
-                jm.append(habit_move(1, legal, rng))
-            elif i == me:
-                jm.append(chooser(s, i, legal, len(joints)))
-            else:
-                jm.append(rng.choice(legal))
-        jm = tuple(jm)
-        belief.observe(jm[me], sm.sees(s, jm, me))
-        joints.append(jm)
-        s = sm.next_state(s, jm)
-        states.append(s)
-    return joints, states
 
 
 # ------------------------------------------------------------------ tables
