@@ -269,6 +269,9 @@ def test_nothing_hidden_reaches_the_page_before_the_end_and_everything_after(ser
         [[bv.words(p) for p in per[k]] for per in record["x-percepts"]] for k in range(len(record["moves"]))]
     assert [len(st["state"]) for st in final["reveal"]["steps"]] == [len(s) for s in states[1:]]
     assert not re.search(r'class="cell[^"]*unseen', final["boards"][0]) if final["boards"] else True
+    # and the record opens in the replay, each step with what each role saw
+    rep = client.get("/replay", params={"file": final["record"]})
+    assert rep.status_code == 200 and '"percepts": [[' in rep.text
 
 
 def test_gdl2_sheets_are_offered_and_random_is_not_a_seat(client):

@@ -223,17 +223,21 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     elapsed = believed + time.monotonic() - t1
     q, visits = np.asarray(res["q"], dtype=float), np.asarray(res["visits"])
     best = legal.index(res["move"])
-    order = sorted(range(len(legal)), key=lambda i: (i != best, visits[i] == 0, -q[i], -visits[i]))
+    # as it plays: moves within TIE of the best pooled value are drawn among at random
+    from agent.hidden.search import TIE
+    likely = {i for i in range(len(legal)) if visits[i] > 0 and q[i] >= q.max() - TIE} | {best}
+    order = sorted(range(len(legal)), key=lambda i: (i != best, i not in likely, visits[i] == 0, -q[i], -visits[i]))
     rows = []
     for i in order:
         m = render_spaced(legal[i])
         rows.append({"move": m, "label": bv.move_label(view, m), "q": round(float(q[i]), 1),
-                     "visits": int(visits[i]), "choice": i == best, "likely": i == best})
+                     "visits": int(visits[i]), "choice": i == best, "likely": i in likely})
     choice = render_spaced(legal[best])
     return {"over": False, "hidden": True, "role": role, "role_name": str(desc.roles[role]),
             "simulations": int(res["simulations"]), "limit": int(persona.limit), "seconds": round(elapsed, 1),
             "engine": kind, "legal": len(legal), "choice": choice, "choice_label": bv.move_label(view, choice),
-            "also": [], "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
+            "also": [r["label"] for r in rows if r["likely"] and not r["choice"]][:6],
+            "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
             "drawn": choice, "drawn_label": bv.move_label(view, choice), "moves": rows[:10],
             "states": len(dist), "searched": int(res.get("samples", 0)),
             "histories": len(belief.particles), "lenient": bool(belief.lenient)}

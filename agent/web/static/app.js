@@ -82,7 +82,7 @@ const GGP = (() => {
       $("thinking").hidden = !s.thinking;
       $("thinking-text").textContent = s.gdl2 ? "the other roles are moving…" : `${s.persona} is thinking…`;
       deadline = live && s.clock_left !== null ? Date.now() + 1000 * s.clock_left : null;
-      if (!live) $("clock").textContent = "";
+      if (!live) { $("clock").textContent = ""; $("pending").textContent = ""; }
       if (s.boards.length || s.others.length) showPosition(s);
       clicks = s.your_turn ? s.clicks : [];
       if (s.your_turn) $("pending").textContent = "";
@@ -97,6 +97,7 @@ const GGP = (() => {
       if (adviceFor !== null && adviceFor !== s.ply) clearAdvice();   // advice belongs to its position
       const h = $("history"); h.innerHTML = "";
       if (s.gdl2) {
+        if (!live && $("gdl2-text")) $("gdl2-text").textContent = "The match is over: everything is shown now, every move (random's too), what each role saw and the true states.";
         $("history-title").textContent = live ? "What you saw, step by step" : "Every move (hidden until the end)";
         $("others-title").textContent = live ? "What you have seen" : "The true final state";
         if (live) showSeen(s, h);
@@ -136,11 +137,17 @@ const GGP = (() => {
 
     // GDL-II: the person's own steps (their move when they had a choice, and their percepts)
     function showSeen(s, h) {
+      let before = [];
       s.seen.forEach((st) => {
         const li = el("li"); li.appendChild(el("span", `${st.n}. `, "ply"));
         if (st.move && (st.chose || st.error)) { const mv = el("span", `you: ${st.label}`, "mv"); mv.title = st.move; li.appendChild(mv); li.appendChild(document.createTextNode("  ·  ")); }
         if (st.error) li.appendChild(el("span", `(${errorText(s, s.human_role, st.error)}) `, "err played-for-you"));
-        li.appendChild(el("span", st.percepts.length ? `you saw: ${st.percepts.join("; ")}` : "you saw nothing", "saw"));
+        // what is new since the step before, in full; what it says again, counted
+        const fresh = st.percepts.filter((p) => !before.includes(p)), again = st.percepts.length - fresh.length;
+        const text = !st.percepts.length ? "you saw nothing"
+          : `you saw: ${fresh.join("; ") || "nothing new"}` + (again ? ` (and ${again} as before)` : "");
+        const sp = el("span", text, "saw"); sp.title = st.percepts.join("; "); li.appendChild(sp);
+        before = st.percepts;
         h.appendChild(li);
       });
     }
@@ -155,9 +162,14 @@ const GGP = (() => {
       const hd = el("tr"); hd.appendChild(el("th", "step"));
       for (const i of seers) hd.appendChild(el("th", `${s.roles[i]}${i === s.human_role ? " (you)" : ""} saw`));
       t.appendChild(hd);
+      const before = s.roles.map(() => []);
       for (const st of s.reveal.steps) {
         const tr = el("tr"); tr.appendChild(el("td", String(st.n)));
-        for (const i of seers) tr.appendChild(el("td", (st.percepts[i] || []).join("; ") || "–"));
+        for (const i of seers) {   // new since that role's step before in full, repeats counted
+          const ps = st.percepts[i] || [], fresh = ps.filter((p) => !before[i].includes(p)), again = ps.length - fresh.length;
+          const td = el("td", !ps.length ? "–" : (fresh.join("; ") || "nothing new") + (again ? ` (and ${again} as before)` : ""));
+          td.title = ps.join("; "); tr.appendChild(td); before[i] = ps;
+        }
         t.appendChild(tr);
       }
       box.appendChild(t);
