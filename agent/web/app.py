@@ -400,6 +400,8 @@ class WebApp:
             if not mine:
                 continue
             goals = d.get("goalValues")
+            if self.hides_running_match(d):     # a GDL-II match still on: its goals at its end
+                goals, d["isCompleted"] = None, False
             out.append({"file": f.name, "match_id": d.get("matchId"), "players": names,
                         "game": _game_of_record(d),
                         "goals": goals, "completed": bool(d.get("isCompleted")),
