@@ -310,13 +310,14 @@ class Belief:
         return dict(self.distribution()).get(frozenset(state), 0.0)
 
     def legal(self) -> list:
-        """Our legal moves: those legal in every sampled state (a well-formed GDL-II game
-        lets a role know its legal moves); failing that, the most likely state's."""
-        dist = self.distribution()
+        """Our legal moves: those legal in every sampled state that goes on (a well-formed
+        GDL-II game lets a role know its legal moves); failing that, the most likely
+        one's."""
         sets = []
-        for s, _ in dist:
+        for s, _ in self.distribution():
             try:
-                sets.append(self.sm.legal_moves(s, self.role_index))
+                if not self.sm.is_terminal(s):
+                    sets.append(self.sm.legal_moves(s, self.role_index))
             except ReasonerError:
                 continue
         if not sets:
@@ -325,9 +326,10 @@ class Belief:
         return common or sets[0]
 
     def is_terminal(self) -> bool:
-        """Terminal in the most likely state (the manager's STOP settles it anyway)."""
+        """Terminal in every sampled state: while the manager sends PLAY, one history that
+        ended is only a history that was wrong."""
         try:
-            return self.sm.is_terminal(self.most_likely())
+            return all(self.sm.is_terminal(s) for s, _ in self.distribution())
         except ReasonerError:
             return False
 
