@@ -272,7 +272,11 @@ class Match:
                 self.ref_last = (ply, info["state"])
             if info["terminal"]:
                 self.ref_terminal[ply] = info.get("goals")
-                self.over[ply] = "terminal"
+                if not self.gdl2:
+                    # GDL-II: the referee's state is one history consistent with our view, a
+                    # guess; the manager's PLAY says the match goes on (answering at once
+                    # there sent NIL under Dresden's GameController: docs/benchmarks/gdl2.md)
+                    self.over[ply] = "terminal"
             else:
                 self.ref_legal[ply] = info["legal"]
                 if not info["legal"]:
