@@ -2,7 +2,7 @@
 # Set the project up (idempotent), then run or test it.
 #
 #   bash scripts/setup.sh              set up only
-#   bash scripts/setup.sh test [ARGS]  set up, then pytest (ARGS go to pytest)
+#   bash scripts/setup.sh test [ARGS]  set up, then the tests (ARGS go to pytest; see below)
 #   bash scripts/setup.sh run  [ARGS]  set up, then start the player (ARGS are appended)
 #
 # Set-up: SWI-Prolog (Debian's swi-prolog-nox, only when `swipl` is missing; for `test` also
@@ -10,6 +10,10 @@
 # environment in .venv (python3-venv from apt when `python3 -m venv` is unavailable), and
 # `pip install -e '.[test]'` (repeated only when pyproject.toml changes).  Needs only bash and
 # python3 >= 3.10; apt-get is used as root, or through sudo.
+#
+# `test` runs pytest twice: every test but the `serial` ones side by side in worker processes
+# (pytest-xdist; GGP_TEST_WORKERS of them, default the cores up to 4), then the `serial` ones
+# alone (tests/conftest.py says which and why).  `test -m "not slow"` is the fast tier.
 set -euo pipefail
 
 # What `run` starts: the player server on this machine only (see README for other hosts).
@@ -27,7 +31,7 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 
 case "$ACTION" in
   setup|test|run) ;;
-  -h|--help|help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help|help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: bash scripts/setup.sh [setup|test|run] [ARGS...]" >&2; exit 2 ;;
 esac
 
@@ -102,8 +106,31 @@ export NUMBA_CACHE_DIR="$ROOT/.cache/numba"   # numba kernels use cache=True
 mkdir -p "$NUMBA_CACHE_DIR"
 export PATH="$VENV/bin:$PATH"
 
+# The tests in two passes (GGP_TEST_PASS tells tests/conftest.py which tests each one keeps):
+# side by side, then alone.  ARGS go to both; the last -n wins, so the second pass stays one
+# process.  A pass that selects nothing (pytest's status 5: `-m "not slow"` keeps no serial
+# test) is no failure; the status is the first failing pass's, or 5 when neither ran a test.
+run_tests() {
+  local workers="${GGP_TEST_WORKERS:-$("$VENV/bin/python" -c 'import os; print(min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4))')}"
+  case "$workers" in ''|*[!0-9]*) die "GGP_TEST_WORKERS must be a whole number (of processes), not '$workers'" ;; esac
+  local pytest=("$VENV/bin/python" -m pytest --durations=25)
+  if [ "$workers" -le 1 ]; then exec "${pytest[@]}" "$@"; fi
+  local rc1=0 rc2=0
+  log "tests side by side on $workers workers"
+  GGP_TEST_PASS=parallel "${pytest[@]}" -n "$workers" --dist loadgroup "$@" || rc1=$?
+  case "$rc1" in 2|3|4) exit "$rc1" ;; esac   # interrupted, internal or usage error: stop here
+  log "tests that run alone"
+  GGP_TEST_PASS=serial "${pytest[@]}" "$@" -n 0 || rc2=$?
+  log "side by side: exit status $rc1; alone: exit status $rc2"
+  for rc in "$rc1" "$rc2"; do
+    case "$rc" in 0|5) ;; *) exit "$rc" ;; esac
+  done
+  [ "$rc1" -eq 5 ] && [ "$rc2" -eq 5 ] && exit 5
+  exit 0
+}
+
 case "$ACTION" in
   setup) log "ready: .venv is set up" ;;
-  test)  exec "$VENV/bin/python" -m pytest "$@" ;;
+  test)  run_tests "$@" ;;
   run)   exec "$VENV/bin/ggp-persona" "${RUN_ARGS[@]}" "$@" ;;
 esac

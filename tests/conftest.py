@@ -7,6 +7,7 @@ the clone as ``../shared``.  Tests that need it use the ``shared_dir`` fixture o
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,67 @@ def no_decisive(monkeypatch):
 
     monkeypatch.setattr(driver_compiled, "build", build)
     monkeypatch.setattr(driver_sm, "build", build)
+
+
+# ----------------------------------------------------------------------------- test tiers
+# The markers of the two tiers, applied here and nowhere else (issue 53):
+#
+# * ``slow``: left out of the fast tier, ``bash scripts/setup.sh test -m "not slow"`` (at most
+#   about 3 minutes on 2 cores, every test file still represented);
+# * ``serial``: cannot run beside other tests; ``scripts/setup.sh test`` runs these alone after
+#   the others ran side by side (pytest-xdist), and keeps their reason here.
+#
+# Keys are test ids relative to tests/: a file, a test (every parameter of it) or one
+# parameter; a key ending in ``*`` is a prefix of the ids it marks.  Seconds are the test's
+# measured durations (docs/benchmarks/tests.md; a loaded machine, so read them relatively).
+SLOW: dict[str, str] = {
+}
+
+SERIAL: dict[str, str] = {
+}
+
+# Test files whose tests share an expensive module-scope fixture (a server process, a fitted
+# model, engines for the whole file): their tests stay on one worker (``--dist loadgroup``),
+# so the fixture is built once, as in a serial run.
+ONE_WORKER: dict[str, str] = {
+}
+
+
+def tier_reason(table: dict, nodeid: str) -> str | None:
+    """The reason ``table`` gives for the test ``nodeid`` (relative to tests/), or None."""
+    for key, why in table.items():
+        if key.endswith("*"):
+            if nodeid.startswith(key[:-1]):
+                return why
+        elif nodeid == key or (nodeid.startswith(key) and nodeid[len(key)] in ":["):
+            return why
+    return None
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: left out of the fast tier (-m 'not slow'); "
+                                       "why: tests/conftest.py SLOW")
+    config.addinivalue_line("markers", "serial: runs alone, not beside other tests; "
+                                       "why: tests/conftest.py SERIAL")
+
+
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups (``--dist loadgroup``)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        nodeid = item.nodeid.removeprefix("tests/")
+        why = tier_reason(SLOW, nodeid)
+        if why:
+            item.add_marker(pytest.mark.slow(reason=why))
+        why = tier_reason(SERIAL, nodeid)
+        if why:
+            item.add_marker(pytest.mark.serial(reason=why))
+        if tier_reason(ONE_WORKER, nodeid):
+            item.add_marker(pytest.mark.xdist_group(nodeid.split("::")[0]))
+    # scripts/setup.sh runs the suite in two passes: side by side, then the serial tests alone
+    keep_serial = {"parallel": False, "serial": True}.get(os.environ.get("GGP_TEST_PASS", ""))
+    if keep_serial is not None:
+        kept = [i for i in items if (i.get_closest_marker("serial") is not None) == keep_serial]
+        dropped = [i for i in items if (i.get_closest_marker("serial") is not None) != keep_serial]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept

@@ -1,0 +1,65 @@
+"""The test tiers' tables in conftest.py (issue 53): every key names a test that exists, every
+reason is said, and every test file keeps a test in the fast tier (``-m "not slow"``).
+
+Read from the test files' source (ast), not by collecting the suite, so this stays instant."""
+from __future__ import annotations
+
+import ast
+import functools
+
+import pytest
+
+from conftest import ONE_WORKER, ROOT, SERIAL, SLOW, tier_reason
+
+TESTS = ROOT / "tests"
+
+
+@functools.cache
+def _tests_by_file() -> dict[str, set[str]]:
+    """Test file -> its test names (``name`` or ``Class::name``), from the source."""
+    out = {}
+    for path in sorted(TESTS.glob("test_*.py")):
+        names = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                names.add(node.name)
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                names |= {f"{node.name}::{f.name}" for f in node.body
+                          if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and f.name.startswith("test")}
+        out[path.name] = names
+    return out
+
+
+@pytest.mark.parametrize("table", ["SLOW", "SERIAL", "ONE_WORKER"])
+def test_every_key_names_an_existing_test_and_says_why(table):
+    tests = _tests_by_file()
+    for key, why in {"SLOW": SLOW, "SERIAL": SERIAL, "ONE_WORKER": ONE_WORKER}[table].items():
+        assert why.strip(), f"{table}[{key!r}] gives no reason"
+        file, _, rest = key.rstrip("*").partition("::")
+        assert file in tests, f"{table}[{key!r}]: no test file {file}"
+        name = rest.split("[")[0]
+        prefix = key.endswith("*") and "[" not in rest   # a prefix of test names
+        if name:
+            assert any(t == name or (prefix and t.startswith(name)) for t in tests[file]), \
+                f"{table}[{key!r}]: no test {name} in {file}"
+
+
+def test_every_test_file_keeps_a_fast_test():
+    """A file's test counts as fast unless SLOW names it, or its whole file, without
+    parameters (a test whose parameters are only partly slow keeps the others fast).  Files
+    without tests (helpers such as test_search_support.py) need none."""
+    for file, names in _tests_by_file().items():
+        fast = [n for n in names if not tier_reason(SLOW, f"{file}::{n}")]
+        assert fast or not names, f"{file}: every test is slow; keep one in the fast tier"
+
+
+def test_tier_keys_match_ids_as_documented():
+    table = {"a.py::t": "x", "b.py": "y", "c.py::t[p-*": "z"}
+    assert tier_reason(table, "a.py::t") == "x"
+    assert tier_reason(table, "a.py::t[1]") == "x"
+    assert tier_reason(table, "a.py::tt") is None
+    assert tier_reason(table, "b.py::anything[2]") == "y"
+    assert tier_reason(table, "bb.py::t") is None
+    assert tier_reason(table, "c.py::t[p-q]") == "z"
+    assert tier_reason(table, "c.py::t[r-q]") is None
