@@ -20,6 +20,14 @@ through the kit's ``match.sh``, which writes ``OUT/results/ID.log`` and ``ID.jso
     python scripts/bench_gdl2_dresden.py --gc OUT --games nim,kuhn_poker --matches 3
     python scripts/bench_gdl2_dresden.py --table                        # the tables only
 
+The worker processes of a server import the code when they start, so edits made to the
+checkout during a run would reach later matches: play from a frozen copy instead,
+
+    mkdir OUT/code && git archive COMMIT | tar -x -C OUT/code && echo COMMIT > OUT/code/COMMIT
+    python scripts/bench_gdl2_dresden.py --gc OUT --code OUT/code
+
+(its numba cache is compiled once, in OUT/code/.cache/numba: minutes on a busy machine).
+
 One JSON line per finished match is added to ``--out`` (default
 ``docs/benchmarks/gdl2-dresden.jsonl``; the file is rewritten whole through a temporary file):
 game, seat, goals, the manager's error lines that name our player (illegal move, timed
@@ -33,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import signal
@@ -198,6 +205,9 @@ def record_summary(rec: dict | None) -> dict:
         "fallbacks": len(fallbacks),
         "fallback_reasons": sorted({d.get("fallback_reason", "") for d in fallbacks}),
         "lenient": len(lenient),
+        # PLAYs the server answered without the player's decision because the player or the
+        # referee took the state for terminal (or our role for moveless)
+        "no_move": sum(1 for d in decisions if d.get("no_move_because")),
         "max_reply_after": max((d.get("reply_after") or 0.0 for d in decisions), default=0.0),
         "end_reason": rec.get("x-end-reason"),
         "max_belief_states": max(((d.get("belief") or {}).get("states") or 0
@@ -294,7 +304,7 @@ def score_ci(scores: list[float], top: float) -> tuple[float, float, float]:
 def tables(rows: list[dict], games: list[str]) -> str:
     head = ("| game | opponent | matches (our seats) | our mean score [95 % Wilson] | "
             "opponent's mean | our manager errors | other manager errors | our fallbacks / PLAY "
-            "replies | lenient decisions |\n|---|---|---|---|---|---|---|---|---|")
+            "replies | answered as ended | lenient decisions |\n|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for g in games:
         rs = sorted((r for r in rows if r["game"] == g), key=lambda r: r["index"])
@@ -320,15 +330,17 @@ def tables(rows: list[dict], games: list[str]) -> str:
             if others:
                 opp_scores.append(sum(others) / len(others))
         opp_txt = f"{sum(opp_scores) / len(opp_scores):.{nd}f}" if opp_scores else "-"
-        ours = sum(len(r["errors_ours"]) for r in rs)
-        other = sum(len(r["errors_other"]) for r in rs)
+        # the manager logs each illegal move twice (GameController.gamePlay): count events
+        ours = sum(len(set(r["errors_ours"])) for r in rs)
+        other = sum(len(set(r["errors_other"])) for r in rs)
+        ended = sum(r.get("no_move") or 0 for r in rs)
         fb = sum(r.get("fallbacks") or 0 for r in rs)
         dec = sum(r.get("decisions") or 0 for r in rs)
         len_ = sum(r.get("lenient") or 0 for r in rs)
         unfinished = len(rs) - len(done)
         n_txt = f"{len(rs)} ({seat_txt})" + (f", {unfinished} unfinished" if unfinished else "")
         lines.append(f"| {g} | {rs[0]['opponent']} | {n_txt} | {score_txt} | {opp_txt} | "
-                     f"{ours} | {other} | {fb} / {dec} | {len_} |")
+                     f"{ours} | {other} | {fb} / {dec} | {ended} | {len_} |")
     return "\n".join(lines)
 
 
