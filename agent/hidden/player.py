@@ -138,7 +138,10 @@ class HiddenPlayer(Player):
         return self.belief.legal()
 
     def is_terminal(self) -> bool:
-        return self.belief.is_terminal()
+        # asked when a PLAY came: the manager says the match goes on, whatever histories the
+        # belief keeps (a lenient one's closest histories had ended: battleship was then
+        # answered without search for 44 steps)
+        return False
 
     def decide(self, deadline: float, ponder: bool = False, on_best=None) -> dict:
         decision = super().decide(deadline, ponder=ponder, on_best=on_best)

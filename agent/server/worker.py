@@ -157,6 +157,7 @@ def _warm_gdl2() -> None:
         h.decide(time.monotonic() + 0.05)
         h.upgrade(30.0)
         h.decide(time.monotonic() + 0.05)
+        h.observe({"own": "(guess 0)", "percepts": []})   # percepts on the compiled engine
     finally:
         h.close()
 
