@@ -1,6 +1,8 @@
 """GDL-II on the web page in a real Chromium (Debian's, driven by pip playwright): a person
 plays whole GDL-II matches against a persona by clicking, seeing only what their role sees,
-and everything once the match ends (issue 52).  Screenshots go to docs/screenshots/gdl2-*.png.
+and everything once the match ends (issue 52).  Screenshots go to the test's temporary folder,
+or to GGP_PERSONA_SCREENSHOTS when set (docs/screenshots to refresh the committed ones: a test
+run must not change the checkout).
 
 Kuhn poker (cards dealt by the referee's random role): during the match the page lists the
 person's own card and the bets they saw, in words, and never the other card; at the end it
@@ -22,7 +24,6 @@ from tests.conftest import SHARED
 from tests.webbrowser import WebServer, launch, missing
 
 GDL2 = SHARED / "corpus" / "gdl2"
-SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 PERSONA = "phlegmatic"
 TURN_TIMEOUT_MS = 600_000      # the first persona move waits for its processes to warm up
 pytestmark = pytest.mark.timeout(1800)
@@ -96,7 +97,12 @@ def record_of(page, logs: Path) -> dict:
     return json.loads((logs / name).read_text())
 
 
-def test_kuhn_poker_played_by_clicking_sees_only_its_own_card(web, page):
+@pytest.fixture
+def shots(tmp_path):
+    return Path(os.environ.get("GGP_PERSONA_SCREENSHOTS", "") or tmp_path)
+
+
+def test_kuhn_poker_played_by_clicking_sees_only_its_own_card(web, page, shots):
     _, _, logs = web
     start_match(page, "gdl2/kuhn_poker", role=0)
     assert wait_turn_or_end(page)
@@ -110,7 +116,7 @@ def test_kuhn_poker_played_by_clicking_sees_only_its_own_card(web, page):
     page.wait_for_selector("#advice-table", timeout=TURN_TIMEOUT_MS)
     assert "From what you have seen only" in page.locator("#advice .advice-hidden").inner_text()
     assert page.locator("#advice-table tr").count() == 1 + 2
-    page.screenshot(path=str(SHOTS / "gdl2-kuhn-during.png"), full_page=True)
+    page.screenshot(path=str(shots / "gdl2-kuhn-during.png"), full_page=True)
     body = page.content()
     assert "hand second" not in body and "deal " not in body
     for _ in range(4):
@@ -133,10 +139,10 @@ def test_kuhn_poker_played_by_clicking_sees_only_its_own_card(web, page):
     other = [m for m in record["x-percepts"][1][0]]   # the other's card, hidden until now
     assert other and other[0].strip("( )").replace("  ", " ") in page.locator("#reveal").inner_text().replace("(", "").replace(")", "")
     page.locator("#true-states summary").click()
-    page.screenshot(path=str(SHOTS / "gdl2-kuhn-end.png"), full_page=True)
+    page.screenshot(path=str(shots / "gdl2-kuhn-end.png"), full_page=True)
 
 
-def test_phantom_connect_played_by_clicking_shows_unseen_cells_hatched(web, page):
+def test_phantom_connect_played_by_clicking_shows_unseen_cells_hatched(web, page, shots):
     _, _, logs = web
     start_match(page, "gdl2/phantom_connect_4x4", role=1)      # o: x has moved unseen
     assert wait_turn_or_end(page)
@@ -161,7 +167,7 @@ def test_phantom_connect_played_by_clicking_shows_unseen_cells_hatched(web, page
         # the photograph: two pieces seen at least, better one of x's run into (kept once taken)
         kinds = {g.get_attribute("data-content") for g in page.locator("svg.board .piece").all()}
         if shot != "both" and page.locator("svg.board .piece").count() >= 2 and (not shot or len(kinds) > 1):
-            page.screenshot(path=str(SHOTS / "gdl2-phantom-during.png"), full_page=True)
+            page.screenshot(path=str(shots / "gdl2-phantom-during.png"), full_page=True)
             shot = "both" if len(kinds) > 1 else "one"
     page.wait_for_selector("#result:not([hidden])")
     record = record_of(page, logs)
@@ -169,6 +175,6 @@ def test_phantom_connect_played_by_clicking_shows_unseen_cells_hatched(web, page
     assert page.locator("svg.board .cell.unseen").count() == 0          # the true board, at the end
     final = re.findall(r"\( cell [^\s()]+ [^\s()]+ [^\s()]+ \)", record["states"][-1])     # the marks, not "revealed"
     assert page.locator("svg.board .piece").count() == len(final)
-    page.screenshot(path=str(SHOTS / "gdl2-phantom-end.png"), full_page=True)
+    page.screenshot(path=str(shots / "gdl2-phantom-end.png"), full_page=True)
     if not shot:
         pytest.fail("no position with two pieces seen before the end to photograph")

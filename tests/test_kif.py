@@ -16,7 +16,7 @@ from gdl.kif import (Description, GdlError, Problem, Rule, parse_rules, parse_te
 from gdl.terms import (FOLDED_KEYWORDS, arity, canonical_sorted, is_ground, is_var, render,
                        render_spaced, signature, substitute, variables)
 
-TWELVE = "init true next role does goal legal terminal base input random _".split()
+KEYWORDS = "init true next role does goal legal terminal base input random sees _".split()
 
 
 def facts(text: str) -> list:
@@ -90,9 +90,10 @@ def test_tokenize_skips_comments_unless_told_not_to():
 
 # ============================================================== case and keywords
 
-@pytest.mark.parametrize("word", TWELVE)
-def test_each_of_the_twelve_keywords_is_folded_in_any_case_wherever_it_stands(word):
-    assert FOLDED_KEYWORDS == frozenset(TWELVE)
+@pytest.mark.parametrize("word", KEYWORDS)
+def test_each_keyword_is_folded_in_any_case_wherever_it_stands(word):
+    # sees too: Dresden's GameController sends whole GDL-II sheets upper-cased
+    assert FOLDED_KEYWORDS == frozenset(KEYWORDS)
     for spelling in (word.upper(), word.capitalize(), word.swapcase() if word != "_" else "_"):
         # as a relation name, as a function name and as an argument
         text = f"({spelling} x) (p ({spelling} y) {spelling})"
@@ -117,9 +118,9 @@ def test_the_2006_upper_case_spelling_reads_as_lower_case_keywords():
     assert goal.body == (("or", ("true", ("ERVILL", "B")), ("true", ("ERVILL", "C"))),)
 
 
-def test_only_the_twelve_words_are_folded_other_symbols_keep_their_case():
+def test_only_the_keywords_are_folded_other_symbols_keep_their_case():
     assert facts("(CELL WHITE) (cell white) (Sees x) (SEES x) (Noop) (NOT a) (Or b)") == [
-        ("CELL", "WHITE"), ("cell", "white"), ("Sees", "x"), ("SEES", "x"), ("Noop",),
+        ("CELL", "WHITE"), ("cell", "white"), ("sees", "x"), ("sees", "x"), ("Noop",),
         ("NOT", "a"), ("Or", "b")]
 
 
@@ -464,9 +465,9 @@ def test_gdl2_sees_and_random_are_parsed_and_represented():
     assert desc.roles == ["random", "player"]
     sees = [r for r in desc.rules if isinstance(r.head, tuple) and r.head[0].lower() == "sees"]
     assert [r.head for r in sees] == [("sees", "player", ("dealt", "?c")),
-                                      ("SEES", "?r", ("announce", "?m"))]  # sees is not folded
+                                      ("sees", "?r", ("announce", "?m"))]  # folded like the others
     assert sees[0].body == (("does", "random", ("deal", "?c")),)
-    # RANDOM is one of the twelve folded words: the role reads as random
+    # RANDOM is one of the folded keywords: the role reads as random
     assert parse_rules("(ROLE RANDOM) (role Player)").roles == ["random", "Player"]
 
 
