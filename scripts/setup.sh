@@ -111,16 +111,16 @@ export PATH="$VENV/bin:$PATH"
 # process.  A pass that selects nothing (pytest's status 5: `-m "not slow"` keeps no serial
 # test) is no failure; the status is the first failing pass's, or 5 when neither ran a test.
 run_tests() {
-  # One worker by default until tests/conftest.py's SERIAL and ONE_WORKER tables are filled:
-  # side by side, tests that measure memory or share a server process would run beside each
-  # other unmarked.  GGP_TEST_WORKERS=2 runs the two passes (side by side, then alone).
-  local workers="${GGP_TEST_WORKERS:-1}"
+  # One worker per core, at most 4 (more would share the cores with the servers the tests
+  # start); GGP_TEST_WORKERS=1 runs everything in one process, as before the tiers.
+  local cores; cores="$(nproc 2>/dev/null || echo 1)"; [ "$cores" -gt 4 ] && cores=4
+  local workers="${GGP_TEST_WORKERS:-$cores}"
   case "$workers" in ''|*[!0-9]*) die "GGP_TEST_WORKERS must be a whole number (of processes), not '$workers'" ;; esac
   local pytest=("$VENV/bin/python" -m pytest --durations=25)
   if [ "$workers" -le 1 ]; then exec "${pytest[@]}" "$@"; fi
   local rc1=0 rc2=0
   log "tests side by side on $workers workers"
-  GGP_TEST_PASS=parallel "${pytest[@]}" -n "$workers" --dist loadgroup "$@" || rc1=$?
+  GGP_TEST_PASS=parallel "${pytest[@]}" -n "$workers" "$@" || rc1=$?
   case "$rc1" in 2|3|4) exit "$rc1" ;; esac   # interrupted, internal or usage error: stop here
   log "tests that run alone"
   GGP_TEST_PASS=serial "${pytest[@]}" "$@" -n 0 || rc2=$?
