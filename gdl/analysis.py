@@ -6,14 +6,16 @@ Relations are identified by their signature ``(name, arity)`` (see ``terms.arity
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import product
 
-from .kif import Rule
+from .description import Problem, Rule
 from .terms import signature, variables
 
 TRUE_SIG = ("true", 1)
 DOES_SIG = ("does", 2)
+STATE_WORDS = ("true", "does", "next", "legal", "goal", "terminal")   # the words of a state
 
 
 def expand_or(rule: Rule) -> list[Rule]:
@@ -172,3 +174,61 @@ def _tarjan(nodes, edges) -> list[list]:
                         break
                 out.append(sorted(comp))
     return out
+
+
+def dependency_path(edges: dict, start, targets: set) -> list | None:
+    """Shortest dependency path from ``start`` to any of ``targets`` (BFS), or None."""
+    parent = {start: None}
+    todo = [start]
+    for s in todo:
+        for t in sorted(edges.get(s, ())):
+            if t in parent:
+                continue
+            parent[t] = s
+            if t in targets:
+                path = [t]
+                while parent[path[-1]] is not None:
+                    path.append(parent[path[-1]])
+                return path[::-1]
+            todo.append(t)
+    return None
+
+
+HINTS = ("base", "input")
+
+
+def drop_state_dependent_hints(rules: list, source: str = "<rules>") -> tuple[list, list]:
+    """``base`` and ``input`` are hints a player can do without.  Where one of their rules
+    depends on the state (``true``) or another state word, which GDL forbids, every rule of
+    that relation is dropped with a warning and the game is played without it, as ggp-base
+    plays it (its reasoners never read them).  Returns the rules kept and the warnings."""
+    suspects = [r for r in rules if r.body and isinstance(r.head, tuple) and r.head[0] in HINTS]
+    if not suspects:
+        return rules, []
+    deps = dependencies(rules)
+    by_name: dict = defaultdict(list)
+    for sig in deps.edges:
+        by_name[sig[0]].append(sig)
+    targets = {sig for w in STATE_WORDS for sig in by_name.get(w, ())}
+    drop: dict = {}
+    for r in suspects:
+        name = r.head[0]
+        if name in drop:
+            continue
+        path = dependency_path(deps.edges, (name, len(r.head) - 1), targets) if targets else None
+        if path:
+            drop[name] = (r, path)
+    if not drop:
+        return rules, []
+    warnings = []
+    for name, (r, path) in sorted(drop.items(), key=lambda kv: (kv[1][0].line, kv[1][0].col)):
+        n = sum(1 for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) == name)
+        chain = " -> ".join(s[0] for s in path)
+        via = f" (through {chain})" if len(path) > 2 else ""
+        warnings.append(Problem(
+            "warning", f"{name} depends on {path[-1][0]}{via}, which GDL forbids; {name} is only a "
+                       f"hint players can do without, so its {n} rule{'' if n == 1 else 's'} "
+                       f"{'is' if n == 1 else 'are'} dropped and the game is played without it, "
+                       f"as ggp-base does", source, r.line, r.col))
+    kept = [q for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) not in drop]
+    return kept, warnings

@@ -8,33 +8,15 @@ in any case; ``<=`` is matched exactly.  Errors carry file, line and column.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .analysis import drop_state_dependent_hints
+# The sheet's data types: defined in description.py, read from here too by most callers.
+from .description import Description, GdlError, Problem, Rule  # noqa: F401
+from .prolog_syntax import looks_like_prolog, parse_prolog_rules
 from .terms import CONNECTIVES, FOLDED_KEYWORDS, Term
 
 _WHITESPACE = " \t\n\x0b\f\r"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding about a rule file: ``level`` is ``error`` or ``warning``."""
-    level: str
-    message: str
-    source: str = "<rules>"
-    line: int = 0
-    col: int = 0
-
-    def __str__(self) -> str:
-        where = f"{self.source}:{self.line}:{self.col}" if self.line else self.source
-        return f"{where}: {self.level}: {self.message}"
-
-
-class GdlError(Exception):
-    """Rules that cannot be read or played; ``problems`` says why and where."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = list(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 @dataclass(slots=True)
@@ -51,37 +33,6 @@ class Node:
 
     def __repr__(self) -> str:
         return self.text if self.items is None else "(" + " ".join(map(repr, self.items)) + ")"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``head <= body``; a fact has an empty body.
-
-    Body literals: a sentence term, ``("not", lit)``, ``("distinct", t1, t2)`` or
-    ``("or", lit, ...)`` (the connective names are always lower case here).
-    """
-    head: Term
-    body: tuple = ()
-    line: int = 0
-    col: int = 0
-    body_pos: tuple = field(default=(), compare=False)
-
-    @property
-    def is_fact(self) -> bool:
-        return not self.body
-
-
-@dataclass
-class Description:
-    rules: list
-    source: str = "<rules>"
-    warnings: list = field(default_factory=list)  # reader-level warnings
-
-    @property
-    def roles(self) -> list:
-        """Arguments of top-level ``(role x)`` facts in textual order (ggp-base's rule)."""
-        return [r.head[1] for r in self.rules
-                if r.is_fact and isinstance(r.head, tuple) and r.head[0] == "role" and len(r.head) == 2]
 
 
 # ---------------------------------------------------------------- bytes and tokens
@@ -308,7 +259,6 @@ def rules_from_nodes(nodes: list[Node], source: str = "<rules>") -> Description:
     if b.problems:
         raise GdlError(b.problems)
     # base/input rules that depend on the state: dropped with a warning (hints, not the game)
-    from .validate import drop_state_dependent_hints
     rules, dropped = drop_state_dependent_hints(rules, source)
     return Description(rules, source, b.warnings + dropped)
 
@@ -316,7 +266,6 @@ def rules_from_nodes(nodes: list[Node], source: str = "<rules>") -> Description:
 def syntax_of(text: str) -> str:
     """``"prolog"`` for a sheet written as Prolog clauses (``role(a).``, ``h :- b.``), else
     ``"kif"``; decided by how the sheet starts (``gdl/prolog_syntax.py``)."""
-    from .prolog_syntax import looks_like_prolog
     return "prolog" if looks_like_prolog(text) else "kif"
 
 
@@ -325,7 +274,6 @@ def parse_rules(text: str, source: str = "<rules>") -> Description:
     every syntax problem found.  A START message's rules are always KIF
     (``rules_from_nodes``); the Prolog syntax is for files."""
     if syntax_of(text) == "prolog":
-        from .prolog_syntax import parse_prolog_rules
         return parse_prolog_rules(text, source)
     return rules_from_nodes(read_nodes(text, source), source)
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .kif import Description, GdlError, Problem, Rule
+from .analysis import drop_state_dependent_hints
+from .description import Description, GdlError, Problem, Rule
 from .terms import CONNECTIVES, FOLDED_KEYWORDS, Term, render_spaced
 
 _SYMBOL_CHARS = set("+-*/\\^<>=~:.?@#&$")
@@ -580,7 +581,6 @@ def parse_prolog_rules(text: str, source: str = "<rules>") -> Description:
     rules = p.rules()
     if p.problems:
         raise GdlError(p.problems)
-    from .validate import drop_state_dependent_hints
     rules, dropped = drop_state_dependent_hints(rules, source)
     return Description(rules, source, dropped)
 

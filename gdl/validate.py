@@ -33,8 +33,9 @@ import random
 import time
 from collections import defaultdict
 
-from .analysis import _tarjan, dependencies, expand_or
-from .kif import Description, GdlError, Problem, Rule, decode_bytes, parse_rules
+from .analysis import STATE_WORDS, _tarjan, dependencies, dependency_path, expand_or
+from .description import Description, GdlError, Problem, Rule
+from .kif import decode_bytes, parse_rules
 from .terms import Term, is_var, render
 
 __all__ = ["validate", "simulate_check", "check", "verdict", "check_file"]
@@ -54,7 +55,6 @@ KEYWORDS = frozenset(KEYWORD_ARITY)
 RESERVED = frozenset(("<=", "not", "or", "distinct"))
 HEAD_ONLY = ("init", "next", "base", "input", "sees")  # never in rule bodies
 STATIC_ONLY = ("init", "base", "input")                # must not depend on STATE_WORDS
-STATE_WORDS = ("true", "does", "next", "legal", "goal", "terminal")
 MOVE_FREE = ("legal", "goal", "terminal")              # must not depend on does
 
 # SWI-Prolog takes at most 1024 arguments per predicate (its max_procedure_arity flag); a
@@ -680,7 +680,7 @@ class _Validator:
                 return
             for src_name in sources:
                 for src in by_name.get(src_name, ()):
-                    path = _path(deps.edges, src, targets)
+                    path = dependency_path(deps.edges, src, targets)
                     if path:
                         chain = " -> ".join(s[0] for s in path)
                         via = f" (through {chain})" if len(path) > 2 else ""
@@ -831,64 +831,6 @@ def _order(pos):
     if i is not None and i < len(r.body_pos):
         return r.body_pos[i]
     return (r.line, r.col)
-
-
-def _path(edges: dict, start, targets: set) -> list | None:
-    """Shortest dependency path from ``start`` to any of ``targets`` (BFS), or None."""
-    parent = {start: None}
-    todo = [start]
-    for s in todo:
-        for t in sorted(edges.get(s, ())):
-            if t in parent:
-                continue
-            parent[t] = s
-            if t in targets:
-                path = [t]
-                while parent[path[-1]] is not None:
-                    path.append(parent[path[-1]])
-                return path[::-1]
-            todo.append(t)
-    return None
-
-
-HINTS = ("base", "input")
-
-
-def drop_state_dependent_hints(rules: list, source: str = "<rules>") -> tuple[list, list]:
-    """``base`` and ``input`` are hints a player can do without.  Where one of their rules
-    depends on the state (``true``) or another state word, which GDL forbids, every rule of
-    that relation is dropped with a warning and the game is played without it, as ggp-base
-    plays it (its reasoners never read them).  Returns the rules kept and the warnings."""
-    suspects = [r for r in rules if r.body and isinstance(r.head, tuple) and r.head[0] in HINTS]
-    if not suspects:
-        return rules, []
-    deps = dependencies(rules)
-    by_name: dict = defaultdict(list)
-    for sig in deps.edges:
-        by_name[sig[0]].append(sig)
-    targets = {sig for w in STATE_WORDS for sig in by_name.get(w, ())}
-    drop: dict = {}
-    for r in suspects:
-        name = r.head[0]
-        if name in drop:
-            continue
-        path = _path(deps.edges, (name, len(r.head) - 1), targets) if targets else None
-        if path:
-            drop[name] = (r, path)
-    if not drop:
-        return rules, []
-    warnings = []
-    for name, (r, path) in sorted(drop.items(), key=lambda kv: (kv[1][0].line, kv[1][0].col)):
-        n = sum(1 for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) == name)
-        chain = " -> ".join(s[0] for s in path)
-        via = f" (through {chain})" if len(path) > 2 else ""
-        warnings.append(Problem(
-            "warning", f"{name} depends on {path[-1][0]}{via}, which GDL forbids; {name} is only a "
-                       f"hint players can do without, so its {_plural(n, 'rule')} "
-                       f"{'is' if n == 1 else 'are'} dropped and the game is played without it, "
-                       f"as ggp-base does", source, r.line, r.col))
-    kept = [q for q in rules if (q.head if isinstance(q.head, str) else q.head[0]) not in drop]
-    return kept, warnings
 
 
 def validate(desc: Description) -> list[Problem]:
