@@ -104,3 +104,47 @@ def test_a_replaced_own_move_is_found_by_rebuilding(shared_dir):
         belief.observe(own, sm.sees(states[i], jm, role))
     assert not belief.lenient, belief.notes
     assert belief.probability_of(states[k + 1]) > 0
+
+
+def _bump(sm, joints, states, role):
+    """The first step at which ``role`` moved onto a cell another role holds (its move did
+    not take: the turn stays), or None."""
+    for k, jm in enumerate(joints):
+        nxt = states[k + 1]
+        if jm[role] != "noop" and not any(f[0] == "cell" and f[3] == sm.roles[role]
+                                          for f in nxt - states[k] if isinstance(f, tuple)):
+            return k
+    return None
+
+
+def test_a_lenient_belief_knows_whose_turn_it_is(shared_dir):
+    """Phantom connect, second seat: our move runs into the opponent's hidden stone, and no
+    kept history has the stone there, nor any time to rebuild one (the update's deadline has
+    passed).  The belief goes lenient, says so, and still reads our legal moves right at
+    that step and every later one: the closest histories had the turn wrong, and under
+    Dresden's manager our player answered NOOP where it had to move."""
+    sm, _ = machines(shared_dir, "phantom_connect_4x4")
+    role = 1
+    for seed in range(40):
+        joints, states = walk(sm, seed=seed)
+        k = _bump(sm, joints, states, role)
+        if k is not None and len(joints) > k + 2:
+            break
+    else:
+        pytest.skip("no random match ran into a hidden stone")
+    belief = Belief(sm, role, UniformPrior(), rng=random.Random(0), size=8)
+    for i, jm in enumerate(joints[:k]):
+        belief.observe(jm[role], sm.sees(states[i], jm, role))
+    # every kept history without the opponent's stone where we are about to run into it
+    cell = joints[k][role]
+    stone = next(f for f in states[k] if isinstance(f, tuple) and f[0] == "cell" and f[1:3] == cell[1:3])
+    belief.particles = [p for p in belief.particles if stone not in p.state] or belief.particles
+    if any(stone in p.state for p in belief.particles):
+        pytest.skip("every kept history already had the stone")
+    for i in range(k, len(joints)):
+        jm = joints[i]
+        belief.observe(jm[role], sm.sees(states[i], jm, role), deadline=0.0, rebuild_by=0.0)
+        if i == k:
+            assert belief.lenient and belief.notes, "the belief says which mode it is in"
+        if not sm.is_terminal(states[i + 1]):
+            assert set(belief.legal()) <= set(sm.legal_moves(states[i + 1], role)), (seed, i)

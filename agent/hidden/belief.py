@@ -17,9 +17,16 @@ matches (predictive determinisation, Dockhorn 2020, chapter 5).
 
 A belief that runs empty (a wrong prior, a manager that replaced our move, rules we read
 differently) is rebuilt from the initial state by depth-first search with backtracking
-within the time left; when even that finds nothing the belief goes on *lenient*: histories
-whose percepts are closest to the received ones (Jaccard), and says so in its notes.  It
-never raises for want of a consistent history.
+within the time left: candidates whose next state shares the most facts with the percepts
+still to come first (percepts name state facts: the stone a phantom board's player later ran
+into was placed by the opponent at one of its earlier turns), and a state found to have no
+consistent future at a depth is not searched again.  When even that finds nothing the belief
+goes *lenient*: first histories that get the fewest steps' percepts wrong (the same search,
+allowed to take the closest candidates at a step or two), else the old histories moved on
+by their closest candidates (Jaccard); it says so in its notes and in ``lenient``.  Our
+legal moves are read from the histories that fit best (a lenient belief's closest histories
+can have the turn wrong: under Dresden's manager our second seat answered NOOP where it had
+to move).  It never raises for want of a consistent history.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ ENUMERATE = 256        # joint moves of the other roles tried per particle and s
 PARTICLES = 48         # histories kept
 RESAMPLE_ESS = 0.5     # resample when the effective sample size falls below this share
 UNTIMED = 30.0         # seconds an update without a deadline may take (tests, benchmarks)
+MISSES = (1, 3)        # steps a lenient rebuild may get wrong, tried in this order
 
 
 @dataclass(frozen=True)
@@ -50,13 +58,38 @@ class Particle:
     joints: list                 # the joint moves between them
     logw: float = 0.0            # log importance weight
     lenient: bool = False        # made while no consistent history was found
+    missed: tuple = ()           # the steps (0-based) whose percepts this history gets wrong
 
     @property
     def state(self):
         return self.states[-1]
 
     def copy(self) -> "Particle":
-        return Particle(list(self.states), list(self.joints), self.logw, self.lenient)
+        return Particle(list(self.states), list(self.joints), self.logw, self.lenient, self.missed)
+
+    def fit(self, steps: int) -> tuple:
+        """How well the history fits what was seen, larger is better: the last step's
+        percepts right (what the state is now), then the fewest steps wrong."""
+        return (not self.missed or self.missed[-1] != steps - 1, -len(self.missed))
+
+
+def _shape(t) -> tuple:
+    return (t[0], len(t)) if isinstance(t, tuple) else (t, 0)
+
+
+def patch(state: frozenset, predicted: frozenset, percepts: frozenset) -> frozenset:
+    """A lenient history's next state made to agree with the percepts where they name
+    state facts: a fact the history predicted we would see and we did not is dropped, a
+    percept of a fact's shape (name and arity of a fact of the state) that the history did
+    not predict is added.  Percepts very often name facts of the next state (a phantom
+    board's "cell c r x", whose turn it is); where they do not, nothing changes.  The state
+    is then only a guess, but its turn and what we saw of it are the ones we saw: a closest
+    history whose stone of ours had gone where the opponent's was kept our turn and answered
+    NOOP."""
+    shapes = {_shape(f) for f in state}
+    drop = {t for t in predicted - percepts if t in state}
+    add = {t for t in percepts - predicted if _shape(t) in shapes}
+    return (state - drop) | add if drop or add else state
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -77,6 +110,7 @@ class Belief:
     notes: list = field(default_factory=list)
     lenient: bool = False        # no consistent history is known
     rebuilt: int = 0             # times the bag ran empty and was rebuilt
+    impossible: bool = False     # a rebuild went through every history: none fits
 
     def __post_init__(self):
         s0 = self.sm.initial_state()
@@ -104,27 +138,55 @@ class Belief:
                 alive.append(q)
         if not alive:
             by = rebuild_by if rebuild_by is not None else max(deadline, time.monotonic() + 1.0)
-            found = self._rebuild(time.monotonic() + 0.5 * max(0.0, by - time.monotonic()))
-            if not found:   # the manager may have played another move of ours (late, illegal)
-                found = self._rebuild(by, free_own=True)
-                if found:
-                    notes.append("our own move was not always the one we sent (replaced by the "
-                                 "manager?): histories with other moves of ours are kept")
-            if found:
-                self.rebuilt += 1
-                self.lenient = False
-                notes.append(f"no sampled history explained step {len(self.steps)}: "
-                             f"rebuilt from the initial state ({len(found)} histories)")
-                alive = found
-            else:
-                self.lenient = True
-                notes.append(f"no history consistent with every percept found by step "
-                             f"{len(self.steps)}: sampling the closest ones")
-                alive = [q for q in (self._extend(p, step, strict=False) for p in self.particles[:8])
-                         if q is not None] or [self._step_any(self.particles[0], step)]
+            alive = self._recover(step, by, notes)
         self.particles = self._resample(alive)
         self.notes += notes
         return notes
+
+    def _recover(self, step: Step, by: float, notes: list) -> list:
+        """No particle explains the step: histories rebuilt from the initial state, with our
+        moves as sent (0.4 of the time), then with our moves free (the manager may have
+        replaced one: late, illegal; to 0.6), then histories that get the fewest steps wrong
+        (the rest); the old particles moved on by their closest candidates only when all
+        of that found nothing.  A search that went through every history and found none is
+        not run again on a longer history (none can fit then either)."""
+        t0 = time.monotonic()
+        span = max(0.0, by - t0)
+        found = []
+        if not self.impossible:
+            found, done = self._rebuild(t0 + 0.4 * span)
+            if not found:
+                found, done_free = self._rebuild(t0 + 0.6 * span, free_own=True)
+                if found:
+                    notes.append("our own move was not always the one we sent (replaced by the "
+                                 "manager?): histories with other moves of ours are kept")
+                elif done and done_free:
+                    self.impossible = True
+        if found:
+            self.rebuilt += 1
+            self.lenient = False
+            notes.append(f"no sampled history explained step {len(self.steps)}: "
+                         f"rebuilt from the initial state ({len(found)} histories)")
+            return found
+        self.lenient = True
+        for misses in MISSES:
+            found, _ = self._rebuild(by, misses=misses)
+            if found:
+                wrong = min(len(p.missed) for p in found)
+                notes.append(f"no history consistent with every percept found by step "
+                             f"{len(self.steps)}: kept {len(found)} histories that get "
+                             f"{wrong} step(s) wrong")
+                return found
+        notes.append(f"no history consistent with every percept found by step "
+                     f"{len(self.steps)}: sampling the closest ones")
+        alive = []
+        for p in self.particles:
+            if alive and time.monotonic() >= max(by, t0 + 0.05):
+                break
+            q = self._extend(p, step, strict=False)
+            if q is not None:
+                alive.append(q)
+        return alive or [self._step_any(self.particles[0], step)]
 
     def _per_role(self, state, step: Step, k: int, free_own: bool = False) -> list | None:
         """Per role, (move, prior probability) pairs: ours fixed to our move when it is
@@ -188,8 +250,10 @@ class Belief:
                     pairs = [(j, w) for j, w in zip(kept, weights) if w >= best * 0.999]
                     kept, weights = [j for j, _ in pairs], [w for _, w in pairs]
                 jm = self.rng.choices(kept, weights=weights)[0]
+                exact = strict or self.sm.sees(state, jm, self.role_index) == step.percepts
                 gain = sum(weights)
             else:
+                exact = True
                 jm, tried, checked = None, 0, {}
                 while tried < ENUMERATE:
                     tried += 1
@@ -204,6 +268,8 @@ class Belief:
                     return None
                 gain = 1.0 / tried
             nxt = self.sm.next_state(state, jm)
+            if not exact:
+                nxt = patch(nxt, self.sm.sees(state, jm, self.role_index), step.percepts)
         except ReasonerError:
             return None
         q = p.copy()
@@ -211,6 +277,8 @@ class Belief:
         q.joints.append(jm)
         q.logw += math.log(max(gain, 1e-300))
         q.lenient = q.lenient or not strict
+        if not strict and not exact:
+            q.missed = q.missed + (k,)
         return q
 
     def _step_any(self, p: Particle, step: Step) -> Particle:
@@ -228,46 +296,84 @@ class Belief:
             q.states.append(state)
             q.joints.append(tuple(jm))
         q.lenient = True
+        q.missed = q.missed + (len(q.joints) - 1,)
         return q
 
-    def _rebuild(self, deadline: float, free_own: bool = False) -> list:
-        """Depth-first over whole histories from the initial state, candidates in random
-        order, backtracking where no candidate explains a step.  The first history found
-        is kept, and the search goes on for more (up to ``size``) until half the time
-        left at that moment has passed; [] when none is found by the deadline."""
-        s0 = self.sm.initial_state()
-        stack = [(Particle([s0], []), None)]   # (particle, remaining candidates at its depth)
+    def _rebuild(self, deadline: float, free_own: bool = False, misses: int = 0) -> tuple:
+        """Depth-first over whole histories from the initial state, backtracking where no
+        candidate explains a step; (histories found, whether every history was searched).
+        The first history found is kept, and the search goes on for more (up to ``size``)
+        until half the time left at that moment has passed.
+
+        At each step the candidates that explain the percepts are tried first those whose
+        next state holds the most facts named by the percepts of later steps (ties in
+        random order); a state from which a depth's search found nothing is not searched
+        again at that depth (the future of a history depends only on its state).
+        ``misses``: steps whose percepts a history may get wrong, by taking at a step
+        where none explains them one of the candidates whose percepts are closest
+        (Jaccard), after every exact one."""
+        n = len(self.steps)
+        later = [frozenset()] * (n + 1)       # later[k]: every percept of steps k, k+1, ...
+        for k in range(n - 1, -1, -1):
+            later[k] = later[k + 1] | self.steps[k].percepts
+        dead: dict = {}                       # (depth, state) -> most misses it failed with
+        # frames: [particle, candidates left (None: not listed yet), misses left, found at entry]
+        stack = [[Particle([self.sm.initial_state()], []), None, misses, 0]]
         found = []
         while stack and time.monotonic() < deadline and len(found) < self.size:
-            p, cands = stack[-1]
+            frame = stack[-1]
+            p, cands, left, before = frame
             k = len(p.joints)
-            if k == len(self.steps):
+            if k == n:
                 found.append(p)
                 stack.pop()
                 if len(found) == 1:   # enough to play on; more only while they come cheap
                     now = time.monotonic()
                     deadline = now + 0.5 * max(0.0, deadline - now)
                 continue
-            step = self.steps[k]
             if cands is None:
-                try:
-                    cands = [(jm, w) for jm, w in self._candidates(p.state, step, k, free_own)
-                             if self.sm.sees(p.state, jm, self.role_index) == step.percepts]
-                except ReasonerError:
-                    cands = []
-                self.rng.shuffle(cands)
-                stack[-1] = (p, cands)
+                if dead.get((k, p.state), -1) >= left:
+                    stack.pop()
+                    continue
+                cands = frame[1] = self._ordered(p.state, self.steps[k], k, free_own, left > 0,
+                                                 later[k + 1])
             if not cands:
                 stack.pop()
+                if len(found) == before:   # nothing below this state: a dead end at this depth
+                    dead[(k, p.state)] = max(dead.get((k, p.state), -1), left)
                 continue
-            jm, w = cands.pop()
-            try:
-                nxt = self.sm.next_state(p.state, jm)
-            except ReasonerError:
-                continue
-            q = Particle(p.states + [nxt], p.joints + [jm], p.logw + math.log(max(w, 1e-300)))
-            stack.append((q, None))
-        return found
+            jm, w, nxt, miss = cands.pop()
+            q = Particle(p.states + [nxt], p.joints + [jm], p.logw + math.log(max(w, 1e-300)),
+                         lenient=p.lenient or bool(miss), missed=p.missed + ((k,) if miss else ()))
+            stack.append([q, None, left - miss, len(found)])
+        return found, not stack
+
+    def _ordered(self, state, step: Step, k: int, free_own: bool, lenient: bool, later: frozenset) -> list:
+        """The candidates of a rebuild at one state, as (joint move, prior, next state,
+        missed) in the order ``_rebuild`` pops them (the last first)."""
+        exact, close = [], []
+        try:
+            cands = self._candidates(state, step, k, free_own)
+            self.rng.shuffle(cands)
+            for jm, w in cands:
+                seen = self.sm.sees(state, jm, self.role_index)
+                if seen == step.percepts:
+                    exact.append((jm, w))
+                elif lenient:
+                    close.append((_jaccard(seen, step.percepts), jm, w, seen))
+            out = []
+            if close:   # only the closest, tried after every exact one
+                best = max(c[0] for c in close)
+                out = [(jm, w, patch(self.sm.next_state(state, jm), seen, step.percepts), 1)
+                       for j, jm, w, seen in close if j >= best]
+            scored = []
+            for jm, w in exact:
+                nxt = self.sm.next_state(state, jm)
+                scored.append((len(nxt & later) if later else 0, jm, w, nxt))
+            scored.sort(key=lambda c: c[0])     # stable: ties stay in random order
+            return out + [(jm, w, nxt, 0) for _, jm, w, nxt in scored]
+        except ReasonerError:
+            return []
 
     def _resample(self, alive: list) -> list:
         """Back to ``size`` particles: systematic resampling by weight when the weights are
@@ -310,14 +416,27 @@ class Belief:
         return dict(self.distribution()).get(frozenset(state), 0.0)
 
     def legal(self) -> list:
-        """Our legal moves: those legal in every sampled state that goes on (a well-formed
-        GDL-II game lets a role know its legal moves); failing that, the most likely
-        one's."""
+        """Our legal moves: those legal in every sampled state that goes on, among the
+        histories that fit best (``Particle.fit``: a well-formed GDL-II game lets a role know
+        its legal moves, and a lenient belief's other histories may have the turn wrong);
+        failing that, the legal moves of the most likely of those states."""
+        steps = len(self.steps)
+        live = {}                                   # state -> the best fit of its histories
+        for p in self.particles:
+            try:
+                if p.state in live or not self.sm.is_terminal(p.state):
+                    live[p.state] = max(live.get(p.state, p.fit(steps)), p.fit(steps))
+            except ReasonerError:
+                continue
+        if not live:
+            return []
+        best = max(live.values())
         sets = []
         for s, _ in self.distribution():
+            if live.get(s) != best:
+                continue
             try:
-                if not self.sm.is_terminal(s):
-                    sets.append(self.sm.legal_moves(s, self.role_index))
+                sets.append(self.sm.legal_moves(s, self.role_index))
             except ReasonerError:
                 continue
         if not sets:
