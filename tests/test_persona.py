@@ -226,7 +226,7 @@ def fitted_text(ttt_game):
     from agent.modelling import choicemodel as CM
     from agent.modelling import evaluations as E
     from agent.modelling.baselines import MoveCounts
-    from agent.modelplay import model_persona_toml
+    from agent.modelling.modelfile import model_persona_toml
     from agent.search.features import calibrate
     eng, s0, legal = ttt_game
     names = E.feature_names(calibrate(eng))

@@ -35,6 +35,7 @@ from .experiment import FitError, prepare, slug
 from .fitting import stratified_subsample
 from .likelihood import fit_choice, log_probs_all, pad
 from .metrics import decision_metrics, random_metrics
+from .modelfile import align, model_of, model_persona_toml
 from .scoring import decision_seed
 
 BUDGET_SECONDS = 30 * 60          # the whole default fit of a game (spec 4.6 item 4)
@@ -250,7 +251,6 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         clock.run("evaluation", evaluate)
     pdir = out / "personas"
     pdir.mkdir(parents=True, exist_ok=True)
-    from agent.modelplay import model_persona_toml
     for lab in labels:
         atomic_write_bytes(pdir / f"{slug(lab)}.toml", model_persona_toml(lab, models[lab], plan).encode())
     if pooled is not None and "pooled" not in prior_models:
@@ -306,7 +306,6 @@ def _prior_models(folder, game: str, names: list | None = None, decisions=()) ->
     functor of these decisions among the models' move tokens (the same moves).  Records of
     one game reach the fitter with different keys (a games.ggp.org URL, or the rules text a
     web match carries), so the key alone would refuse the same game."""
-    from agent.modelplay import model_of
     from agent.persona import PersonaError, load_persona
     folder = Path(folder)
     try:
@@ -339,7 +338,6 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
     """log P of each decision's recorded move under a fitted model persona (the shared
     evaluations of its plan, from the cache or computed): attribution of new records."""
     from agent.engine.loader import load_engine
-    from agent.modelplay import align, model_of
     from agent.search.features import calibrate
     model, plan = model_of(persona)
     out = [None] * len(dataset.decisions)
