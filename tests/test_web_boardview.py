@@ -110,3 +110,61 @@ def test_hex_adjacency_in_the_rules_draws_hexagons():
     assert svg.count('<polygon class="cell"') == spec.width * spec.height == 81
     for game in ("breakthrough.kif", "connectFour.kif", "ticTacToe.kif"):
         assert all(s.layout == "square" for s in _game(game)[2].specs)
+
+
+def _cell_boxes(svg):
+    """{(x, y): (drawn x, drawn y)} of a square board's cells, and the cells marked last."""
+    import re
+    boxes, last = {}, set()
+    for m in re.finditer(r'<rect class="([^"]*)" data-x="(\d+)" data-y="(\d+)" x="(\d+)" y="(\d+)"', svg):
+        xy = (int(m.group(2)), int(m.group(3)))
+        boxes[xy] = (int(m.group(4)), int(m.group(5)))
+        if "last" in m.group(1).split():
+            last.add(xy)
+    return boxes, last
+
+
+def test_the_board_is_turned_for_the_side_that_starts_at_the_top_on_scrambled_sheets():
+    """Scrambled breakthrough: the role whose pawns start on the rows drawn at the top gets
+    the board turned (its pawns at the bottom, its cells still named by their coordinates);
+    the other role does not, and neither does anyone in games without sides (noughts and
+    crosses, a dropped disc)."""
+    import re
+    d, sm, view = _scrambled(GAMES / "breakthrough.kif")
+    roles = [str(r) for r in d.roles]
+    state = sm.initial_state()
+    plain = bv.render_position(view, state, flip=bv.flipped(view, 0))
+    turned = bv.render_position(view, state, flip=bv.flipped(view, 1))
+    assert [bv.flipped(view, r) for r in range(2)] == [False, True]
+    assert not plain["flipped"] and turned["flipped"] and 'class="board flipped"' in turned["boards"][0]
+
+    def mean_y(svg, owner):      # where a side's pieces are drawn (SVG y grows downwards)
+        ys = [float(m.group(1)) for m in re.finditer(
+            rf'<g class="piece" data-owner="{owner}"[^>]*>.*?<text x="[\d.]+" y="([\d.]+)"', svg)]
+        assert len(ys) == 16
+        return sum(ys) / len(ys)
+    for svg, me, other in ((plain["boards"][0], roles[0], roles[1]), (turned["boards"][0], roles[1], roles[0])):
+        assert mean_y(svg, me) > mean_y(svg, other)          # my side at the bottom
+    (b0, _), (b1, _) = _cell_boxes(plain["boards"][0]), _cell_boxes(turned["boards"][0])
+    assert set(b0) == set(b1) and len(b0) == 64
+    corner = min(b0)                                         # column 0, row 0
+    assert b0[corner] == (min(x for x, _ in b0.values()), max(y for _, y in b0.values()))   # bottom left
+    assert b1[corner] == (max(x for x, _ in b1.values()), min(y for _, y in b1.values()))   # top right
+    for game in ("ticTacToe.kif", "connectFour.kif"):
+        view = _game(game)[2]
+        assert not any(bv.flipped(view, r) for r in range(2)) and not view.flip
+
+
+def test_the_last_move_is_highlighted_on_the_board():
+    d, sm, view = _game("breakthrough.kif")
+    s0 = sm.initial_state()
+    move = sorted(sm.legal_moves(s0, 0), key=render_spaced)[0]
+    s1 = sm.next_state(s0, (move, sm.legal_moves(s0, 1)[0]))
+    changed = bv.changed_cells(view, s0, s1)
+    assert len(changed) == 2                                 # the pawn's from- and to-cell
+    for flip in (False, True):
+        svg = bv.render_position(view, s1, changed, flip=flip)["boards"][0]
+        _, last = _cell_boxes(svg)
+        assert last == set(map(tuple, changed))
+        assert svg.count(f'fill="{bv.LAST_FILL[0]}"') + svg.count(f'fill="{bv.LAST_FILL[1]}"') == 2
+    assert set(map(tuple, changed)) == set(bv.move_cells(view.specs[0], move))   # the cells the move names

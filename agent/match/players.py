@@ -183,7 +183,7 @@ class PersonaPlayer:
 
     def __init__(self, spec: str, name: str | None = None, log_dir=None, seed: int | None = None,
                  use_engine: bool = True, spare_players: int = 1, spare_referees: int = 1,
-                 ready_when_searching: bool = False, ponder: bool = True):
+                 ready_when_searching: bool = False, ponder: bool = True, max_idle: float | None = None):
         from agent.server.config import ConfigError, check_persona
         if not spec:
             raise PlayerSpecError("persona: needs a preset name or a persona file")
@@ -200,6 +200,7 @@ class PersonaPlayer:
         self.ready_when_searching = ready_when_searching
         self.ponder = ponder
         self.spares = (spare_players, spare_referees)
+        self.max_idle = max_idle      # the manager's silence limit (None: the server's default)
         self.manager = None
         self._tmp = None
 
@@ -224,6 +225,7 @@ class PersonaPlayer:
                            spare_players=self.spares[0], spare_referees=self.spares[1],
                            use_engine=self.use_engine, ready_when_searching=self.ready_when_searching,
                            ponder=self.ponder,
+                           **({"max_idle": float(self.max_idle)} if self.max_idle else {}),
                            warm_timeout=self.WARM_TIMEOUT if self.spares[0] > 0 else 0.0)
         self.manager = MatchManager(cfg)
         await self.manager.startup()
@@ -255,6 +257,14 @@ class PersonaPlayer:
 
     async def abort(self, match_id) -> None:
         await self._call(f"( ABORT {match_id} )")
+
+    def keepalive(self, match_id: str) -> str | None:
+        """A person is still there (the web page calls this while its page lives): the
+        match is not silent, whatever the manager's silence limit (``MatchManager.touch``).
+        None when the match goes on, else why the manager no longer plays it, in words."""
+        if self.manager is None:
+            return "its match manager is not running"
+        return self.manager.touch(match_id)
 
     async def close(self) -> None:
         if self.manager is not None:
@@ -409,7 +419,7 @@ def make_player(spec: str, **options):
         return HttpPlayer(spec, name)
     if spec.startswith("persona:"):
         known = {"log_dir", "seed", "use_engine", "spare_players", "spare_referees",
-                 "ready_when_searching", "ponder"}
+                 "ready_when_searching", "ponder", "max_idle"}
         return PersonaPlayer(spec[len("persona:"):], name,
                              **{k: v for k, v in options.items() if k in known})
     raise PlayerSpecError(f"bad player {spec!r}: expected {SPEC_HELP}")

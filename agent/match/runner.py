@@ -6,7 +6,9 @@ player at once (``NIL`` first, then the last joint move in role order) with the 
 plus one second; a late reply is ``TO``, a failed connection ``CE``, an unparsable reply
 ``IL null`` and an illegal one ``IL <move>``, and each is replaced by a uniformly random legal
 move drawn before the request; STOP carries the last joint move.  Cancelling (``cancel`` set,
-Ctrl-C) sends ABORT to every player and records the match as aborted, with the reason.
+Ctrl-C) sends ABORT to every player and records the match as aborted, with the reason
+(``x-end-reason``; a ``Stop`` says which).  A ``Stop`` may also end the match by agreement (a
+person resigned, a draw agreed): aborted as well, with ``x-result`` giving the agreed goals.
 
 Departures from GameServer, on purpose: a role with no legal move in a non-terminal state,
 a referee failure or more than ``max_plies`` steps abort the match with the reason recorded
@@ -39,7 +41,8 @@ has ``type`` and ``gdl2``.  In a GDL-I game (``gdl2`` false) everyone sees every
          state (fact texts), legal (per role), to_move (roles with a choice), errors (START)
   move   ply, moves (the joint move applied), errors (per role), state, legal, to_move,
          terminal
-  end    goals (per role), record (path)
+  end    goals (per role), record (path); ended by agreement (``Stop``) also by
+         ("resignation", "draw", ...) and reason
   abort  reason, record (path)
 In a GDL-II game (``gdl2`` true) the fields any role may see stay at the top; what some role
 may not see is in ``hidden``, which a display shows only once the match has ended (``end`` or
@@ -89,6 +92,30 @@ class MatchError(ValueError):
 
 class _Cancelled(Exception):
     pass
+
+
+class Stop(asyncio.Event):
+    """A ``cancel`` event for ``run_match`` that says why the match ends before its terminal
+    state.  ``end(reason)``: the match is aborted with that reason (``x-end-reason``).
+    ``end(reason, goals=[...], by=...)``: it ends by agreement (a person resigned, a draw
+    was agreed): the record is aborted as well (its last state is not terminal, and a
+    completed record's goals are the rules' own), with ``x-end-reason`` and ``x-result``
+    ``{"by": by, "goals": goals}`` saying who won; the event is an ``end`` with those goals.
+    A plain ``asyncio.Event`` set aborts with the reason "cancelled"."""
+
+    def __init__(self):
+        super().__init__()
+        self.reason: str | None = None
+        self.goals: list | None = None
+        self.by: str | None = None
+
+    def end(self, reason: str, goals: list | None = None, by: str | None = None) -> bool:
+        """Ask the match to end; False when an end was asked for already (the first wins)."""
+        if self.is_set():
+            return False
+        self.reason, self.goals, self.by = reason, (None if goals is None else list(goals)), by
+        self.set()
+        return True
 
 
 def seat_players(roles: list, players, chance: int | None) -> list:
@@ -408,11 +435,28 @@ class _Match:
     async def abort(self, reason: str) -> None:
         self.record.abort()
         self.record.note(f"aborted: {reason}")
+        self.record.extra["x-end-reason"] = reason
         await self.save()
         await asyncio.gather(*(self._timed(i, self.players[i].abort(self.id), ABORT_TIMEOUT)
                                for i in self.seated))
         log.warning("%s: aborted after %d steps: %s", self.id, self.ply, reason)
         self.emit({"type": "abort", "gdl2": self.gdl2, "reason": reason, "record": str(self.path)})
+
+    async def agreed(self, reason: str, goals: list, by: str) -> None:
+        """The match ended by agreement before a terminal state (``Stop.end`` with goals):
+        recorded as aborted with the result (``x-result``) and the reason; the players get
+        ABORT (a GGP player's STOP is for a terminal state)."""
+        goals = [int(g) for g in goals]
+        self.record.abort()
+        self.record.note(f"ended by agreement: {reason}")
+        self.record.extra["x-end-reason"] = reason
+        self.record.extra["x-result"] = {"by": by, "goals": goals}
+        await self.save()
+        await asyncio.gather(*(self._timed(i, self.players[i].abort(self.id), ABORT_TIMEOUT)
+                               for i in self.seated))
+        log.info("%s: ended after %d steps by %s: %s", self.id, self.ply, by, reason)
+        self.emit({"type": "end", "gdl2": self.gdl2, "goals": goals, "by": by, "reason": reason,
+                   "record": str(self.path)})
 
     async def run(self) -> None:
         try:
@@ -423,7 +467,12 @@ class _Match:
                 await self.step()
             await self.finish()
         except _Cancelled:
-            await self.abort("cancelled")
+            goals = getattr(self.cancel, "goals", None)
+            if goals is not None and len(goals) == self.n:
+                await self.agreed(self.cancel.reason or "ended by agreement", goals,
+                                  getattr(self.cancel, "by", None) or "agreement")
+            else:
+                await self.abort(getattr(self.cancel, "reason", None) or "cancelled")
         except RefereeError as e:
             await self.abort(str(e))
         except asyncio.CancelledError:

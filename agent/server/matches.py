@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import re
 import time
@@ -1050,10 +1051,32 @@ class MatchManager:
 
     async def _reap(self) -> None:
         """Managers can die without STOP or ABORT (ggp-base GameServer does on rule errors):
-        free matches silent for longer than Tiltyard's own wedge rule, or ``max_idle``."""
+        free matches silent for longer than Tiltyard's own wedge rule, or ``max_idle``
+        (looked at every 30 s, or a third of a shorter ``max_idle``)."""
         while True:
-            await asyncio.sleep(30)
+            await asyncio.sleep(max(1.0, min(30.0, self.config.max_idle / 3)))
             self.reap(time.monotonic())
+
+    def touch(self, match_id: str) -> str | None:
+        """Someone is still there: a match whose manager waits on a person (the web page,
+        where a person may think for an hour between two PLAYs) is not silent while they
+        are.  The record's time is touched too, so that another manager sharing the log
+        folder does not take it for the record of a killed server (``mark_interrupted``).
+        None when the match goes on here, else why not, in words."""
+        m = self.matches.get(match_id)
+        if m is None:
+            return "it no longer has this match"
+        if m.status == "stopping":       # STOP came: being finished, nothing is lost
+            return None
+        if m.status not in ACTIVE:
+            return str(m.record.extra.get("x-end-reason") or f"its match is {m.status}")
+        m.last_activity = time.monotonic()
+        if m.path is not None:
+            try:
+                os.utime(m.path)
+            except OSError:
+                pass
+        return None
 
     def reap(self, now: float) -> None:
         for m in list(self.matches.values()):

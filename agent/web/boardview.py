@@ -19,6 +19,7 @@ from gdl.terms import render
 MAX_BOARDS = 3
 CELL_PX = 44
 LABEL_PX = 18
+LAST_FILL = ("#f2df74", "#e8d25a")    # the cells of the last move (light and dark squares)
 
 
 def parse_state(texts) -> frozenset:
@@ -45,6 +46,7 @@ class BoardView:
     owners: dict = field(default_factory=dict)  # (relation, content text) -> role name (absent: no owner)
     roles: list = field(default_factory=list)
     hidden: list = field(default_factory=list)  # bookkeeping on the board's cells: counted, not drawn
+    flip: dict = field(default_factory=dict)    # role name -> True: its side is at the top as drawn (``sides``)
 
     def to_dict(self) -> dict:
         return {"boards": [s.to_dict() for s in self.specs]}
@@ -128,13 +130,15 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
             dark = sum(int(fill[k:k + 2], 16) for k in (1, 3, 5)) < 3 * 150
             line, text = ("#000000", "#ffffff") if dark else ("#3b3024", "#3b3024")
         colours.append((fill, line, text))
-    glyphs, owners = {}, {}
+    glyphs, owners, flip = {}, {}, {}
     for s in specs:
         own = owners_of(s, roles, transitions)
         # the most numerous kinds at the start first (pawns before kings), then by name
         start_cells = cells(s, transitions[0][0]) if transitions else {}
         start = Counter(c for v in start_cells.values() for c in v)
         own.update(_owner_by_place(s, start_cells, own))
+        if s is specs[0]:
+            flip = sides(s, role_texts, start_cells, own, transitions)
         kinds = sorted((c for c in s.content_values if c != s.background), key=lambda c: (-start[c], c))
         per_side: dict = {}
         for c in kinds:
@@ -147,8 +151,57 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
             else:
                 fill, line, text = NEUTRAL[k % len(NEUTRAL)]
             glyphs[(s.relation, c)] = (SIDE_SHAPES[k % len(SIDE_SHAPES)], fill, line, text)
-    return BoardView(specs, glyphs, owners, role_texts, hidden)
+    return BoardView(specs, glyphs, owners, role_texts, hidden, flip)
 
+
+def sides(spec: BoardSpec, role_texts: list, start_cells: dict, owners: dict, transitions=()) -> dict:
+    """Which roles sit at the top of a board as drawn (row 0 at the bottom), from the rules'
+    structure: a role's pieces in the initial state, their mean row above the middle (black's
+    army in chess); for a role with no piece at the start, the way its pieces move in the
+    sampled steps (a piece of the mover's that leaves one cell for another: moving down means
+    it started at the top).  A role with neither (noughts and crosses, a dropped disc) or
+    pieces spread around the middle is not turned.  ``{role name: True}`` for the roles whose
+    page turns the board (180 degrees: their side at the bottom)."""
+    if len(role_texts) < 2 or spec.height < 2:
+        return {}
+    middle = (spec.height - 1) / 2
+    rows: dict = {}
+    for (x, y), contents in start_cells.items():
+        for c in contents:
+            if owners.get(c) in role_texts:
+                rows.setdefault(owners[c], []).append(y)
+    moves: dict = {}
+    for before, movers, after in transitions:
+        if len(movers) != 1 or movers[0] >= len(role_texts):
+            continue
+        mover = role_texts[movers[0]]
+        if mover in rows:
+            continue
+        a, b = cells(spec, before), cells(spec, after)
+        for c in {c for v in a.values() for c in v if owners.get(c) == mover}:
+            gone = [xy for xy, v in a.items() if c in v and c not in b.get(xy, [])]
+            came = [xy for xy, v in b.items() if c in v and c not in a.get(xy, [])]
+            if len(gone) == 1 and len(came) == 1 and came[0][1] != gone[0][1]:
+                moves.setdefault(mover, []).append(1 if came[0][1] > gone[0][1] else -1)
+    out = {}
+    for r in role_texts:
+        if r in rows:
+            top = sum(rows[r]) / len(rows[r]) - middle > 0.25
+        elif len(moves.get(r, ())) >= 3:
+            top = sum(moves[r]) < 0        # mostly moving down: it comes from the top
+        else:
+            continue
+        if top:
+            out[r] = True
+    # everyone at the top (a board drawn upside down for all) says nothing about sides
+    return out if len(out) < len(role_texts) else {}
+
+
+def flipped(view: BoardView, role_index: int | None) -> bool:
+    """Whether the page of role ``role_index`` draws the first board turned."""
+    if role_index is None or not 0 <= role_index < len(view.roles):
+        return False
+    return bool(getattr(view, "flip", {}).get(view.roles[role_index]))
 
 def _drawn(specs):
     """``(drawn, hidden)``: the first board and the other boards worth a grid of their own.
@@ -260,10 +313,12 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
     return out
 
 
-def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None) -> str:
+def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None,
+            flip: bool = False) -> str:
     """A board whose rules link each cell to six neighbours, drawn as hexagons: the rows
     shifted by half a cell so that the diagonal neighbour of the rules touches.  ``seen``
-    as ``board_svg``'s."""
+    and ``flip`` as ``board_svg``'s (turned, each cell takes the place of its mirror through
+    the centre, which keeps every neighbour a neighbour)."""
     import math
     w, h = spec.width, spec.height
     sq3 = math.sqrt(3)
@@ -273,6 +328,8 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     left = LABEL_PX + size
 
     def centre(gx, gy):
+        if flip:
+            gx, gy = w - 1 - gx, h - 1 - gy
         row = h - 1 - gy                         # row 0 at the bottom, as coordinates are counted
         q = gx + shift * row / 2 + (0 if shift == 1 else (h - 1) / 2)
         return left + sq3 * size * q, 1 + size + 1.5 * size * row
@@ -280,7 +337,7 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     H = int(1 + 2 * size + 1.5 * size * (h - 1) + LABEL_PX)
     occupied = cells(spec, state)
     hl = set(map(tuple, highlight))
-    out = [f'<svg class="board hex" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
+    out = [f'<svg class="board hex{" flipped" if flip else ""}" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
     if seen is not None:
         out.append(_unseen_pattern(index))
@@ -296,17 +353,18 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
                 out.append(_question(cx, cy, size))
                 continue
             out.append(f'<polygon class="{cls}" data-x="{gx}" data-y="{gy}" points="{pts}" '
-                       f'fill="#f0d9b5" stroke="#8a7355" stroke-width="1"/>')
+                       f'fill="{LAST_FILL[0] if (gx, gy) in hl else "#f0d9b5"}" stroke="#8a7355" stroke-width="1"/>')
             out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55, (gx, gy),
                                (seen or {}).get((gx, gy), 0)))
     xs, ys = spec.coord_values
     fs = min(11, size * .8)
+    bottom, left_col = (h - 1, w - 1) if flip else (0, 0)    # the row drawn lowest, the column leftmost
     for gx in range(w):
-        cx, cy = centre(gx, 0)
+        cx, cy = centre(gx, bottom)
         out.append(f'<text x="{cx:.1f}" y="{cy + size + fs + 2:.1f}" text-anchor="middle" font-size="{fs:.0f}" '
                    f'fill="#555">{escape(xs[gx][:4])}</text>')
     for gy in range(h):
-        cx, cy = centre(0, gy)
+        cx, cy = centre(left_col, gy)
         out.append(f'<text x="{cx - size * 1.3:.1f}" y="{cy + 4:.1f}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy][:4])}</text>')
     out.append("</svg>")
@@ -326,14 +384,18 @@ def _question(cx: float, cy: float, px: float) -> str:
             f'font-size="{size:.0f}" fill="#777" pointer-events="none">?</text>')
 
 
-def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None) -> str:
+def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None,
+              flip: bool = False) -> str:
     """One board as SVG: column 0 on the left, row 0 at the bottom (as coordinates are
     usually counted); every cell is a ``.cell`` (a rect, or a hexagon on a hex board) with
     ``data-x``/``data-y``.  ``seen`` (a GDL-II role's view, ``person_boards``): None when
     every cell is known, else ``{(x, y): steps since the role saw that cell}``; a cell not in
-    it is drawn hatched with a "?" (``.unseen``), one seen earlier than now faded."""
+    it is drawn hatched with a "?" (``.unseen``), one seen earlier than now faded.
+    ``highlight``: the cells of the last move, filled in yellow (``.last``).  ``flip``: turned
+    180 degrees (the last column on the left, the last row at the bottom: the player whose
+    side is at the top sees it at the bottom); the cells keep their ``data-x``/``data-y``."""
     if getattr(spec, "layout", "square") == "hex":
-        return hex_svg(view, spec, state, index, highlight, seen)
+        return hex_svg(view, spec, state, index, highlight, seen, flip)
     w, h = spec.width, spec.height
     px = max(20, min(CELL_PX, int(440 / max(w, h))))
     W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
@@ -341,17 +403,25 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     nested = len(spec.coord_args) == 4
     sub_w = len(spec.coord_values[2]) if nested else w
     sub_h = len(spec.coord_values[3]) if nested else h
-    out = [f'<svg class="board" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
+    out = [f'<svg class="board{" flipped" if flip else ""}" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
     if seen is not None:
         out.append(_unseen_pattern(index))
     hl = set(map(tuple, highlight))
+
+    def col(gx):      # the drawn column and row of a cell
+        return w - 1 - gx if flip else gx
+
+    def row(gy):
+        return gy if flip else h - 1 - gy
     for gy in range(h):
         for gx in range(w):
-            x, y = LABEL_PX + gx * px, 1 + (h - 1 - gy) * px
+            x, y = LABEL_PX + col(gx) * px, 1 + row(gy) * px
             shade = "#f0d9b5" if (gx + gy) % 2 else "#e4c89c"
             if nested and ((gx // sub_w) + (gy // sub_h)) % 2:
                 shade = "#d9e4ef" if (gx + gy) % 2 else "#c9d7e6"
+            if (gx, gy) in hl:
+                shade = LAST_FILL[(gx + gy) % 2]
             cls = "cell last" if (gx, gy) in hl else "cell"
             if seen is not None and (gx, gy) not in seen:
                 out.append(f'<rect class="{cls} unseen" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
@@ -373,10 +443,10 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     xs, ys = (spec.coord_values[2], spec.coord_values[3]) if nested else (spec.coord_values[0], spec.coord_values[1])
     fs = min(11, px * .4)
     for gx in range(w):
-        out.append(f'<text x="{LABEL_PX + gx * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
+        out.append(f'<text x="{LABEL_PX + col(gx) * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
                    f'fill="#555">{escape(xs[gx % len(xs)][:4])}</text>')
     for gy in range(h):
-        out.append(f'<text x="{LABEL_PX / 2}" y="{1 + (h - 1 - gy) * px + px / 2 + 4}" text-anchor="middle" '
+        out.append(f'<text x="{LABEL_PX / 2}" y="{1 + row(gy) * px + px / 2 + 4}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy % len(ys)][:4])}</text>')
     out.append("</svg>")
     return "".join(out)
@@ -418,7 +488,7 @@ def _cell_of(spec: BoardSpec, fact):
     return next(iter(got), None)
 
 
-def person_position(view: BoardView, init_state, steps, own_move=None) -> dict:
+def person_position(view: BoardView, init_state, steps, own_move=None, flip: bool = False) -> dict:
     """What a GDL-II role's page draws from what that role knows, and nothing else: the
     initial state (the rules give it to everyone) and its percepts of each step (``steps``,
     sets of terms, oldest first).  At the start every cell is as the rules set it.  Later,
@@ -453,7 +523,8 @@ def person_position(view: BoardView, init_state, steps, own_move=None) -> dict:
             hl = move_cells(view.specs[0], parse_term(own_move))
         except Exception:
             hl = []
-    boards = [board_svg(view, s, facts, i, hl if i == 0 else (), seens[i]) for i, s in enumerate(view.specs)]
+    boards = [board_svg(view, s, facts, i, hl if i == 0 else (), seens[i], flip=flip and i == 0)
+              for i, s in enumerate(view.specs)]
 
     def undrawn(ps):
         return sorted((f for f in ps if not any(matches(s, f) for s in view.specs)), key=render)
@@ -470,7 +541,7 @@ def person_position(view: BoardView, init_state, steps, own_move=None) -> dict:
                 if f not in shown and head not in named:
                     shown.add(f)
                     others.append(f"{words(render(f))} (step {k})")
-    return {"boards": boards, "others": others}
+    return {"boards": boards, "others": others, "flipped": bool(flip and view.specs)}
 
 
 def legend(view: BoardView) -> list[dict]:
@@ -479,11 +550,12 @@ def legend(view: BoardView) -> list[dict]:
             for (rel, c), (shape, fill, line, _ink) in view.glyphs.items()]
 
 
-def render_position(view: BoardView, state, highlight=()) -> dict:
-    """The boards (SVG texts) and the other facts of a state."""
-    return {"boards": [board_svg(view, s, state, i, highlight if i == 0 else ())
+def render_position(view: BoardView, state, highlight=(), flip: bool = False) -> dict:
+    """The boards (SVG texts) and the other facts of a state; ``flip``: the first board
+    turned (``flipped``), ``highlight``: the last move's cells on it."""
+    return {"boards": [board_svg(view, s, state, i, highlight if i == 0 else (), flip=flip and i == 0)
                        for i, s in enumerate(view.specs)],
-            "others": other_facts(view, state)}
+            "others": other_facts(view, state), "flipped": bool(flip and view.specs)}
 
 
 def click_map(view: BoardView, sm, state, role_index: int, legal_texts: list) -> list[dict]:
