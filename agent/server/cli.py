@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the persona that plays, unless --personas-config picks another for a match")
     p.add_argument("--name", default=DEFAULT_NAME, help=f"player name given in INFO replies (default {DEFAULT_NAME})")
     p.add_argument("--personas-config", metavar="FILE", default=None,
-                   help="TOML file mapping match-id prefixes or regexes to personas (see README.md, Choosing the persona)")
+                   help="TOML file mapping match-id prefixes or regexes to personas (see docs/guide/server.md, Choosing the persona)")
     p.add_argument("--log-dir", default="match_logs", help="folder for match records (default match_logs)")
     p.add_argument("--margin", type=float, default=DEFAULT_MARGIN, metavar="SECONDS",
                    help=f"reply at least this long before a clock runs out, for the network and a loaded "
