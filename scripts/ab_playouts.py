@@ -33,6 +33,8 @@ from bench_engines import rules_path   # the same games as engine.md (scripts/ i
 from rich.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "reversi", "hex", "pentago",
          "nineBoardTicTacToe"]
 
@@ -154,8 +156,8 @@ def main() -> None:
                    "avg_depth_this_baseline": sorted(depths)}
             prog.console.print(json.dumps(row))
             if a.out:
-                with open(a.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                with benchrows.append(a.out) as f:
+                    f.add(row)
 
 
 if __name__ == "__main__":

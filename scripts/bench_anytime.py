@@ -40,6 +40,9 @@ from agent.engine import load_engine  # noqa: E402
 from agent.persona import load_persona  # noqa: E402
 from agent.search import search  # noqa: E402
 from gdl.kif import read_rules_file  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
 from gdl.terms import render_spaced  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "games" / "base" / "games"
@@ -99,17 +102,15 @@ def run(args) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            rec = json.loads(line)
-            done.add(tuple(rec["key"]))
+    for rec in benchrows.read(out):
+        done.add(tuple(rec["key"]))
     jobs = []
     if args.part in ("all", "anytime"):
         jobs += [("anytime", g, c) for g in args.games for c in args.clocks]
     if args.part in ("all", "speed"):
         jobs += [("speed", args.label, g, p) for g in SPEED_GAMES for p in SPEED_PERSONAS]
     jobs = [j for j in jobs if tuple(j) not in done]
-    with out.open("a") as f, Progress() as bar:
+    with benchrows.append(out) as f, Progress() as bar:
         task = bar.add_task("measuring", total=len(jobs))
         for job in jobs:
             bar.update(task, description=" ".join(map(str, job)))
@@ -123,7 +124,7 @@ def run(args) -> None:
 
 
 def report(args) -> str:
-    recs = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    recs = benchrows.read(args.out)
     lines = ["# Anytime search and search speed", "",
              "Measured through the real paths (`Player.decide` on the Prolog reasoner; "
              "`agent.search.search` on the compiled engine). Commands (the first on a checkout "

@@ -34,10 +34,12 @@ from numba import njit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
 SHARED = ROOT.parent / "shared"
 MATCHES = SHARED / "corpus" / "matches" / "ggp-base-local-petewall" / "connectFour"
 RULES = SHARED / "corpus" / "games" / "base" / "games" / "connectFour" / "v0" / "connectFour.kif"
-POSITIONS = ROOT / "docs" / "benchmarks" / "connect-four-solved-positions.jsonl"
+POSITIONS = benchrows.resolve(ROOT / "docs" / "benchmarks" / "connect-four-solved-positions.jsonl")
 RESULTS = ROOT / "docs" / "benchmarks" / "connect-four-solved-results.jsonl"
 ROLES = ["red", "black"]
 
@@ -194,10 +196,10 @@ def build(seconds: float, per_match: int = 2, most: int = 240, seed: int = 7) ->
     files = sorted(MATCHES.glob("*/*.json"))
     rng = random.Random(seed)
     rng.shuffle(files)
-    tmp = POSITIONS.with_suffix(".tmp")
+    found = []
     t0 = time.monotonic()
     kept = 0
-    with tmp.open("w") as out, Progress() as bar:
+    with Progress() as bar:
         task = bar.add_task("solving", total=len(files))
         for f in files:
             bar.advance(task)
@@ -210,12 +212,12 @@ def build(seconds: float, per_match: int = 2, most: int = 240, seed: int = 7) ->
             for ply in rng.sample(range(12, last), min(per_match, last - 12)):
                 vals = move_values(cells_after(moves[:ply]), ROLES[ply % 2])
                 if len(set(vals.values())) > 1:
-                    out.write(json.dumps({"match": str(f.relative_to(MATCHES)), "ply": ply,
-                                          "moves": moves[:ply], "values": vals}) + "\n")
+                    found.append({"match": str(f.relative_to(MATCHES)), "ply": ply,
+                                  "moves": moves[:ply], "values": vals})
                     kept += 1
                     if kept >= most:
                         break
-    tmp.replace(POSITIONS)
+    benchrows.write(POSITIONS, found)
     print(f"{kept} positions in {time.monotonic() - t0:.0f} s -> {POSITIONS.relative_to(ROOT)}")
 
 
@@ -235,8 +237,8 @@ def evaluate(seconds: float, changes: str, part: str) -> None:
     search(eng, eng.initial_state(), 0, persona, seed=1, limit=200)      # compiled and warm
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
-    positions = [json.loads(x) for x in POSITIONS.read_text().splitlines()]
-    with RESULTS.open("a") as out:
+    positions = benchrows.read(POSITIONS)
+    with benchrows.append(RESULTS) as out:
         for i, pos in enumerate(positions):
             if i % n != k:
                 continue
@@ -255,8 +257,7 @@ def evaluate(seconds: float, changes: str, part: str) -> None:
 
 def report() -> None:
     runs: dict = {}
-    for x in RESULTS.read_text().splitlines():
-        r = json.loads(x)
+    for r in benchrows.read(RESULTS):
         runs.setdefault((r["version"], r["set"], r["seconds"]), []).append(r)
     print("| version | changes | s a move | positions | blunders | rate | simulations (median) | load |")
     print("|---|---|---|---|---|---|---|---|")

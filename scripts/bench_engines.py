@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
 SHARED = ROOT.parent / "shared"
 
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "checkers", "nineBoardTicTacToe", "skirmish",
@@ -328,12 +330,9 @@ def main() -> int:
     if not args.report_only:
         # resumable: games already in the results file (same baseline) are kept
         rows = {}
-        if out.exists():
-            for x in out.read_text().splitlines():
-                if x.strip():
-                    r = json.loads(x)
-                    if r.get("baseline", "") == baseline:
-                        rows[r["game"]] = r
+        for r in benchrows.read(out):
+            if r.get("baseline", "") == baseline:
+                rows[r["game"]] = r
         with Progress() as bar:
             task = bar.add_task("games", total=len(args.games))
             for key in args.games:
@@ -345,9 +344,9 @@ def main() -> int:
                     bar.console.print(f"{key}: this {fmt(rate(row.get('new') or {}))}, previous "
                                       f"{fmt(rate(row.get('old') or {}))}, ratio {paired_ratio(row)}")
                     rows[key] = row
-                    atomic_write(out, "".join(json.dumps(rows[k]) + "\n" for k in rows))
+                    benchrows.write(out, list(rows.values()))
                 bar.advance(task)
-    rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    rows = benchrows.read(out)
     baseline = baseline or (rows[0].get("baseline", "") if rows else "")
     atomic_write(Path(args.report), report(rows, cmd_text.strip(), baseline))
     return 0

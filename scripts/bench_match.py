@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
 
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "nineBoardTicTacToe", "checkers", "chess"]
 RESULTS = ROOT / "docs" / "benchmarks" / "match-results.jsonl"
@@ -122,11 +124,9 @@ def main() -> int:
     args = ap.parse_args()
     from rich.progress import Progress
 
-    from agent.matchlog import atomic_write_bytes
     done = {}
-    if (args.resume or args.report_only) and args.out.is_file():
-        done = {(r["game"], r.get("referee", "standby")): r
-                for r in map(json.loads, args.out.read_text().splitlines()) if r}
+    if args.resume or args.report_only:
+        done = {(r["game"], r.get("referee", "standby")): r for r in benchrows.read(args.out) if r}
     command = ("python scripts/bench_match.py " + " ".join(sys.argv[1:])).strip()
     if not args.report_only:
         todo = [g for g in args.games if (g, args.referee) not in done]
@@ -137,7 +137,7 @@ def main() -> int:
                 row = asyncio.run(one_game(g, args.matches, args.max_plies, args.seed, args.referee))
                 row["command"] = command
                 done[(g, args.referee)] = row
-                atomic_write_bytes(args.out, "".join(json.dumps(r) + "\n" for r in done.values()).encode())
+                benchrows.write(args.out, list(done.values()))
                 progress.advance(task)
     rows = sorted(done.values(), key=lambda r: (r.get("referee", "standby") != "standby",
                                                  GAMES.index(r["game"]) if r["game"] in GAMES else 99))

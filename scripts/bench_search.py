@@ -64,6 +64,9 @@ from agent.search import item_seed, search  # noqa: E402
 from gdl.kif import read_rules_file  # noqa: E402
 from gdl.terms import render  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchrows  # noqa: E402  (results kept compressed under docs/)
+
 GAMES = ["ticTacToe", "connectFour", "breakthrough", "nineBoardTicTacToe"]
 OPPONENTS = ["flat", "uct"]
 MODES = ["sims", "time"]
@@ -197,14 +200,14 @@ def raw_playout_rate(eng, seconds: float = 3.0) -> dict:
 
 
 def records(path) -> list:
-    """The records of a results file (one JSON object a line)."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+    """The records of a results file (one JSON object a line; ``benchrows``: compressed in docs/)."""
+    return benchrows.read(path)
 
 
 def finished(out: Path, key) -> set:
     """The keys of the games already in results file ``out`` (to resume); makes its folder."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    return {key(r) for r in records(out)} if out.exists() else set()
+    return {key(r) for r in records(out)}
 
 
 def run(args) -> None:
@@ -214,7 +217,7 @@ def run(args) -> None:
     out = Path(args.out)
     done = finished(out, lambda r: (r["kind"], r["game"], r.get("opponent"), r.get("mode"), r.get("index")))
     champion = load_persona("champion")
-    with out.open("a") as f:
+    with benchrows.append(out) as f:
         for game in args.games:
             budgets = {"sims": args.sims or SIMS[game], "time": args.seconds}
             eng = load_engine(read_rules_file(game_path(game)), engine="compiled")
@@ -348,7 +351,7 @@ def run_speed(args) -> None:
         rev = subprocess.run(["git", "-C", args.baseline, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
     rec = {"baseline": rev, "decisions": args.decisions, "search_sims": args.search_sims, **rows}
-    Path(args.speed_out).write_text(json.dumps(rec) + "\n")
+    benchrows.write(args.speed_out, [rec])
 
 
 class ChildPlayer:
@@ -487,7 +490,7 @@ def run_versus(args) -> None:
     old = ChildPlayer(Path(args.versus), args.games, args.versus_threads, 1 if args.live else None)
     opponent = f"champion {old.ready['commit']}"
     try:
-        with out.open("a") as f, Progress() as bar:
+        with benchrows.append(out) as f, Progress() as bar:
             task = bar.add_task(f"champion vs {opponent}", total=len(todo))
             engines = {}
             for game, i in todo:
@@ -517,9 +520,9 @@ def run_versus(args) -> None:
 
 def speed_report(path: Path) -> list:
     import statistics
-    if not path.exists():
+    if not benchrows.exists(path):
         return []
-    rec = json.loads(path.read_text())
+    rec = benchrows.read(path)[0]
     new, old = rec["new"], rec.get("old") or []
 
     def med(rows, key):
@@ -666,10 +669,10 @@ def equal_time_section(args) -> list:
     scaling runs (``search-scaling-*.jsonl``: champion against an opponent at several clocks),
     with the reading in ``search-equal-time.md``."""
     here = Path(args.out).parent
-    versus = {p.resolve() for p in here.glob("search-versus*.jsonl")}
-    if Path(args.versus_out).exists():
+    versus = {p.resolve() for p in benchrows.glob(here, "search-versus*.jsonl")}
+    if benchrows.exists(args.versus_out):
         versus.add(Path(args.versus_out).resolve())
-    scaling = sorted(here.glob("search-scaling*.jsonl"), key=lambda p: records(p)[-1]["budget"])
+    scaling = sorted(benchrows.glob(here, "search-scaling*.jsonl"), key=lambda p: records(p)[-1]["budget"])
     if not versus and not scaling:
         return []
     lines = ["", "## Strength at equal time", "",
