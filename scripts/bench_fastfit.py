@@ -199,7 +199,8 @@ def cmd_live(a) -> None:
     from agent.persona import load_persona
     import csv
     res = json.loads((Path(a.fit) / "results.json").read_text())
-    with (Path(a.fit) / "decisions.csv").open(newline="") as f:
+    from agent.report import open_table
+    with open_table(a.fit, "decisions.csv") as f:          # decisions.csv.gz in a committed fit
         fitted_argmax = {(r["label"], r["match_id"], r["role"], r["ply"]): float(r["fitted_argmax"])
                          for r in csv.DictReader(f)}
     ds = load_dataset([SHARED / "corpus" / "matches" / "ggp-base-local-petewall"],

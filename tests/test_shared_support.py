@@ -1,4 +1,5 @@
 """The helpers every report shares: statistics, the compute backend, the report writer."""
+import csv
 import json
 import math
 
@@ -100,6 +101,24 @@ def test_report_writes_page_figures_and_data(tmp_path):
     assert (tmp_path / "rows.csv").read_text().splitlines() == ["a,b,c", "1,2,", "3,,4"]
     assert json.loads((tmp_path / "all.json").read_text()) == {"x": [1, 2]}
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_large_table_is_written_compressed_and_read_back(tmp_path):
+    """Report folders stay small (issue 53): a data table over ``COMPRESS_BYTES`` is written
+    as NAME.gz, linked as such, and ``open_table`` reads either form; a later small table
+    replaces the compressed one."""
+    from agent.report import COMPRESS_BYTES, open_table
+    rows = [{"label": f"p{i % 7}", "value": i} for i in range(COMPRESS_BYTES // 8)]
+    page = write_report(tmp_path, "t", [], data={"decisions.csv": rows})
+    assert not (tmp_path / "decisions.csv").exists() and (tmp_path / "decisions.csv.gz").is_file()
+    assert (tmp_path / "decisions.csv.gz").stat().st_size < COMPRESS_BYTES
+    assert "decisions.csv.gz" in page.read_text()
+    with open_table(tmp_path, "decisions.csv") as f:
+        back = list(csv.DictReader(f))
+    assert back[0] == {"label": "p0", "value": "0"} and len(back) == len(rows)
+    write_report(tmp_path, "t", [], data={"decisions.csv": rows[:3]})
+    assert (tmp_path / "decisions.csv").is_file() and not (tmp_path / "decisions.csv.gz").exists()
+    assert open_table(tmp_path, "missing.csv") is None
 
 
 def test_report_refuses_bad_names(tmp_path):

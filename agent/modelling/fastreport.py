@@ -11,7 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from agent.report import write_report
+from agent.report import open_table, write_report
 
 from .fitreport import _fmt_ci, comparison_sections, data_text, metric_figures
 
@@ -29,12 +29,12 @@ def _stage_rows(result) -> list:
 def compare_rows(per_decision, folder) -> list:
     """Mean test log-likelihood and argmax AAR of another fit's models, per player, on the
     decisions both fits hold (joined by match, role and ply)."""
-    path = Path(folder) / "decisions.csv"
-    if not path.is_file():
+    f = open_table(folder, "decisions.csv")        # (compressed when large: agent.report)
+    if f is None:
         return []
     ours = {(r["label"], r["match_id"], str(r["role"]), str(r["ply"])) for r in per_decision}
     acc: dict = {}
-    with path.open(newline="") as f:
+    with f:
         for r in csv.DictReader(f):
             key = (r["label"], r["match_id"], r["role"], r["ply"])
             if key not in ours or not r.get("fitted_logp"):
