@@ -25,9 +25,9 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies
+from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or
 from gdl.terms import render
 
 MAX_SIDE = 26          # a coordinate domain larger than this is a counter, not a board side
@@ -277,7 +277,6 @@ def static_relations(description, seconds: float = 1.0) -> dict:
     literals and ``distinct``; a rule with ``not`` or ``or`` is left out, so a relation may
     come out short, never wrong).  Bounded in tuples and time: a board's neighbour relation
     is small."""
-    from gdl.analysis import expand_or
     deps = dependencies(description.rules)
     dynamic = deps.depending_on([TRUE_SIG, DOES_SIG])
     rules = []
@@ -425,7 +424,6 @@ def _with_layout(spec: BoardSpec, description, _cache: dict = {}) -> BoardSpec: 
     layout, diag = layout_of(spec, _cache["rels"])
     if layout == "square":
         return spec
-    from dataclasses import replace
     return replace(spec, layout=layout, hex_diagonal=diag)
 
 

@@ -15,8 +15,9 @@ in a loop; *floors*: a room stands one floor above the highest room it imports (
 is floor 1; a loop between rooms is cut at the first arrow met); an *arrow up*: an arrow
 between two rooms of one folder to a room on the same floor or higher, which only a loop
 between rooms makes (one arrow of each such loop runs up).  A *function-level import* is one inside a function or class body; the project
-keeps one only where it saves a real start-up cost (numba, SWI-Prolog, matplotlib, ...) or
-breaks no circle, and says which in a comment.
+keeps one only where it saves a real start-up cost (numba, SWI-Prolog, matplotlib, ...) and
+says which in a comment: on the line or the two above, or once for the module in a comment
+line that starts with "# Imports inside functions".
 """
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ def imports_of(mod: str, path: Path, modules: dict) -> list:
     lines = text.splitlines()
     tree = ast.parse(text)
     is_pkg = path.name == "__init__.py"
+    # one comment at the top of a module may say why all its functions import inside them
+    noted = any(line.lower().startswith("# imports inside functions") for line in lines)
     found = []
 
     def nearest(name: str) -> str | None:
@@ -78,7 +81,7 @@ def imports_of(mod: str, path: Path, modules: dict) -> list:
                 continue
             ln = child.lineno
             window = lines[max(0, ln - 3):ln]
-            commented = any("#" in w for w in window)
+            commented = noted or any("#" in w for w in window)
             for t in targets:
                 t = nearest(t)
                 # a module's own packages are imported before it anyway: no arrow of its own
