@@ -126,14 +126,14 @@ def dependencies(rules: list[Rule]) -> Dependencies:
     nodes = set(d.edges) | d.used
     for n in nodes:
         d.edges.setdefault(n, {})
-    d.components = _tarjan(sorted(nodes), d.edges)
+    d.components = strongly_connected(sorted(nodes), d.edges)
     for i, comp in enumerate(d.components):
         for s in comp:
             d.scc_of[s] = i
     return d
 
 
-def _tarjan(nodes, edges) -> list[list]:
+def strongly_connected(nodes, edges) -> list[list]:
     """SCCs in reverse topological order of the head->body graph (callees first)."""
     index, low, on, stack, out = {}, {}, set(), [], []
     counter = [0]

@@ -33,7 +33,7 @@ import random
 import time
 from collections import defaultdict
 
-from .analysis import STATE_WORDS, _tarjan, dependencies, dependency_path, expand_or
+from .analysis import STATE_WORDS, dependencies, dependency_path, expand_or, strongly_connected
 from .description import Description, GdlError, Problem, Rule
 from .kif import decode_bytes, parse_rules
 from .terms import Term, is_var, render
@@ -747,7 +747,7 @@ class _Validator:
                         if neg:
                             neg_edges.append((i, j, k, s))
         comp_of = {}
-        for c, members in enumerate(_tarjan(range(len(rules)), {i: set(out) for i, out in enumerate(succ)})):
+        for c, members in enumerate(strongly_connected(range(len(rules)), {i: set(out) for i, out in enumerate(succ)})):
             for i in members:
                 comp_of[i] = c
         names = ", ".join(sorted({s[0] for s in comp}))

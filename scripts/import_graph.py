@@ -30,6 +30,9 @@ from pathlib import Path
 
 PACKAGES = ("gdl", "agent")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from gdl.analysis import strongly_connected  # noqa: E402
+
 
 def module_files(root: Path) -> dict:
     """Module name -> path, for every package file (tests, scripts and data left out)."""
@@ -98,44 +101,10 @@ def imports_of(mod: str, path: Path, modules: dict) -> list:
 
 
 def sccs(nodes, edges) -> list:
-    """Strongly connected components with more than one node (Tarjan, iterative)."""
-    index, low, on, stack, out = {}, {}, set(), [], []
-    counter = [0]
-    for start in nodes:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges.get(start, ()))))]
-        index[start] = low[start] = counter[0]
-        counter[0] += 1
-        stack.append(start)
-        on.add(start)
-        while work:
-            v, it = work[-1]
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(edges.get(w, ())))))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    if len(comp) > 1:
-                        out.append(sorted(comp))
-    return sorted(out)
+    """Strongly connected components with more than one node (Tarjan's, as the GDL analysis
+    finds recursion)."""
+    graph = defaultdict(set, {a: set(b) for a, b in edges.items()})
+    return sorted(c for c in strongly_connected(list(nodes), graph) if len(c) > 1)
 
 
 def room_of(mod: str, folder: str) -> str | None:
