@@ -183,22 +183,23 @@ def analyse(root: Path) -> dict:
             "inner": inner, "room_graphs": room_graphs}
 
 
-def report(res: dict, root: Path) -> str:
+def report(res: dict, root: Path, note: str = "") -> str:
     mods = res["modules"]
     rel = {m: p.relative_to(root).as_posix() for m, p in mods.items()}
     n_edges = sum(len(v) for v in res["edges"].values())
     inner = res["inner"]
     lines = ["# Import structure", "",
              "Written by `python scripts/import_graph.py --out PREFIX` from the code's own imports "
-             "(read with `ast`, nothing run). Words: ARCHITECTURE.md, *Imports*.", "",
-             "| figure | count |", "|---|---|",
-             f"| package files (`gdl/`, `agent/`) | {len(mods)} |",
-             f"| import arrows between them (file to file) | {n_edges} |",
-             f"| circles of files | {len(res['file_circles'])} |",
-             f"| arrows up (loops between the rooms of one folder) | {len(res['ups'])} |",
-             f"| imports inside a function or class (all modules) | {len(inner)} |",
-             f"| of them with no comment on the line or the two above | {sum(1 for x in inner if not x[3])} |",
-             "", "## Circles of files", ""]
+             "(read with `ast`, nothing run). Words: ARCHITECTURE.md, *Imports*."]
+    lines += ["", note, ""] if note else [""]
+    lines += ["| figure | count |", "|---|---|",
+              f"| package files (`gdl/`, `agent/`) | {len(mods)} |",
+              f"| import arrows between them (file to file) | {n_edges} |",
+              f"| circles of files | {len(res['file_circles'])} |",
+              f"| arrows up (loops between the rooms of one folder) | {len(res['ups'])} |",
+              f"| imports inside a function or class (all modules) | {len(inner)} |",
+              f"| of them with no comment on the line or the two above | {sum(1 for x in inner if not x[3])} |",
+              "", "## Circles of files", ""]
     if not res["file_circles"]:
         lines.append("None.")
     for comp in res["file_circles"]:
@@ -280,6 +281,7 @@ def main(argv=None) -> int:
     ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent),
                     help="the checkout to read (default: this one)")
     ap.add_argument("--out", help="write PREFIX.md and PREFIX.png (e.g. docs/architecture/imports-after)")
+    ap.add_argument("--note", default="", help="a line under the title (what was measured)")
     a = ap.parse_args(argv)
     root = Path(a.root).resolve()
     if not all((root / p).is_dir() for p in PACKAGES):
@@ -288,7 +290,7 @@ def main(argv=None) -> int:
     res = analyse(root)
     res["packages"] = {m.replace(".", "/") for m in res["modules"]
                        if (root / m.replace(".", "/") / "__init__.py").exists()}
-    text = report(res, root)
+    text = report(res, root, a.note)
     if not a.out:
         print(text.split("## Imports inside")[0])
         return 0
