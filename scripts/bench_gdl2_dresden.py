@@ -41,13 +41,15 @@ opponent, so an interrupted run (Ctrl-C stops the match under way, which is then
 counted, and the servers this script started) resumes where it stopped.  Matches go index by
 index over the games, so a cut run has every game to the same depth.
 
-Several series may run at once (different ``--port``/``--opponent-port`` and games, or one
-sheet's match indices split with ``--indices``): rows are added under a lock on the results'
-folder, each to the file as it is then.
+Several series may run at once, each with its own ``--port``/``--opponent-port`` and
+``--logs``: a series claims each match before it plays it (a file in ``OUT/claims``), so
+series given the same games share their matches out, each played once; rows are added under
+a lock on the results' folder.  An interrupted match's claim is freed; a series killed
+outright leaves its claim (delete the file to play that match again).
 
     B="python scripts/bench_gdl2_dresden.py --gc OUT --code OUT/code"
-    $B --games battleship --indices 0,1,4,5,8 --port 9381 --opponent-port 9382 --logs OUT/b1 &
-    $B --games battleship --indices 2,3,6,7,9 --port 9383 --opponent-port 9384 --logs OUT/b2 &
+    $B --games battleship --port 9381 --opponent-port 9382 --logs OUT/b1 &
+    $B --games battleship --port 9383 --opponent-port 9384 --logs OUT/b2 &
 """
 from __future__ import annotations
 
@@ -236,6 +238,20 @@ def record_summary(rec: dict | None) -> dict:
         "max_belief_states": max(((d.get("belief") or {}).get("states") or 0
                                   for d in decisions), default=0),
     }
+
+
+def claim_match(a, game: str, index: int) -> Path | None:
+    """Take (game, index) of this run for this series: series run at once with the same
+    games and indices share them out, each match played once.  A file per match under
+    ``GC/claims`` made with O_EXCL; None when another series made it first (or played it)."""
+    d = Path(a.gc) / "claims"
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{a.commit}-{a.start}-{a.play}-{a.opponent}-{game}-{index}"
+    try:
+        os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return None
+    return p
 
 
 def _interrupt(signum, frame):
@@ -713,8 +729,16 @@ def main(argv=None) -> int:
                       TimeElapsedColumn(), console=console) as prog:
             task = prog.add_task("matches", total=len(todo))
             for i, g in todo:
+                claim = claim_match(a, g, i)
+                if claim is None:     # another series has it
+                    prog.advance(task)
+                    continue
                 prog.update(task, description=f"{g} #{i}")
-                row = play_match(a, g, i, stamp, us, opp if g in server_games else None)
+                try:
+                    row = play_match(a, g, i, stamp, us, opp if g in server_games else None)
+                except BaseException:
+                    claim.unlink(missing_ok=True)    # not played: free for a rerun
+                    raise
                 append_row(a.out, row)
                 rows.append(row)
                 flag = "" if not row["errors_ours"] else f"  [red]{len(row['errors_ours'])} errors of ours[/red]"
@@ -729,7 +753,9 @@ def main(argv=None) -> int:
         us.stop()
         if opp is not None:
             opp.stop()
-    print(tables(rows, games))
+    # every series' rows of this run, not only this one's
+    print(tables([r for r in load_rows(a.out) if same_run(r, a.commit, a.start, a.play, a.opponent)],
+                 games))
     return 0
 
 
