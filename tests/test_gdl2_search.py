@@ -42,3 +42,51 @@ def test_a_belief_whose_states_all_ended_still_gives_a_legal_move(rps):
     r = ensemble(rps, [(end, 1.0)], 0, legal, load_persona("tournament"), seed=1,
                  deadline=time.monotonic() + 0.05, search_fn=search)
     assert r["move"] in legal and r["samples"] == 0
+
+
+class _Result:
+    def __init__(self, moves):
+        self.moves, self.q, self.visits, self.simulations, self.playouts = moves, [50.0] * len(moves), [1] * len(moves), 1, 1
+
+
+def test_slow_states_are_cut_off_before_the_clock(rps):
+    """Every state's search comes back 0.15 s after the time it was given (a state whose
+    simulations are slow: the search reads the clock only between them).  At a 1 s clock
+    the decision is due half a second after the PLAY came (the server's margin); eight
+    such slices one after the other would take 1.7 s, past the protocol's limit.  The
+    ensemble learns the lateness from the first slice and leaves room for it: the decision
+    comes back before the play clock ends, with a legal move."""
+    s0 = rps.initial_state()
+    legal = rps.legal_moves(s0, 0)
+    states = [(frozenset(s0 | {("slow", str(i))}), 1 / 8) for i in range(8)]
+    given = []
+
+    def slow_search(engine, state, role_index, persona, *, seed, limit, seconds, solver):
+        given.append(seconds)
+        time.sleep(seconds + 0.15)
+        return _Result(legal)
+
+    received = time.monotonic()
+    r = ensemble(rps, states, 0, legal, load_persona("tournament"), seed=1,
+                 deadline=received + 0.5, search_fn=slow_search)
+    assert time.monotonic() < received + 1.0, "past the play clock"
+    assert r["move"] in legal and 1 <= r["samples"] < 8, r
+    assert len(given) == r["samples"]
+
+
+def test_the_compiled_search_reads_the_clock_after_its_first_simulations(shared_dir):
+    """Battleship's first state, whose playouts are long: a search given a millisecond
+    stops after a few simulations (it ran a block of 64 before it read the clock, which
+    overran the ensemble's slices at a 1 s clock)."""
+    pytest.importorskip("pyswip")
+    from agent.engine import load_engine
+    engine = load_engine(read_rules_file(shared_dir / "corpus" / "gdl2" / "battleship.kif"), budget_seconds=60)
+    if not hasattr(engine, "game"):
+        pytest.skip("battleship did not compile here")
+    try:
+        s0 = engine.initial_state()
+        search(engine, s0, 0, load_persona("tournament"), seed=1, seconds=0.001, solver=False)  # compiled
+        r = search(engine, s0, 0, load_persona("tournament"), seed=2, seconds=0.001, solver=False)
+        assert 1 <= r.simulations < 64, r.simulations
+    finally:
+        engine.close()

@@ -85,6 +85,7 @@ class HiddenPlayer(Player):
         self.prior = prior or UniformPrior()
         self.belief: Belief | None = None
         self.symbols: dict | None = None
+        self.timing: dict = {}     # what the ensemble learned of its searches' lateness
 
     def prepare(self) -> list:
         legal = super().prepare()
@@ -102,6 +103,7 @@ class HiddenPlayer(Player):
             notes.append("the fast engine has no sees query; Prolog plays")
         if self.belief is not None:
             self.belief.sm = self.sm   # states are frozensets: the particles carry over
+        self.timing = {}               # the searches' lateness is learned again on this engine
         return notes
 
     def ponders_between_moves(self) -> bool:
@@ -163,7 +165,8 @@ class HiddenPlayer(Player):
             if on_best is not None:   # a fallback before any search: not always the first move
                 on_best(render_spaced(random.Random(seed).choice(legal)), 0)
             fields = ensemble(engine, dist, self.role_index, legal, self.persona, seed=seed,
-                              deadline=deadline, search_fn=self._search, limit=self.persona.limit)
+                              deadline=deadline, search_fn=self._search, limit=self.persona.limit,
+                              timing=self.timing)
             if on_best is not None:
                 on_best(render_spaced(fields["move"]), fields["simulations"])
             return fields

@@ -10,6 +10,12 @@ best are drawn among at random.  The terminal solver is off:
 ``random`` is searched as a role whose goal is constant (its moves are then spread by the
 exploration term, as chance), and a proof over it would be a proof against an adversary.
 
+In time at any clock: each search is given its share less what searches have been seen to
+return after the time they were given (their set-up, their last simulations, their choice;
+``timing``, kept by the player across decisions), a state is searched only while that
+leaves it ``MIN_SLICE``, and the compiled driver reads the clock after its first
+simulation (a first block of 64 slow battleship simulations overran a slice).
+
 Known weakness of determinisation (Frank and Basin's strategy fusion): in each searched
 state every role acts as if it knew everything.
 """
@@ -23,45 +29,59 @@ import numpy as np
 SAMPLES = 8          # distinct states searched per decision, at most
 MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
 TIE = 1.0            # goal points (of 100) within which pooled values count as equal
+OVER = 0.01          # seconds a search is assumed to return late until one is measured
+OVER_DECAY = 0.75    # a measured lateness is forgotten at this rate per search (a one-off stall)
 
 
 def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
-             deadline: float, search_fn, limit: int | None = None) -> dict:
+             deadline: float, search_fn, limit: int | None = None, timing: dict | None = None) -> dict:
     """Search the most likely states of ``distribution`` ([(state, probability)]) for our
-    move among ``legal``; fields as ``player.result_fields`` gives them, plus the states
-    searched and their probabilities."""
-    left = max(0.0, deadline - time.monotonic())
+    move among ``legal`` until ``deadline`` (monotonic); fields as ``player.result_fields``
+    gives them, plus the states searched and their probabilities.  ``timing``: a dict the
+    caller keeps between decisions, where the searches' measured lateness (``over``, s) and
+    time per simulation (``sim``, s) are learned."""
+    timing = timing if timing is not None else {}
+    over = timing.get("over", OVER)
+    left = max(0.0, deadline - time.monotonic() - over)
     # a sampled history that ended already says nothing about our move (the match goes on)
     live = [(st, p) for st, p in distribution[:4 * SAMPLES] if not engine.is_terminal(st)]
-    n = max(1, min(SAMPLES, len(live), int(left / MIN_SLICE) or 1))
+    slice_min = max(MIN_SLICE, 2.0 * timing.get("sim", 0.0))   # a slice runs a few simulations
+    n = max(1, min(SAMPLES, len(live), int(left / slice_min) or 1))
     picked = live[:n]
     if not picked:
         return {"move": legal[0], "moves": legal, "q": [0.0] * len(legal), "visits": [0] * len(legal),
                 "simulations": 0, "playouts": 0, "proven_descents": 0, "samples": 0, "sample_mass": 0.0}
-    mass = sum(p for _, p in picked) or 1.0
     index = {m: i for i, m in enumerate(legal)}
     q_sum = np.zeros(len(legal))
     w_sum = np.zeros(len(legal))
     visits = np.zeros(len(legal), dtype=np.int64)
     sims = playouts = 0
+    searched = []
     for k, (state, p) in enumerate(picked):
-        left = max(0.0, deadline - time.monotonic())
+        t_call = time.monotonic()
+        left = deadline - t_call - over
         share = left / (n - k)
-        if share <= 0:
-            break
+        if share <= 0 or (k > 0 and share < MIN_SLICE):
+            break   # no time for this state: the states searched so far decide
         per_limit = None if limit is None else max(1, limit // n)
         r = search_fn(engine, state, role_index, persona, seed=seed + k, limit=per_limit,
                       seconds=share, solver=False)
+        # how late this search came back; the next slices leave room for as much
+        took = time.monotonic() - t_call
+        over = max(took - share, OVER_DECAY * over, 0.001)
+        if int(r.simulations) > 0:
+            timing["sim"] = took / int(r.simulations)
         sims += int(r.simulations)
         playouts += int(getattr(r, "playouts", 0))
-        w = p / mass
+        searched.append(p)
         for m, q, v in zip(r.moves, r.q, r.visits):
             i = index.get(m)
             if i is None:      # a move legal in this sample only: not ours to play
                 continue
-            q_sum[i] += w * float(q)
-            w_sum[i] += w
+            q_sum[i] += p * float(q)
+            w_sum[i] += p
             visits[i] += int(v)
+    timing["over"] = over
     q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
     # pooled Q first (a vote ignores by how much a move wins in each state).  Moves within
     # TIE of the best are drawn among at random: where hidden moves are simultaneous
@@ -71,5 +91,5 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
     best = near[0] if len(near) == 1 else random.Random(seed).choice(near)
     return {"move": legal[best], "moves": legal, "q": [float(x) for x in q],
             "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
-            "proven_descents": 0, "samples": len(picked),
-            "sample_mass": round(float(sum(p for _, p in picked)), 4)}
+            "proven_descents": 0, "samples": len(searched),
+            "sample_mass": round(float(sum(searched)), 4)}

@@ -972,6 +972,11 @@ def _run(g, data, i, st, vals, near, rng, params, rp, ev, pmasks, util, me, n_li
     chunk = 64
     if progress is not None and progress.callback is not None and deadline is None:
         chunk = 4096        # reports need a loop in chunks (numba cannot call back)
+    elif deadline is not None:
+        # on a clock the first chunk is one simulation, and the chunks grow from the rate
+        # measured (at most doubling): a first chunk of 64 ran before the clock was read, and a
+        # slow state's 64 simulations overran the GDL-II ensemble's slices on battleship
+        chunk = 1
     while not shared.stop and (n_limit is None or shared.sims < n_limit):
         n = chunk if n_limit is None else min(chunk, n_limit - shared.sims)
         if deadline is None and (progress is None or progress.callback is None):
