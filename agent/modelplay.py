@@ -51,15 +51,18 @@ def warm(engine, state, role: int, persona) -> None:
         E.evaluate_state(engine, state, role, legal, 0, {**plan, "limit": min(plan["limit"], 20)}, cal, facts)
 
 
-def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None) -> dict:
+def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None,
+           history=()) -> dict:
     """The model's move for ``role`` in ``state``: {move, moves, q (the deep search's Q),
-    visits, p (the model's probabilities), simulations}."""
+    visits, p (the model's probabilities), simulations}.  ``history``: the match's last
+    steps, oldest first, (state, joint move) each (``movefeatures``: the last moves)."""
     model, plan = model_of(persona)
     cal, facts = _game_of(engine)
     deadline = None if seconds is None else time.monotonic() + seconds * (1 - LOOKAHEAD_SHARE)
     x, runs = E.evaluate_state(engine, state, role, legal, seed, plan, cal, facts, deadline=deadline)
     x = align(x, E.feature_names(cal), model.shared_names)
-    lp = model.log_probs(x, state, prev, legal)
+    movex = model.move_features(engine, state, role, legal, history)
+    lp = model.log_probs(x, state, prev, legal, movex)
     if not np.all(np.isfinite(lp)):
         # argmax would take the first NaN: the first legal move every time, silently.  The
         # loader's bounds keep this from happening; should it, the player's search fallback

@@ -30,6 +30,7 @@ from agent import code_version
 from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 
 log = logging.getLogger("ggp.player")
+MODEL_HISTORY = 8    # steps kept for a fitted model's move features (agent.modelling.movefeatures.HISTORY)
 
 
 # ------------------------------------------------------------------ rules and joint moves
@@ -243,6 +244,7 @@ class Player:
         self.ply = 0
         self.tree = None            # search tree kept between decisions (agent.search)
         self.prev = None            # the last joint move (a fitted model's move counts read it)
+        self.history = []           # the last steps, (state, joint move) each (a fitted model's move features)
         self.learner = None         # the game's evaluation being learned (agent.search.heuristic)
 
     # -------------------------------------------------------------- set-up
@@ -353,6 +355,7 @@ class Player:
     def observe(self, move_texts) -> list:
         """Apply the joint move the manager reports; returns notes about anything odd."""
         joint, notes = resolve_joint(self.sm, self.state, move_texts, len(self.description.roles))
+        self.history = (self.history + [(self.state, tuple(joint))])[-MODEL_HISTORY:]
         self.state = self.sm.next_state(self.state, joint)
         self.prev = tuple(joint)
         self.ply += 1
@@ -455,7 +458,7 @@ class Player:
             from agent.modelplay import decide
             engine = self.sm if self.engine is self.prolog else self.engine
             fields = decide(engine, self.state, self.role_index, legal, self.prev, self.persona, seed,
-                            max(0.0, deadline - time.monotonic()))
+                            max(0.0, deadline - time.monotonic()), history=tuple(self.history))
             if on_best is not None:
                 on_best(render_spaced(fields["move"]), fields["simulations"])
             return fields

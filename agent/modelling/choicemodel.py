@@ -3,9 +3,12 @@ evaluations, mixed with the uniform choice.
 
     P(a|s) = eps/|A| + (1 - eps) * exp(w . x(s,a)) / sum_b exp(w . x(s,b))
 
-``x(s,a)`` joins three kinds of columns:
+``x(s,a)`` joins four kinds of columns:
 - the shared evaluations of the move (``evaluations.py``: searches, look-ahead, fact
   changes), the same for every player;
+- move features that mean the same in every position (``movefeatures.py``: where the move
+  lands on the board, its rank among the legal moves along each coordinate, its relation to
+  the last moves, captures), so that a habit carries to positions never seen;
 - move tokens: the move's functor and each argument in its position (``drop/1=4``), so
   a player's liking for some moves or cells is learnt (game symbols are keys only);
 - the player's own move frequencies (``baselines.MoveCounts``: the move alone, after the
@@ -32,6 +35,7 @@ from scipy.optimize import minimize
 
 from gdl.terms import render
 
+from . import movefeatures as MF
 from .baselines import MoveCounts
 
 EPS_MIN = 0.01
@@ -42,7 +46,7 @@ MAX_TOKENS = 400
 MIN_TOKEN_COUNT = 3
 FREQ_COLUMNS = ("freq_move", "freq_after_prev", "freq_in_state",
                 "logfreq_move", "logfreq_after_prev", "logfreq_in_state")
-MODEL_VERSION = 1
+MODEL_VERSION = 2             # 2: move features (``move``, ``board``); 1 (none) still loads
 
 
 class ModelError(ValueError):
@@ -78,15 +82,28 @@ def freq_columns(freq: np.ndarray) -> np.ndarray:
     return np.concatenate([freq, np.log(0.01 + freq)], axis=1)
 
 
-def columns(shared: np.ndarray, moves, freq: np.ndarray, vocab_index: dict) -> np.ndarray:
-    """The model's columns for one decision: shared | tokens | frequencies."""
+def columns(shared: np.ndarray, moves, freq: np.ndarray, vocab_index: dict, movex=None) -> np.ndarray:
+    """The model's columns for one decision: shared | move features | tokens | frequencies
+    (``movex``: the move features' columns already selected, None: none)."""
     tok = np.zeros((len(moves), len(vocab_index)))
     for j, m in enumerate(moves):
         for t in move_tokens(m):
             k = vocab_index.get(t)
             if k is not None:
                 tok[j, k] = 1.0
-    return np.concatenate([np.asarray(shared, float), tok, freq_columns(freq)], axis=1)
+    parts = [np.asarray(shared, float)]
+    if movex is not None:
+        parts.append(np.asarray(movex, float))
+    return np.concatenate(parts + [tok, freq_columns(freq)], axis=1)
+
+
+def select_move_columns(movex, move_names) -> np.ndarray | None:
+    """The columns ``move_names`` of a full ``movefeatures.NAMES`` matrix (None: no names)."""
+    if not move_names:
+        return None
+    if movex is None:
+        raise ValueError("this model reads move features: pass the decision's movefeatures.compute matrix")
+    return np.asarray(movex, float)[:, [MF.INDEX[n] for n in move_names]]
 
 
 # ------------------------------------------------------------------------------ ragged data
@@ -190,8 +207,11 @@ def choose_penalty(rows: Rows, pms, fold, prior: np.ndarray) -> dict:
 class ChoiceModel:
     """A fitted model: feature names, scaling, weights, eps, token vocabulary, counts."""
 
-    def __init__(self, shared_names, vocab, counts: MoveCounts, mean, scale, w, eps, info=None):
+    def __init__(self, shared_names, vocab, counts: MoveCounts, mean, scale, w, eps, info=None,
+                 move_names=(), view: "MF.MoveView | None" = None):
         self.shared_names = list(shared_names)
+        self.move_names = list(move_names)
+        self.view = view if view is not None else MF.MoveView(None)
         self.vocab = list(vocab)
         self.vocab_index = {t: i for i, t in enumerate(self.vocab)}
         self.counts = counts
@@ -202,23 +222,34 @@ class ChoiceModel:
 
     @property
     def names(self) -> list:
-        return self.shared_names + [f"token:{t}" for t in self.vocab] + list(FREQ_COLUMNS)
+        return (self.shared_names + [f"move:{n}" for n in self.move_names] + [f"token:{t}" for t in self.vocab]
+                + list(FREQ_COLUMNS))
 
-    def matrix(self, shared, state, prev, moves, pm=None) -> np.ndarray:
-        """Scaled columns of one decision (``pm``: leave that player-match's counts out)."""
-        x = columns(shared, moves, self.counts.frequencies(state, prev, moves, pm), self.vocab_index)
+    def move_features(self, engine, state, role: int, moves, history=()) -> np.ndarray | None:
+        """The move features of a decision on this model's board (None: the model reads
+        none): what ``matrix`` and ``log_probs`` take as ``movex``."""
+        if not self.move_names:
+            return None
+        return MF.compute(self.view, engine, state, role, moves, history)
+
+    def matrix(self, shared, state, prev, moves, pm=None, movex=None) -> np.ndarray:
+        """Scaled columns of one decision (``pm``: leave that player-match's counts out;
+        ``movex``: the decision's ``movefeatures.compute`` matrix, for a model that reads it)."""
+        x = columns(shared, moves, self.counts.frequencies(state, prev, moves, pm), self.vocab_index,
+                    select_move_columns(movex, self.move_names))
         return (x - self.mean) / self.scale
 
-    def log_probs(self, shared, state, prev, moves) -> np.ndarray:
+    def log_probs(self, shared, state, prev, moves, movex=None) -> np.ndarray:
         """log P over ``moves`` (live play and evaluation use the same formula)."""
-        rows = Rows([self.matrix(shared, state, prev, moves)], [0])
+        rows = Rows([self.matrix(shared, state, prev, moves, movex=movex)], [0])
         return log_probs(rows, self.w, self.eps)
 
     def weights_by_name(self) -> dict:
         return dict(zip(self.names, (float(v) for v in self.w / self.scale)))
 
     def to_dict(self) -> dict:
-        return {"version": MODEL_VERSION, "shared": self.shared_names, "tokens": self.vocab,
+        return {"version": MODEL_VERSION, "shared": self.shared_names, "move": self.move_names,
+                "board": self.view.to_dict(), "tokens": self.vocab,
                 "mean": self.mean.tolist(), "scale": self.scale.tolist(), "weights": self.w.tolist(),
                 "epsilon": self.eps, "counts": self.counts.to_dict(), "info": self.info}
 
@@ -228,7 +259,8 @@ class ChoiceModel:
         broken table is refused here with one line naming the field, never at a move."""
         check_table(d, source)
         return cls(d["shared"], d["tokens"], MoveCounts.from_dict(d["counts"]), d["mean"], d["scale"],
-                   d["weights"], d["epsilon"], d.get("info"))
+                   d["weights"], d["epsilon"], d.get("info"), d.get("move", []),
+                   MF.MoveView.from_dict(d.get("board", {}), source))
 
 
 # ------------------------------------------------------------------------------ the loader's checks
@@ -287,14 +319,30 @@ def check_table(d, source: str = "<model>") -> None:
     and within bounds, epsilon in [EPS_MIN, 1], counts of the right shape."""
     if not isinstance(d, dict):
         raise ModelError(f"{source}: not a fitted model (a table expected)")
-    if d.get("version") != MODEL_VERSION:
-        raise ModelError(f"{source}: model version {_short(d.get('version'))} is not {MODEL_VERSION}")
-    missing = [k for k in ("shared", "tokens", "mean", "scale", "weights", "epsilon", "counts") if k not in d]
+    version = d.get("version")
+    if isinstance(version, bool) or version not in (1, MODEL_VERSION):
+        raise ModelError(f"{source}: model version {_short(version)} is not {MODEL_VERSION} (or 1)")
+    need = ("shared", "tokens", "mean", "scale", "weights", "epsilon", "counts") + (("move", "board") if version >= 2 else ())
+    missing = [k for k in need if k not in d]
     if missing:
         raise ModelError(f"{source}: not a fitted model (no {', '.join(missing)})")
+    if version < 2 and ("move" in d or "board" in d):
+        raise ModelError(f"{source}: a version 1 model has no move features (move, board)")
     _strings(d, "shared", source)
     _strings(d, "tokens", source)
-    k = len(d["shared"]) + len(d["tokens"]) + len(FREQ_COLUMNS)
+    move = d.get("move", [])
+    if version >= 2:
+        _strings(d, "move", source)
+        unknown = [n for n in move if n not in MF.INDEX]
+        if unknown:
+            raise ModelError(f"{source}: move feature {_short(unknown[0])} is not one of movefeatures.NAMES")
+        if len(set(move)) != len(move):
+            raise ModelError(f"{source}: move features must not repeat")
+        try:
+            MF.check_table(d["board"], source)
+        except MF.ViewError as e:
+            raise ModelError(str(e)) from None
+    k = len(d["shared"]) + len(move) + len(d["tokens"]) + len(FREQ_COLUMNS)
     _numbers(d, "mean", k, -MAX_ABS, MAX_ABS, source)
     _numbers(d, "scale", k, MIN_SCALE, MAX_ABS, source)
     _numbers(d, "weights", k, -MAX_WEIGHT, MAX_WEIGHT, source)
@@ -306,7 +354,7 @@ def check_table(d, source: str = "<model>") -> None:
     _check_counts(d["counts"], source)
 
 
-def _training_matrices(decisions, shared, vocab_index, fold):
+def _training_matrices(decisions, shared, vocab_index, fold, movex=None):
     """Training columns with the move counts of the player's matches in *earlier* time
     blocks only (``fold``: the block of each decision).  A held-out later match is
     predicted from the whole past, which it shares little with when the opponents or the
@@ -318,33 +366,51 @@ def _training_matrices(decisions, shared, vocab_index, fold):
         idx = [i for i, f in enumerate(fold) if f == b]
         for i in idx:
             d = decisions[i]
-            out[i] = columns(shared[i], d.moves, past.frequencies(d.state, d.prev, d.moves), vocab_index)
+            out[i] = columns(shared[i], d.moves, past.frequencies(d.state, d.prev, d.moves), vocab_index,
+                             None if movex is None else movex[i])
         past.add([decisions[i] for i in idx])
     return out
 
 
-def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, vocab=None) -> ChoiceModel:
+def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, vocab=None,
+        movex=None, view: "MF.MoveView | None" = None) -> ChoiceModel:
     """Fit one model on ``decisions`` with their shared matrices (aligned lists).
     ``prior``: the pooled model (same game): its vocabulary, scaling and weights are kept,
-    and this fit is pulled towards its weights."""
+    and this fit is pulled towards its weights.  ``movex``: each decision's move features
+    (``movefeatures.compute`` on ``view``'s board; None: the model reads none).  A prior
+    fitted without them (an earlier fit) keeps its columns; the move features are added with
+    their scaling from these decisions and a prior weight of 0."""
     if not decisions:
         raise ValueError("no decisions to fit")
     counts = MoveCounts(decisions)
+    move_names = list(MF.NAMES) if movex is not None else []
     if prior is not None:
-        vocab, mean, scale, w0 = prior.vocab, prior.mean, prior.scale, prior.w
+        vocab = prior.vocab
+        if prior.move_names:
+            move_names, view = prior.move_names, prior.view
     else:
         vocab = token_vocabulary(decisions) if vocab is None else vocab
+    if move_names and movex is None:
+        raise ValueError("the prior reads move features: pass movex")
     vi = {t: i for i, t in enumerate(vocab)}
     pms, starts = [d.pm for d in decisions], [d.start for d in decisions]
     k = min(CV_FOLDS, len(set(pms)))
     fold = _folds(pms, starts, max(1, k))
-    mats = _training_matrices(decisions, shared, vi, fold)
-    if prior is None:
-        allx = np.concatenate(mats, axis=0)
-        mean = allx.mean(axis=0)
-        scale = allx.std(axis=0)
-        scale[scale < 1e-9] = 1.0
-        w0 = np.zeros(allx.shape[1])
+    sel_x = [select_move_columns(x, move_names) for x in movex] if move_names else None
+    mats = _training_matrices(decisions, shared, vi, fold, sel_x)
+    names = ChoiceModel(shared_names, vocab, counts, [], [], [], 1.0, move_names=move_names).names
+    allx = np.concatenate(mats, axis=0)
+    mean = allx.mean(axis=0)
+    scale = allx.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    w0 = np.zeros(allx.shape[1])
+    if prior is not None:
+        # the prior's scaling and weights wherever it has the column (by name), else the data's
+        where = {n: i for i, n in enumerate(prior.names)}
+        for j, n in enumerate(names):
+            i = where.get(n)
+            if i is not None:
+                mean[j], scale[j], w0[j] = prior.mean[i], prior.scale[i], prior.w[i]
     rows = Rows([(m - mean) / scale for m in mats], [d.chosen for d in decisions])
     sel = choose_penalty(rows, pms, fold, w0)
     w = fit_logit(rows, sel["l2"], w0)
@@ -360,12 +426,14 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
     info = {"decisions": len(decisions), "player_matches": n_pm, "l2": sel["l2"], "cv_logp": sel["cv_logp"],
             "cv_random_logp": sel.get("cv_random_logp"), "cv_folds": sel["folds"], "train_logp": train_lp,
             "prior": "pooled" if prior is not None else "none", "warnings": warnings}
-    return ChoiceModel(shared_names, vocab, counts, mean, scale, w, sel["eps"], info)
+    return ChoiceModel(shared_names, vocab, counts, mean, scale, w, sel["eps"], info, move_names,
+                       view if move_names else None)
 
 
-def held_out_log_probs(model: ChoiceModel, decisions, shared) -> list:
-    """log P over each decision's moves (held-out decisions: the model's counts whole)."""
+def held_out_log_probs(model: ChoiceModel, decisions, shared, movex=None) -> list:
+    """log P over each decision's moves (held-out decisions: the model's counts whole;
+    ``movex``: their move features, aligned, for a model that reads them)."""
     out = []
-    for d, x in zip(decisions, shared):
-        out.append(model.log_probs(x, d.state, d.prev, d.moves))
+    for i, (d, x) in enumerate(zip(decisions, shared)):
+        out.append(model.log_probs(x, d.state, d.prev, d.moves, None if movex is None else movex[i]))
     return out

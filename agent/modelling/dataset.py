@@ -27,7 +27,7 @@ from agent.archive import ArchiveError, GameLibrary, _Terms, iter_records, recor
 from agent.matchlog import atomic_write_bytes
 from gdl.kif import GdlError
 
-CACHE_FORMAT = "decisions-v2"
+CACHE_FORMAT = "decisions-v3"     # v3: each decision keeps its recent history
 
 
 class DatasetError(ValueError):
@@ -47,6 +47,8 @@ class Decision:
     moves: tuple         # legal moves of the role, engine order
     chosen: int          # index of the recorded move in moves
     prev: tuple | None   # the joint move that led to the state (None at ply 0)
+    history: tuple = ()  # the last steps before the state, oldest first: (state, joint move) each
+                         # (``movefeatures.HISTORY`` of them: the mover's and the others' last moves)
 
     @property
     def key(self) -> tuple:
@@ -109,8 +111,9 @@ def read_labels(path) -> dict:
 
 def _replay_record(data: dict, engine, terms: _Terms) -> tuple[list, str | None]:
     """Every non-forced (ply, role) of a record: (ply, role, state, moves, chosen, prev,
-    substituted).  Returns (rows, problem, forced count); a problem means the record is
-    unusable."""
+    substituted, history).  Returns (rows, problem, forced count); a problem means the record
+    is unusable."""
+    from .movefeatures import HISTORY
     states, moves = data.get("states"), data.get("moves")
     if not isinstance(moves, list) or not moves:
         return [], "no moves", 0
@@ -122,6 +125,7 @@ def _replay_record(data: dict, engine, terms: _Terms) -> tuple[list, str | None]
     if isinstance(states, list) and states and terms.state(states[0]) != state:
         return [], "the recorded initial state differs from the rules'", 0
     prev = None
+    steps: list = []
     for i, jm in enumerate(moves):
         if engine.is_terminal(state):
             return [], f"state {i} is terminal, yet the match goes on", 0
@@ -135,9 +139,10 @@ def _replay_record(data: dict, engine, terms: _Terms) -> tuple[list, str | None]
                 return [], f"joint move {i}: {jm[r]} is not legal", 0
             if len(legal) >= 2:
                 substituted = r < len(err) and bool(err[r])
-                rows.append((i, r, state, tuple(legal), legal.index(m), prev, substituted))
+                rows.append((i, r, state, tuple(legal), legal.index(m), prev, substituted, tuple(steps)))
             else:
                 forced += 1
+        steps = (steps + [(state, joint)])[-HISTORY:]
         state = engine.next_state(state, joint)
         if isinstance(states, list) and i + 1 < len(states) and terms.state(states[i + 1]) != state:
             return [], f"state {i + 1} differs from the rules'", 0
@@ -313,7 +318,7 @@ def _select(records, games, players, roles, labels, aliases, drop_duplicates) ->
             continue
         role_names = info.get("roles", [])
         summary["forced decisions left out (all roles)"] += info.get("forced", 0)
-        for ply, r, state, moves, chosen, prev, substituted in rows:
+        for ply, r, state, moves, chosen, prev, substituted, history in rows:
             raw = info["players"][r] if r < len(info["players"]) else "?"
             player = aliases.get(raw, raw)
             rname = role_names[r] if r < len(role_names) else str(r)
@@ -331,7 +336,7 @@ def _select(records, games, players, roles, labels, aliases, drop_duplicates) ->
                 summary["substituted moves left out"] += 1
                 continue
             decisions.append(Decision(info["game"], info["match_id"], r, ply, player, label,
-                                      info["start"], state, moves, chosen, prev))
+                                      info["start"], state, moves, chosen, prev, history))
             per_label[label] += 1
     summary["decisions"] = len(decisions)
     summary["player-matches"] = len({d.pm for d in decisions})

@@ -7,8 +7,10 @@ Stages, each timed (wall and CPU, this process and its workers):
    what it will cost and, above ``BUDGET_SECONDS``, how ``--scheduler`` sends it to Dask;
 2. shared evaluations of every selected decision (``EvalCache``: on disk, shared by every
    fit of the same game; resumable, a second fit searches nothing);
-3. the pooled model on all training decisions, then each player's, pulled towards the
-   pooled model (``choicemodel.fit``);
+3. the move features of every decision (``movefeatures``: the game's board from the rules
+   and the recorded states, then each move's place, rank and relations; cheap: one
+   successor per move), the pooled model on all training decisions, then each player's,
+   pulled towards the pooled model (``choicemodel.fit``);
 4. evaluation on the test decisions: the player's model, the pooled model, the champion
    (the deep search's Q with its choice parameters fitted on the player's training
    decisions: spec 4.5's behaviour likelihood), the move-frequency model and random.
@@ -55,6 +57,7 @@ class FastSettings:
     pooled: bool = True
     limit: int = 0               # simulations of the searches (0: the game's plan)
     train_cap: int = 3000        # training decisions per player modelled (0: all)
+    move_features: bool = True   # the models read movefeatures' columns (False: as before they existed)
 
 
 class Clock:
@@ -136,8 +139,8 @@ def _champion_metrics(qdeep_train, train, qdeep_test, test) -> tuple:
     return decision_metrics(qdeep_test, lps, [d.chosen for d in test], choice=choice, is_q=True), choice
 
 
-def _model_metrics(model, ds, xs) -> dict:
-    lps = CM.held_out_log_probs(model, ds, xs)
+def _model_metrics(model, ds, xs, movex=None) -> dict:
+    lps = CM.held_out_log_probs(model, ds, xs, movex)
     return decision_metrics(lps, lps, [d.chosen for d in ds], is_q=False)
 
 
@@ -186,17 +189,23 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     x_test = [shared[d.key] for d in test]
 
     prior, prior_models = _choose_prior(prior, game, names, decisions, log)
+    view, movex = clock.run("move features", _move_features, s, dataset.games[game], engine, evaluated,
+                            prior_models.get("pooled"))
+    mx_test = [movex[d.key] for d in test] if movex is not None else None
+
+    def mx(ds):
+        return [movex[d.key] for d in ds] if movex is not None else None
 
     def fit_all():
         pooled = prior_models.get("pooled")
         if pooled is None and s.pooled and len(labels) > 1:
             log(f"fitting the pooled model on {len(train)} training decisions")
-            pooled = CM.fit(train, [x_train[d.key] for d in train], names)
+            pooled = CM.fit(train, [x_train[d.key] for d in train], names, movex=mx(train), view=view)
         models, seconds = {}, {}
         for lab in labels:
             tr = [d for d in train if d.label == lab]
             t0 = time.monotonic()
-            models[lab] = CM.fit(tr, [x_train[d.key] for d in tr], names, prior=pooled)
+            models[lab] = CM.fit(tr, [x_train[d.key] for d in tr], names, prior=pooled, movex=mx(tr), view=view)
             seconds[lab] = round(time.monotonic() - t0, 2)
             for w in models[lab].info["warnings"]:
                 log(f"warning: {lab}: {w}")
@@ -208,7 +217,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         idx = EV.label_index(test, labels)
         # each player's model on every test decision, once: its own metrics, the matrix and
         # attribution all read these
-        logp_all = {lab: CM.held_out_log_probs(models[lab], test, x_test) for lab in labels}
+        logp_all = {lab: CM.held_out_log_probs(models[lab], test, x_test, mx_test) for lab in labels}
 
         def metrics_of(col, rows_idx):
             lps = [logp_all[col][i] for i in rows_idx]
@@ -221,7 +230,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
             tr = [d for d in train if d.label == lab]
             m = {"fitted": metrics_of(lab, idx[lab]), "random": random_metrics([len(d.moves) for d in ds])}
             if pooled is not None:
-                m["pooled"] = _model_metrics(pooled, ds, xs)
+                m["pooled"] = _model_metrics(pooled, ds, xs, mx(ds))
             m["champion"], champ_choice[lab] = _champion_metrics(
                 [100.0 * x_train[d.key][:, 0] for d in tr], tr, [100.0 * x[:, 0] for x in xs], ds)
             mf = MoveFrequency(tr)
@@ -235,7 +244,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         for lab in labels:
             ds = [test[i] for i in idx[lab]]
             xs = [x_test[i] for i in idx[lab]]
-            lps = {name: [lp[d.chosen] for lp, d in zip(CM.held_out_log_probs(m, ds, xs), ds)]
+            lps = {name: [lp[d.chosen] for lp, d in zip(CM.held_out_log_probs(m, ds, xs, _prior_movex(m, engine, ds)), ds)]
                    for name, m in prior_models.items() if name != "pooled"}
             if lps and ds:
                 scores = {name: float(np.mean(v)) for name, v in lps.items()}
@@ -279,6 +288,27 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     from .fastreport import write
     write(out, result, per_decision, compare)     # results.json among the report's data
     return result
+
+
+def _move_features(s: FastSettings, description, engine, decisions, pooled) -> tuple:
+    """(view, {decision key: movefeatures matrix}) of the decisions to model, or (None,
+    None) with ``move_features`` off.  The board is the prior pooled model's where it reads
+    one (its players' models then read the same columns), else found here."""
+    from . import movefeatures as MF
+    if not s.move_features:
+        return None, None
+    if pooled is not None and pooled.move_names:
+        view = pooled.view
+    else:
+        view = MF.MoveView.detect(description, engine, [d.state for d in decisions])
+    return view, {d.key: MF.compute(view, engine, d.state, d.role, d.moves, d.history) for d in decisions}
+
+
+def _prior_movex(model, engine, decisions):
+    """An earlier fit's model's move features of ``decisions`` (on its own board), or None."""
+    if not model.move_names:
+        return None
+    return [model.move_features(engine, d.state, d.role, d.moves, d.history) for d in decisions]
 
 
 def _choose_prior(prior, game: str, names: list, decisions, log) -> tuple:
@@ -349,10 +379,12 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
         cache = E.EvalCache(cache_root, game, plan)
         keyed = _items(ds, seed)
         cache.fill(game, dataset.games[game], keyed, scheduler=scheduler, workers=workers, progress=progress)
-        names = E.feature_names(calibrate(load_engine(dataset.games[game])))
+        engine = load_engine(dataset.games[game])
+        names = E.feature_names(calibrate(engine))
         for i, d, (k, _) in zip(idx, ds, keyed):
             x = align(cache.data[k], names, model.shared_names)
-            out[i] = float(model.log_probs(x, d.state, d.prev, d.moves)[d.chosen])
+            mx = model.move_features(engine, d.state, d.role, d.moves, d.history)
+            out[i] = float(model.log_probs(x, d.state, d.prev, d.moves, mx)[d.chosen])
     return out
 
 

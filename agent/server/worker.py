@@ -494,7 +494,7 @@ def observe_joint(player, move_texts) -> tuple[list, bool]:
     engine cannot represent, the player stays on Prolog for the rest of the match.  Returns
     the notes and whether the player switched to Prolog; raises ``ReasonerError`` when Prolog
     cannot compute the state either (the caller then waits for the referee's)."""
-    from agent.player import resolve_joint
+    from agent.player import MODEL_HISTORY, resolve_joint
     from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
     try:
         return player.observe(move_texts), False
@@ -519,6 +519,7 @@ def observe_joint(player, move_texts) -> tuple[list, bool]:
         notes.append(f"the state now holds fluents the {player.engine_kind} engine cannot represent: "
                      f"Prolog plays the rest of the match")
         player.engine, player.sm, player.engine_kind = player.prolog, prolog, "prolog"
+    player.history = (list(getattr(player, "history", [])) + [(player.state, tuple(joint))])[-MODEL_HISTORY:]
     player.state = state
     player.prev = tuple(joint)
     player.ply += 1
