@@ -47,9 +47,11 @@ MISSES = (1, 3)        # steps a lenient rebuild may get wrong, tried in this or
 
 @dataclass(frozen=True)
 class Step:
-    """Our view of one step: our move (None when unknown) and our percepts."""
+    """Our view of one step: our move (None when unknown), our percepts, and whether we know
+    the match went on after it (a PLAY came: a history that ended there is wrong)."""
     own: object
     percepts: frozenset
+    goes_on: bool = False
 
 
 @dataclass
@@ -119,13 +121,16 @@ class Belief:
 
     # ------------------------------------------------------------------ observing
     def observe(self, own, percepts, deadline: float | None = None,
-                rebuild_by: float | None = None) -> list:
+                rebuild_by: float | None = None, goes_on: bool = False) -> list:
         """Take one step's view (our move, our percepts) and move every particle on;
         returns notes on anything odd.  ``deadline`` (monotonic) bounds the extension:
         particles not extended by then are dropped (one is always tried).  When none could
         be extended, the bag is rebuilt from the initial state until ``rebuild_by``
-        (default: the deadline, or a second after now if that has passed)."""
-        step = Step(own, frozenset(percepts))
+        (default: the deadline, or a second after now if that has passed).  ``goes_on``: the
+        match is known to go on after this step (the player's PLAY says so): histories that
+        ended are not kept (a blind board's history where the hidden pawn had reached the
+        far rank left no state to play in)."""
+        step = Step(own, frozenset(percepts), goes_on)
         self.steps.append(step)
         notes = []
         deadline = deadline if deadline is not None else time.monotonic() + UNTIMED
@@ -249,7 +254,15 @@ class Belief:
                     best = max(weights)
                     pairs = [(j, w) for j, w in zip(kept, weights) if w >= best * 0.999]
                     kept, weights = [j for j, _ in pairs], [w for _, w in pairs]
-                jm = self.rng.choices(kept, weights=weights)[0]
+                while True:   # a draw whose history ends while the match goes on is dropped
+                    i = self.rng.choices(range(len(kept)), weights=weights)[0]
+                    jm = kept[i]
+                    nxt = self.sm.next_state(state, jm)
+                    if not (step.goes_on and self.sm.is_terminal(nxt)):
+                        break
+                    del kept[i], weights[i]
+                    if not kept:
+                        return None
                 exact = strict or self.sm.sees(state, jm, self.role_index) == step.percepts
                 gain = sum(weights)
             else:
@@ -260,14 +273,18 @@ class Belief:
                     combo = tuple(self.rng.choices(r, weights=[w for _, w in r])[0][0] for r in per_role)
                     ok = checked.get(combo)
                     if ok is None:
-                        ok = checked[combo] = self.sm.sees(state, combo, self.role_index) == step.percepts
+                        ok = self.sm.sees(state, combo, self.role_index) == step.percepts
+                        if ok:
+                            nxt = self.sm.next_state(state, combo)
+                            ok = not (step.goes_on and self.sm.is_terminal(nxt))
+                        checked[combo] = ok
                     if ok:
                         jm = combo
+                        nxt = self.sm.next_state(state, jm)
                         break
                 if jm is None:
                     return None
                 gain = 1.0 / tried
-            nxt = self.sm.next_state(state, jm)
             if not exact:
                 nxt = patch(nxt, self.sm.sees(state, jm, self.role_index), step.percepts)
         except ReasonerError:
@@ -325,8 +342,10 @@ class Belief:
             p, cands, left, before = frame
             k = len(p.joints)
             if k == n:
-                found.append(p)
                 stack.pop()
+                if self.steps[-1].goes_on and self._ended(p.state):
+                    continue   # the match went on: not this history
+                found.append(p)
                 if len(found) == 1:   # enough to play on; more only while they come cheap
                     now = time.monotonic()
                     deadline = now + 0.5 * max(0.0, deadline - now)
@@ -353,6 +372,8 @@ class Belief:
         missed) in the order ``_rebuild`` pops them (the last first)."""
         exact, close = [], []
         try:
+            if self.sm.is_terminal(state):   # a history goes through no end
+                return []
             cands = self._candidates(state, step, k, free_own)
             self.rng.shuffle(cands)
             for jm, w in cands:
@@ -374,6 +395,12 @@ class Belief:
             return out + [(jm, w, nxt, 0) for _, jm, w, nxt in scored]
         except ReasonerError:
             return []
+
+    def _ended(self, state) -> bool:
+        try:
+            return self.sm.is_terminal(state)
+        except ReasonerError:
+            return False
 
     def _resample(self, alive: list) -> list:
         """Back to ``size`` particles: systematic resampling by weight when the weights are

@@ -129,8 +129,10 @@ class HiddenPlayer(Player):
         play_by = deadline if deadline is not None else now + self.play_clock
         # the particles get a share of the time; a bag that ran empty may take more to be
         # rebuilt (a search on a wrong belief is worth less than a short one on a right one)
+        # a PLAY came, so the match goes on: histories that ended here are wrong
         notes += self.belief.observe(own, percepts, now + BELIEF_SHARE * max(0.0, play_by - now),
-                                     rebuild_by=now + REBUILD_SHARE * max(0.0, play_by - now))
+                                     rebuild_by=now + REBUILD_SHARE * max(0.0, play_by - now),
+                                     goes_on=True)
         self.ply += 1
         self.state = self.belief.most_likely()
         self.tree = None
