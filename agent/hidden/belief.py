@@ -362,6 +362,11 @@ class Belief:
                     dead[(k, p.state)] = max(dead.get((k, p.state), -1), left)
                 continue
             jm, w, nxt, miss = cands.pop()
+            if nxt is None:
+                try:
+                    nxt = self.sm.next_state(p.state, jm)
+                except ReasonerError:
+                    continue
             q = Particle(p.states + [nxt], p.joints + [jm], p.logw + math.log(max(w, 1e-300)),
                          lenient=p.lenient or bool(miss), missed=p.missed + ((k,) if miss else ()))
             stack.append([q, None, left - miss, len(found)])
@@ -387,10 +392,12 @@ class Belief:
                 best = max(c[0] for c in close)
                 out = [(jm, w, patch(self.sm.next_state(state, jm), seen, step.percepts), 1)
                        for j, jm, w, seen in close if j >= best]
+            if not later:   # nothing left to guide the order: next states when popped
+                return out + [(jm, w, None, 0) for jm, w in exact]
             scored = []
             for jm, w in exact:
                 nxt = self.sm.next_state(state, jm)
-                scored.append((len(nxt & later) if later else 0, jm, w, nxt))
+                scored.append((len(nxt & later), jm, w, nxt))
             scored.sort(key=lambda c: c[0])     # stable: ties stay in random order
             return out + [(jm, w, nxt, 0) for _, jm, w, nxt in scored]
         except ReasonerError:
