@@ -49,7 +49,9 @@ def check_record_shape(rec: dict, n_roles: int) -> None:
     assert rec["stateTimes"] == sorted(rec["stateTimes"]) and rec["stateTimes"][0] >= rec["startTime"]
     assert len(rec["randomToken"]) == 32
     assert ("goalValues" in rec) == rec["isCompleted"]
-    assert all(not k.startswith("x-") or k in ("x-rules", "x-roles", "x-players", "x-error-details", "x-notes", "x-referee")
+    # x-end-reason / x-result: why an aborted match ended, and an agreed result (runner.Stop)
+    assert all(not k.startswith("x-") or k in ("x-rules", "x-roles", "x-players", "x-error-details", "x-notes",
+                                               "x-referee", "x-end-reason", "x-result")
                for k in rec)
     assert not has_none({k: v for k, v in rec.items() if not k.startswith("x-")})  # the spectator refuses nulls
 
