@@ -8,11 +8,16 @@ legal move of a role in a complete (sampled) state, ``step`` joint moves into th
 The predictive prior counts the moves each role made in recorded matches of the same rules
 (the full records a referee keeps) at three levels: the move alone, the move at that step
 of the match, and the move in exactly that state (a state holds the role's private facts,
-its card or its placement, so a habit that depends on them is learned there).  A level's
-share of a move is its count over the level's total in that context; the levels are added
-with growing weights (the more specific, the more it counts when it has data) and mixed
-with a uniform floor, so that a move never seen keeps some probability: a database that
-does not represent the opponent must not make the true history impossible.  Moves and
+its card or its placement, so a habit that depends on them is learned there).  The levels
+back off into each other, from the least specific to the most: each level's counts, among
+the moves legal now, are smoothed towards the level below with ``ALPHA`` pseudo-counts
+(Dirichlet smoothing: uniform → alone → at this step → in this state), so a habit seen ten
+times in exactly this state gets most of the mass, and a level with one observation only
+nudges.  (Adding the levels' shares instead, as this module first did, left a habit that
+never varied at about 0.6-0.8: in Kuhn poker a bet seen only with the king still made the
+queen or the jack about as likely, and the decision to call did not change.)  The result is
+mixed with a uniform floor, so that a move never seen keeps some probability: a database
+that does not represent the opponent must not make the true history impossible.  Moves and
 states are keys and nothing else: no game knowledge.
 """
 from __future__ import annotations
@@ -27,7 +32,7 @@ from gdl.terms import render_spaced
 from agent.modelling.baselines import state_key
 
 FLOOR = 0.1                     # the uniform share of every predictive probability
-WEIGHTS = (1.0, 2.0, 4.0)       # move alone, move at this step, move in this state
+ALPHA = 2.0                     # pseudo-counts a level borrows from the one below it
 
 
 class UniformPrior:
@@ -54,7 +59,6 @@ class MoveFrequencyPrior:
         self.roles = list(roles)
         self.source = source
         self.counts = [Counter() for _ in roles]    # (level, context, move) -> count
-        self.totals = [Counter() for _ in roles]    # (level, context) -> count
         self.matches = 0
 
     def _contexts(self, step: int, state) -> tuple:
@@ -72,23 +76,22 @@ class MoveFrequencyPrior:
                     if c is None:
                         continue
                     self.counts[i][(level, c, key)] += 1
-                    self.totals[i][(level, c)] += 1
 
     def probabilities(self, sm, state, role_index: int, legal: list, step: int) -> list:
         n = len(legal)
         if self.roles[role_index] == RANDOM or self.matches == 0:
             return [1.0 / n] * n
         keys = [_move_key(m) for m in legal]
-        scores = [0.0] * n
-        for level, c in enumerate(self._contexts(step, state)):
-            total = self.totals[role_index][(level, c)]
+        counts = self.counts[role_index]
+        p = [1.0 / n] * n
+        for level, c in enumerate(self._contexts(step, state)):   # least specific first
+            if c is None:
+                continue
+            seen = [counts[(level, c, key)] for key in keys]   # only the moves legal now count
+            total = sum(seen)
             if total:
-                for j, key in enumerate(keys):
-                    scores[j] += WEIGHTS[level] * self.counts[role_index][(level, c, key)] / total
-        mass = sum(scores)
-        if mass <= 0:
-            return [1.0 / n] * n
-        return [FLOOR / n + (1 - FLOOR) * s / mass for s in scores]
+                p = [(k + ALPHA * q) / (total + ALPHA) for k, q in zip(seen, p)]
+        return [FLOOR / n + (1 - FLOOR) * q for q in p]
 
     def describe(self) -> dict:
         return {"sampling": self.kind, "database": self.source, "matches": self.matches}
