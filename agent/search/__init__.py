@@ -29,20 +29,18 @@ from __future__ import annotations
 import hashlib
 import numbers
 
+from . import driver_compiled as _driver_compiled
+from . import driver_sm as _driver_sm
 from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng
 from . import tree as _tree
-from .common import SearchResult, SearchTree, advance
+from .common import SearchResult, SearchTree, advance, is_compiled
 from .jitguard import guard as _guard
 
 _guard([_tree, _leaf, _rng], [_tree, _leaf, _rng, _params])
 
 __all__ = ["search", "search_batch", "advance", "SearchResult", "SearchTree", "item_seed"]
-
-
-def _compiled(engine) -> bool:
-    return hasattr(engine, "game") and hasattr(getattr(engine, "game"), "n_words")
 
 
 def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
@@ -59,15 +57,14 @@ def search(engine, state, role_index: int, persona, *, seed: int, limit: int | N
     the compiled engine searches that many trees of the root at once, one per thread, and
     the choice reads their root statistics together (root parallelism; the state-machine
     driver searches on one thread)."""
-    if _compiled(engine):
-        from .driver_compiled import search as run
-        return run(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
-                   tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis, on_progress=on_progress,
-                   heuristic=heuristic, material=material, threads=threads)
-    from .driver_sm import search as run
-    return run(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
-               tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis, on_progress=on_progress,
-               heuristic=heuristic)
+    if is_compiled(engine):
+        return _driver_compiled.search(engine, state, role_index, persona, seed=seed, limit=limit,
+                                       seconds=seconds, tree=tree, solver=solver, max_nodes=max_nodes,
+                                       thesis=thesis, on_progress=on_progress, heuristic=heuristic,
+                                       material=material, threads=threads)
+    return _driver_sm.search(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
+                             tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis,
+                             on_progress=on_progress, heuristic=heuristic)
 
 
 def item_seed(seed: int, index: int) -> int:
@@ -96,13 +93,11 @@ def search_batch(engine, items, persona, seed: int, *, limit: int | None = None,
     exactly the spec's search.  The compiled engine runs the whole batch in one numba call;
     results carry no trees."""
     items = [_item(it, seed, i) for i, it in enumerate(items)]
-    if _compiled(engine):
-        from .driver_compiled import search_batch as run_batch
-        return run_batch(engine, items, persona, limit=limit, solver=solver, thesis=thesis)
-    from .driver_sm import search as run
+    if is_compiled(engine):
+        return _driver_compiled.search_batch(engine, items, persona, limit=limit, solver=solver, thesis=thesis)
     out = []
     for state, role, s in items:
-        r = run(engine, state, role, persona, seed=s, limit=limit, solver=solver, thesis=thesis)
+        r = _driver_sm.search(engine, state, role, persona, seed=s, limit=limit, solver=solver, thesis=thesis)
         r.tree = None
         out.append(r)
     return out

@@ -12,6 +12,11 @@ from . import tree as T
 from .params import P_MIN_SHARE, P_SOLVER
 from .rng import CHOICE, randint
 
+
+def is_compiled(engine) -> bool:
+    """A compiled engine (its packed states and kernels: driver B), not a state machine."""
+    return hasattr(engine, "game") and hasattr(getattr(engine, "game"), "n_words")
+
 AMAF_BYTES = 64 * 1024 * 1024      # AMAF rows beyond this budget are not allocated (degrade)
 # Node and slot pools are preallocated: a persona whose ``limit`` is huge (the tournament
 # preset searches until the clock) must not ask for ``limit`` nodes up front, or one search

@@ -23,6 +23,7 @@ from . import features as F
 from . import heuristic as H
 from . import leaf as L
 from . import material as M
+from . import packed as PK
 from . import params as P
 from . import rng as RNG
 from . import tree as T
@@ -30,6 +31,11 @@ from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, co
                      root_choice, root_proven, root_settled, searched, share, start_counts)
 from .jitguard import guard
 from .material import MATERIAL_MIX, SHARPNESS
+# numba helpers on packed states, shared with the evaluation's sampler (packed.py)
+from .packed import count_bits as _count
+from .packed import popcount as _popcount
+from .packed import read_goals as _read_goals
+from .packed import scores as _scores
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_MATERIAL, P_ME,
                      P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, build)
 from .rng import make_rng
@@ -40,14 +46,6 @@ NO_LEGAL_MOVE = -2
 
 
 # --------------------------------------------------------------------------- numba side
-@njit(cache=True)
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
 @njit(cache=True, inline="always")
 def _legal(h, r, out, rank, sort):
     """Role r's legal move ids into ``out`` in canonical term order (the order every
@@ -64,34 +62,6 @@ def _legal(h, r, out, rank, sort):
                 j -= 1
             out[j + 1] = m
     return n
-
-
-@njit(cache=True, inline="always")
-def _read_goals(g, vals, gr):
-    """The goal facts that hold, as ``leaf`` reads them: count, smallest, largest per role."""
-    if g.n_lazy_src:   # (the call alone costs a fifth of a connectFour playout)
-        K.settle_goals(g, vals)
-    for r in range(g.n_roles):
-        c = 0
-        lo = 0.0
-        hi = 0.0
-        for k in range(g.goal_start[r], g.goal_start[r + 1]):
-            if vals[g.goal_atom[k]] == 1:
-                v = float(g.goal_value[k])
-                if c == 0 or v < lo:
-                    lo = v
-                if c == 0 or v > hi:
-                    hi = v
-                c += 1
-        gr[L.G_COUNT, r] = c
-        gr[L.G_LO, r] = lo
-        gr[L.G_HI, r] = hi
-
-
-@njit(cache=True, inline="always")
-def _scores(g, vals, gr, out):
-    _read_goals(g, vals, gr)
-    L.goal_scores(gr, out)
 
 
 @njit(cache=True, inline="always")
@@ -299,14 +269,6 @@ def _rescue(g, h, vals, state, last, c, win, d, legal, dlegal, moves, jbuf, wins
 
 
 @njit(cache=True)
-def _count(state, mask):
-    c = 0
-    for w in range(state.shape[0]):
-        c += _popcount(state[w] & mask[w])
-    return c
-
-
-@njit(cache=True)
 def _evaluation(state, ev_w, ev_b, out):
     """Each role's evaluation of a packed state (``heuristic.Heuristic``: the intercept
     ``ev_b`` plus ``ev_w``'s value of every fact that holds), clipped to the goal scale."""
@@ -386,80 +348,6 @@ def _material_value(state, pmasks, out):
     for r in range(R):
         x = (out[r] - mean) / per_role
         out[r] = 50.0 + 50.0 * _lean(x)
-
-
-@njit(cache=True)
-def sample_playouts(g, s0, vals, rng, n_playouts, cap, stride, states, owner, finals, first, masks, changes, ends):
-    """Uniform random playouts from the packed state ``s0`` for the game's evaluation
-    (``heuristic.Learner``): one non-terminal state in ``stride`` (from a random offset) into
-    ``states`` (packed) with its playout's number (``first`` onwards) in ``owner``, each
-    playout's goals into ``finals``.  For material (``material.py``): the plies in which the
-    count of each candidate set (``masks[k]``) changed, added to ``changes[k]``, and its count
-    in each playout's final state, into ``ends``.  A playout past ``cap`` plies is dropped; one
-    that would overflow ``states`` is dropped and ends the call.  Returns (states stored,
-    playouts kept, playouts tried, plies of the playouts kept), or (-1, 0, 0, 0) on broken rules."""
-    R = g.n_roles
-    h = K.hot(g, vals)
-    nb = h[K.H_NB]
-    maxm = 1
-    for r in range(R):
-        maxm = max(maxm, g.role_nmoves[r])
-    lbuf = np.zeros(maxm + 1, np.int32)
-    joint = np.zeros(R, np.int32)
-    gr = np.zeros((3, R))
-    goals = np.zeros(R)
-    S = masks.shape[0]
-    cur = np.zeros(g.n_words, np.uint64)
-    count = np.zeros(S, np.int64)
-    changed = np.zeros(S, np.int64)     # this playout's, added to ``changes`` if it is kept
-    k = 0
-    p = 0
-    plies = 0
-    for tried in range(n_playouts):
-        f = K.load_into(h, s0)
-        if f != nb:
-            K.load_finish(g, vals, f)
-        start = k
-        steps = 0
-        offset = RNG.randint(rng, RNG.PLAYOUT, stride)
-        if S > 0:
-            for j in range(S):
-                count[j] = _count(s0, masks[j])
-                changed[j] = 0
-        while not K.terminal_in(h) and steps < cap:
-            if steps % stride == offset:
-                if k >= states.shape[0]:
-                    return start, p, tried + 1, plies   # the sample is full: what came before stands
-                K.pack_into(h, states[k])
-                owner[k] = first + p
-                k += 1
-            for r in range(R):
-                n = K.legal_into(h, r, lbuf)
-                if n == 0:
-                    return -1, 0, 0, 0
-                joint[r] = lbuf[RNG.randint(rng, RNG.PLAYOUT, n)]
-            f = K.step(h, joint)
-            if f != nb:
-                K.step_finish(g, vals, h, joint, f)
-            steps += 1
-            if S > 0:
-                K.pack_into(h, cur)
-                for j in range(S):
-                    c = _count(cur, masks[j])
-                    if c != count[j]:
-                        changed[j] += 1
-                        count[j] = c
-        if not K.terminal_in(h):
-            k = start               # past the cap: a game without end, dropped
-            continue
-        _scores(g, vals, gr, goals)
-        finals[p, :] = goals
-        for j in range(S):
-            changes[j] += changed[j]
-            ends[p, j] = count[j]
-        p += 1
-        plies += steps
-    return k, p, n_playouts, plies
 
 
 @njit(cache=True)
@@ -800,7 +688,7 @@ def run_batch(g, tree, params_by_role, rp_by_role, states, roles, rngs, vals, w,
         choice_out[i] = T.choose(tree, params, q_out[i, :cnt], n_out[i, :cnt], rng)
 
 
-guard([sys.modules[__name__]], [K, T, L, RNG, P, F, M, H, sys.modules[__name__]])
+guard([sys.modules[__name__]], [K, T, L, RNG, P, F, M, H, PK, sys.modules[__name__]])
 
 
 # --------------------------------------------------------------------------- Python side

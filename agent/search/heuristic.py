@@ -32,9 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _compiled
+from ..engine import kernels as K
 from . import material as M
+from .common import is_compiled
 from .features import rules_seed
+from .packed import sample_playouts
+from .rng import make_rng
 
 PLAYOUTS = 2000             # random playouts sampled (fewer when ``seconds`` or the sample runs out)
 PER_PLAYOUT = 10            # states kept of each: one in (mean playout length / PER_PLAYOUT)
@@ -149,10 +152,8 @@ class Learner:
         self.material: M.Material | None = None  # each role's pieces (compiled engines only)
         # a compiled engine is sampled in numba on packed states (a hundred times faster than
         # through the state-machine interface: 200 checkers playouts in 0.1 s)
-        self.packed_states = _compiled(sm)
+        self.packed_states = is_compiled(sm)
         if self.packed_states:
-            from .driver_compiled import engine_data
-            from .rng import make_rng
             self.memberships, n_groups = _memberships(sm.base)
             rows = max(1, min(MAX_SAMPLES, MAX_CELLS // max(1, n_groups)))
             self.packed = np.zeros((rows, int(sm.game.n_words)), np.uint64)
@@ -160,7 +161,7 @@ class Learner:
             self.n = 0
             self.tried = 0
             self.rng = make_rng(seed)
-            self.vals = engine_data(sm).vals
+            self.vals = K.new_vals(sm.game)     # the sampler's own work space
             self.s0 = sm.pack(self.s0)
             # the same playouts measure the candidate piece sets (material.py)
             self.cands = M.candidates(sm.base, self.n_roles)
@@ -193,7 +194,6 @@ class Learner:
         return self.done
 
     def _sample_packed(self) -> None:
-        from .driver_compiled import sample_playouts
         todo = min(PACKED_CHUNK, self.playouts - len(self.finals))
         finals = np.zeros((todo, self.n_roles))
         ends = np.zeros((todo, len(self.cands)), np.int64)
