@@ -30,7 +30,8 @@ SAMPLES = 8          # distinct states searched per decision, at most
 MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
 TIE = 1.0            # goal points (of 100) within which pooled values count as equal
 OVER = 0.01          # seconds a search is assumed to return late until one is measured
-OVER_DECAY = 0.75    # a measured lateness is forgotten at this rate per search (a one-off stall)
+OVER_DECAY = 0.75    # a measured lateness is forgotten at this rate per search and decision
+OVER_SHARE = 0.25    # of the time to the deadline, at most, kept for the searches' lateness
 
 
 def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
@@ -41,11 +42,15 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
     caller keeps between decisions, where the searches' measured lateness (``over``, s) and
     time per simulation (``sim``, s) are learned."""
     timing = timing if timing is not None else {}
-    over = timing.get("over", OVER)
+    # what was learned, forgotten a little at each decision and never more than a quarter of
+    # the time: one stall on a loaded machine (1.3 s at load 30) had later decisions search
+    # nothing, and with no search nothing was learned again
+    over = min(OVER_DECAY * timing.get("over", OVER / OVER_DECAY), OVER_SHARE * max(0.0, deadline - time.monotonic()))
     left = max(0.0, deadline - time.monotonic() - over)
     # a sampled history that ended already says nothing about our move (the match goes on)
     live = [(st, p) for st, p in distribution[:4 * SAMPLES] if not engine.is_terminal(st)]
     slice_min = max(MIN_SLICE, 2.0 * timing.get("sim", 0.0))   # a slice runs a few simulations
+    timing["sim"] = OVER_DECAY * timing.get("sim", 0.0)
     n = max(1, min(SAMPLES, len(live), int(left / slice_min) or 1))
     picked = live[:n]
     if not picked:
@@ -68,7 +73,7 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
                       seconds=share, solver=False)
         # how late this search came back; the next slices leave room for as much
         took = time.monotonic() - t_call
-        over = max(took - share, OVER_DECAY * over, 0.001)
+        over = min(max(took - share, OVER_DECAY * over, 0.001), OVER_SHARE * max(0.0, deadline - t_call))
         if int(r.simulations) > 0:
             timing["sim"] = took / int(r.simulations)
         sims += int(r.simulations)
