@@ -18,12 +18,19 @@ rules give it one.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import math
 import re
 import signal
 import sys
 import time
 from pathlib import Path
+
+# Imports inside functions: `ggp-persona` builds every subcommand's parser when it starts
+# (agent/cli.py imports this module for add_arguments), so the runner, the players and rich
+# are imported only when `match` runs.
+
 
 HELP = ("play matches between personas, GGP players over HTTP and random players, refereed locally "
         "(a person plays through the web page)")
@@ -129,7 +136,6 @@ def _print_table(table: dict, console) -> None:
 def completed_rounds(out: Path, prefix: str, rules_text: str) -> dict:
     """Match id -> (goals, player names) of the completed records in ``out`` whose id starts
     with ``prefix`` and whose rules are ``rules_text`` (a resumed run)."""
-    import json
     found = {}
     for f in out.glob(f"{prefix}*.json"):
         try:
@@ -146,7 +152,6 @@ def repository_url(path: Path) -> str | None:
     """``http://games.ggp.org/<repo>/games/<key>/v<N>/`` when the rule sheet sits in a copy of
     a game repository (``<repo>/games/<key>/v<N>/`` with a METADATA naming it), so records
     name the game as ggp-base's do; else None."""
-    import json
     parts = path.resolve().parts
     if len(parts) < 5 or parts[-4] != "games" or not re.fullmatch(r"v\d+", parts[-2]):
         return None
@@ -337,8 +342,6 @@ async def run_rounds(args, console) -> int:
 
 
 def cmd_match(args) -> int:
-    import logging
-
     from rich.console import Console
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -3,7 +3,13 @@ persona before anything is played, run, and write the report."""
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
+
+# Imports inside functions: `ggp-persona` builds every subcommand's parser when it starts
+# (agent/cli.py imports this module for add_arguments), so the search, the runs, the report
+# and matplotlib are imported only when `playtest` runs.
+
 
 HELP = "play a game and its variants with personas; write an HTML report"
 GENERIC = "finisher,rusher,survivor,attacker,collector,completionist"
@@ -86,8 +92,6 @@ def _limits(text: str) -> list:
 
 
 def cmd_playtest(args) -> int:
-    import warnings
-
     from agent.persona import PersonaError, load_persona
     from gdl.terms import render
 

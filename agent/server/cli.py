@@ -12,6 +12,10 @@ from .config import (DEFAULT_MARGIN, DEFAULT_MARGIN_FRACTION, DEFAULT_NAME, DEFA
                      READ_TIMEOUT, ConfigError, ServerConfig, check_persona, default_memory_budget_mb,
                      load_persona_rules)
 
+# Imports inside functions: `ggp-persona` builds every subcommand's parser when it starts
+# (agent/cli.py imports this module for add_arguments), so the FastAPI app, uvicorn and the
+# match machinery are imported only when `serve` runs.
+
 HELP = "run the GGP player server (register http://HOST:PORT/ with a game manager)"
 
 
