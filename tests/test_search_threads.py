@@ -94,6 +94,13 @@ def test_the_helper_trees_move_on_with_the_tree(connect_four):
     other = eng.legal_moves(s0, 1)[0]
     joint = [r.move, other]
     kept = advance(r.tree, joint)
+    # on a loaded machine 0.3 s may not reach the joint move's node in both trees: search the
+    # same trees on until it does (what is checked is what the kept subtrees hold, not speed)
+    for seed in range(20):
+        if kept is not None and kept.helpers and kept.helpers[0].nodes > 1:
+            break
+        r = search(eng, s0, 0, p, seed=100 + seed, seconds=0.3, tree=r.tree, threads=2)
+        kept = advance(r.tree, joint)
     assert kept is not None and len(kept.helpers) == 1
     s1 = eng.next_state(s0, joint)
     assert np.array_equal(kept.helpers[0].arrays.state[0], eng.pack(s1))
