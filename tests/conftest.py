@@ -242,6 +242,26 @@ SLOW: dict[str, str] = {
     "test_shared_support.py::test_the_pool_is_kept_between_calls": "starts a process pool",
     "test_playtest.py::test_command_writes_the_report": "a playtest run through the command line",
     "test_playtest.py::test_same_seed_same_runs_in_process_and_in_a_pool": "playtests in a process pool",
+    # the fast tier's heaviest, measured in one sitting at load 16-24 (docs/benchmarks/tests.md)
+    "test_fastfit.py::test_evaluations_are_deterministic_under_crn":
+        "builds the file's fitted model (a fit, about 13 s idle)",
+    "test_fastfit.py::test_fitted_persona_file_loads_and_refuses_damage":
+        "builds the file's fitted model (a fit, about 13 s idle)",
+    "test_gdl2_engines.py::test_nonground_engine_agrees_with_prolog_on_every_state[battleship]":
+        "every reachable state of battleship on the non-ground engine",
+    "test_gdl2_engines.py::test_nonground_engine_agrees_with_prolog_on_every_state[phantom_connect_4x4]":
+        "every reachable state on the non-ground engine",
+    "test_engine.py::test_the_probe_prefers_the_fluents_turning_off_first_where_that_saves_work":
+        "grounds and probes several corpus games",
+    "test_engine.py::test_no_node_is_left_unmerged_in_checkers": "grounds and compiles checkers",
+    "test_conformance.py::test_first_steps_agree_with_the_reference_trace[nonground-base/games/gt_two_thirds_4p/v0]":
+        "its non-ground engine takes seconds of CPU to build, like the 6-player version",
+    "test_conformance.py::test_first_steps_agree_with_the_reference_trace[prolog-base/games/alexChess/v1]":
+        "loads a chess variant into Prolog",
+    "test_conformance.py::test_first_steps_agree_with_the_reference_trace[prolog-base/games/blokbox_simple/v0]":
+        "its first steps take seconds on Prolog",
+    "test_transpositions.py::test_thesis_mode_searches_a_tree[sm]": "searches on the Prolog driver",
+    "test_validate.py::test_corpus_*": "reads and validates every sheet of the corpus (the file's corpus fixture)",
     "test_archive.py::test_corpus_matches_replay_exactly":
         "replays every recorded corpus match on Prolog (about a minute)",
     "test_archive.py::test_replay_of_an_exploding_game_stays_within_its_memory_cap":
