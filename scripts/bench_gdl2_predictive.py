@@ -60,6 +60,7 @@ from gdl.terms import render_spaced  # noqa: E402
 
 OUT = ROOT / "docs" / "benchmarks" / "gdl2-belief.jsonl"
 RECORDS = ROOT / ".cache" / "gdl2-predictive"
+RUNNER = True          # databases through the match runner (else --in-process)
 GAMES = ["minipoker", "kuhn_poker", "hidden_goofspiel", "rock_paper_scissors",
          "phantom_connect_4x4", "phantom_connect_5x5", "battleship"]
 HABIT_P = 0.8
@@ -165,10 +166,12 @@ class SearchSeat:
             self.ptrue.append(round(self.belief.probability_of(true_state), 5))
 
 
-def play_match(sm, seats: dict, seed: int, max_steps: int = 400):
+def play_match(sm, seats: dict, seed: int, max_steps: int = 400, record: dict | None = None):
     """One match in process: ``seats`` maps role index to a player; ``random`` draws from an
     RNG of its own (the same deals whatever the players do), a forced move is made without
-    asking.  Returns the goal vector and the number of steps."""
+    asking.  Returns the goal vector and the number of steps.  ``record``, when given, is
+    filled with the match record's fields the predictive prior reads, as the runner writes
+    them (moves, states, every role's percepts, goals)."""
     chance = random.Random(f"{seed}:{RANDOM}")
     for i, p in seats.items():
         p.reset(sm, i, seed)
@@ -188,9 +191,25 @@ def play_match(sm, seats: dict, seed: int, max_steps: int = 400):
         nxt = sm.next_state(s, jm)
         for i, p in seats.items():
             p.observe(jm[i], sm.sees(s, jm, i), nxt)
+        if record is not None:
+            record.setdefault("states", [_state_text(s)])
+            record.setdefault("moves", []).append([render_spaced(m) for m in jm])
+            record.setdefault("x-percepts", [[] for _ in sm.roles])
+            for i in range(len(sm.roles)):
+                record["x-percepts"][i].append(sorted(render_spaced(p) for p in sm.sees(s, jm, i)))
+            record["states"].append(_state_text(nxt))
         s = nxt
         k += 1
-    return goal_vector(sm.goal_values(s)), k
+    goals = goal_vector(sm.goal_values(s))
+    if record is not None:
+        record.update({"isCompleted": True, "goalValues": list(goals), "x-gdl2": True,
+                       "x-referee": {"engine": "bench (in process)", "reason": "--in-process"}})
+    return goals, k
+
+
+def _state_text(state) -> str:
+    """A state as ggp-base's records write it."""
+    return "( " + " ".join(sorted(render_spaced(f) for f in state)) + " )"
 
 
 # ------------------------------------------------------------------ databases (our runner)
@@ -286,6 +305,19 @@ def record_database(game: str, who: str, make_seat, n: int, progress, persona, s
             progress.advance(task)
         else:
             todo.append(k)
+    if not RUNNER:   # the same record's fields, refereed in this process (see --in-process)
+        for k in todo:
+            seats = choosers(sm)
+            theirs = seats[k % len(seats)]
+            ours = next(i for i in seats if i != theirs)
+            rec: dict = {}
+            play_match(sm, {theirs: make_seat(), ours: SearchSeat(engine, UniformPrior(), persona, sims, "uniform")},
+                       seed=50_000 + k, record=rec)
+            tmp = path_of(k).with_suffix(".tmp")
+            tmp.write_text(json.dumps(rec))
+            tmp.replace(path_of(k))
+            progress.advance(task)
+        return [path_of(k) for k in range(n)]
 
     async def batches():
         for b in range(0, len(todo), together):
@@ -308,6 +340,8 @@ def databases(game: str, kind: str, persona, sims: int, progress):
     sm, engine, _, _ = machine(game)
     who = f"{kind}-{sims}-fixed" if kind == "persona" else "habit1"
     other = "habit1" if kind == "persona" else "habit2"
+    if not RUNNER:
+        who, other = who + "-inprocess", other + "-inprocess"
     mine = record_database(game, who, opponent_factory(kind, persona, sims, engine), DATABASE, progress, persona, sims)
     theirs = record_database(game, other, other_factory(kind), DATABASE, progress, persona, sims)
     pred = from_records(mine, sm.roles)
@@ -449,7 +483,7 @@ def tables() -> None:
 
 
 def main(argv=None) -> int:
-    global DATABASE, RECORDS, OUT
+    global DATABASE, RECORDS, OUT, RUNNER
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=["database", "play", "tables"])
     ap.add_argument("--games", nargs="+", default=["minipoker", "kuhn_poker", "hidden_goofspiel", "phantom_connect_4x4"])
@@ -460,8 +494,13 @@ def main(argv=None) -> int:
     ap.add_argument("--database", type=int, default=DATABASE, help="matches in each database")
     ap.add_argument("--records", type=Path, default=RECORDS, help="where the databases' records go")
     ap.add_argument("--out", type=Path, default=OUT, help="the rows' file")
+    ap.add_argument("--in-process", action="store_true",
+                    help="record the databases in this process (the runner's record fields, the compiled "
+                         "engine as referee) instead of through the match runner, whose referee process a "
+                         "match takes seconds to start on a loaded machine")
     args = ap.parse_args(argv)
     DATABASE, RECORDS, OUT = args.database, args.records, args.out
+    RUNNER = not args.in_process
     unknown = [g for g in args.games if g not in GAMES]
     if unknown:
         ap.error(f"unknown games {unknown}; known: {' '.join(GAMES)}")
