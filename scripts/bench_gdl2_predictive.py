@@ -388,7 +388,7 @@ def code_version() -> str:
         return "unknown"
 
 
-def play(games, kind: str, matches: int, sims: int, persona_name: str) -> None:
+def play(games, kind: str, matches: int, sims: int, persona_name: str, start: int = 0) -> None:
     from agent.persona import load_persona
     persona = load_persona(persona_name)
     done = done_keys()
@@ -398,9 +398,9 @@ def play(games, kind: str, matches: int, sims: int, persona_name: str) -> None:
             pred, oth = databases(game, kind, persona, sims, progress)
             priors = {"uniform": UniformPrior(), "predictive": pred, "other": oth}
             opp = opponent_factory(kind, persona, sims, engine)()
-            task = progress.add_task(f"{game} vs {kind}", total=matches, info="")
+            task = progress.add_task(f"{game} vs {kind}", total=matches - start, info="")
             score = []
-            for m in range(matches):
+            for m in range(start, matches):
                 key = f"duel|{game}|{kind}|{sims}|{m}"
                 if key in done:
                     progress.advance(task)
@@ -490,6 +490,7 @@ def main(argv=None) -> int:
     ap.add_argument("--opponent", choices=["persona", "habit"], default="persona")
     ap.add_argument("--persona", default="tournament")
     ap.add_argument("--matches", type=int, default=200)
+    ap.add_argument("--start", type=int, default=0, help="first seed (to split a run over processes)")
     ap.add_argument("--sims", type=int, default=2000, help="simulations per decision, each side")
     ap.add_argument("--database", type=int, default=DATABASE, help="matches in each database")
     ap.add_argument("--records", type=Path, default=RECORDS, help="where the databases' records go")
@@ -512,7 +513,7 @@ def main(argv=None) -> int:
                 for g in args.games:
                     databases(g, args.opponent, persona, args.sims, progress)
         elif args.what == "play":
-            play(args.games, args.opponent, args.matches, args.sims, args.persona)
+            play(args.games, args.opponent, args.matches, args.sims, args.persona, args.start)
     except KeyboardInterrupt:
         console.print("interrupted: rerun the same command to resume")
         return 130
