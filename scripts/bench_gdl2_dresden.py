@@ -80,6 +80,8 @@ SERVER_OPPONENT = ("battleship", "phantom_connect_4x4", "phantom_connect_5x5")
 # The manager gives a START 1 s and a PLAY 1 s beyond its clocks, plus connection time; a
 # match whose manager has not ended after this many clocks has hung.
 HANG_FACTOR = 3
+# Seconds a server we started may take to warm up before its matches start anyway
+WARM_LIMIT = 900.0
 
 
 # ------------------------------------------------------------------ small helpers
@@ -154,6 +156,7 @@ class Server:
         self.log_dir = log_dir
         self.proc = None
         self.uniform = cmd is not None     # our uniform sampler (``--serve-uniform``)
+        self.warm_limit = WARM_LIMIT
         if attach:   # a server already running (started as below), its records in log_dir
             if info(port) is None:
                 sys.exit(f"bench_gdl2_dresden: --attach: nothing answers on port {port}")
@@ -169,21 +172,38 @@ class Server:
         # ``python -m`` finds the package in its working folder first: the code of ``code``
         # plays, with numba's cache beside it (setup.sh's place for it)
         env = dict(os.environ, NUMBA_CACHE_DIR=str(code / ".cache" / "numba"))
+        self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_available(self, limit: float = 1800.0) -> None:
-        """The first start compiles numba code (minutes); INFO says busy until warm."""
+        """The first start compiles numba code (minutes).  INFO says available as soon as a
+        START would be taken, warm-up or not (37efacb), and a match started meanwhile
+        gets a player still loading (fallbacks): a server we started is waited for until
+        its log says the warm-up is over ("... ready on http://")."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < limit:
             if self.proc is not None and self.proc.poll() is not None:
                 sys.exit(f"bench_gdl2_dresden: the server on port {self.port} ended "
                          f"(exit {self.proc.returncode}); see {self.log.name}")
-            if info(self.port) == "available":
+            if info(self.port) == "available" and self.warm():
                 return
             time.sleep(2.0)
         sys.exit(f"bench_gdl2_dresden: the server on port {self.port} is not available "
                  f"after {limit:.0f} s")
+
+    def warm(self) -> bool:
+        if self.proc is None or self.uniform:   # attached, or no warm-up to wait for
+            return True
+        try:
+            text = Path(self.log.name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        # "ready on ... (player process warm after ...)"; "still warming" comes after the
+        # server's own 300 s: its spare is still compiling, a START would get a cold player
+        if re.search(r"ready on http://\S+ \(player process warm", text):
+            return True
+        return "ready on http://" in text and time.monotonic() - self.started > self.warm_limit
 
     def stop(self) -> None:
         if self.proc is None:
@@ -606,7 +626,7 @@ def tables(rows: list[dict], games: list[str]) -> str:
 def same_run(r: dict, commit: str, start: int, play: int, opponent: str) -> bool:
     """Rows of one run: the same code, clocks and kind of opponent on the board sheets."""
     return (r.get("commit") == commit and r.get("start") == start and r.get("play") == play
-            and r.get("opponent_kind", "persona") == opponent)
+            and r.get("opponent_kind", "persona") == opponent and not r.get("cold_server"))
 
 
 # ------------------------------------------------------------------ main
@@ -641,6 +661,9 @@ def main(argv=None) -> int:
                     help="the checkout our servers run from (default this one); a frozen copy "
                     "(git archive COMMIT | tar -x -C DIR) keeps edits made during the run out "
                     "of the worker processes, which import the code when they start")
+    ap.add_argument("--warm-limit", type=float, default=WARM_LIMIT, metavar="SECONDS",
+                    help="seconds a server we start may take to warm up (numba compiling) "
+                    f"before its matches start anyway (default {WARM_LIMIT:.0f})")
     ap.add_argument("--attach", action="store_true",
                     help="use servers already running on --port / --opponent-port (their "
                     "records in LOGS/us-logs, LOGS/opp-logs) instead of starting them")
@@ -720,8 +743,9 @@ def main(argv=None) -> int:
         opp = Server(a.opponent_port, logs / "opp-logs", logs / "opp-server.log",
                      ["--persona", a.opponent_persona, "--threads", "1", "--no-ponder"], a.code,
                      a.attach, cmd=cmd)
+    us.warm_limit = a.warm_limit
     try:
-        console.print(f"waiting for the server(s) to be warm (INFO available) ...")
+        console.print("waiting for the server(s) to be warm (INFO available, warm-up logged) ...")
         us.wait_available()
         if opp is not None:
             opp.wait_available()
