@@ -62,7 +62,8 @@ OUT = ROOT / "docs" / "benchmarks" / "gdl2-belief.jsonl"
 RECORDS = ROOT / ".cache" / "gdl2-predictive"
 RUNNER = True          # databases through the match runner (else --in-process)
 GAMES = ["minipoker", "kuhn_poker", "hidden_goofspiel", "rock_paper_scissors",
-         "phantom_connect_4x4", "phantom_connect_5x5", "battleship"]
+         "phantom_connect_4x4", "phantom_connect_5x5", "battleship",
+         "deck_duel", "dark_breakthrough"]     # the last two: games/gdl2, our own sheets
 HABIT_P = 0.8
 DATABASE = 50
 PRIORS = ("uniform", "predictive", "other")
@@ -83,6 +84,8 @@ def machine(game: str):
     """(state machine, engine the search runs on, rules text, engine kind), built once."""
     if game not in _MACHINES:
         path = corpus() / f"{game}.kif"
+        if not path.exists():
+            path = ROOT / "games" / "gdl2" / f"{game}.kif"
         desc = read_rules_file(path)
         from agent.engine import load_engine
         engine = load_engine(desc, budget_seconds=120)
