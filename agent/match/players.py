@@ -266,6 +266,22 @@ class PersonaPlayer:
             return "its match manager is not running"
         return self.manager.touch(match_id)
 
+    def last_value(self, match_id: str) -> tuple[int, float] | None:
+        """``(ply, Q)`` of this player's latest searched decision in the match: the ply it
+        decided at and its search's value (0-100) of the move it played, or None (no
+        decision searched yet: forced moves, fallbacks)."""
+        m = self.manager.matches.get(match_id) if self.manager is not None else None
+        if m is None:
+            return None
+        for d in reversed(m.record.decisions):
+            q, visits, move = d.get("q"), d.get("visits") or {}, d.get("move")
+            if d.get("fallback") or not isinstance(q, dict) or q.get(move) is None:
+                continue
+            if visits and not visits.get(move):
+                continue
+            return int(d.get("ply", -1)), float(q[move])
+        return None
+
     async def close(self) -> None:
         if self.manager is not None:
             finishing = list(getattr(self.manager, "_finishing", ()))  # records after STOP

@@ -58,8 +58,10 @@ def build_cap(start_clock: float, play_clock: float, max_idle: float) -> float:
     player moves to the engine whenever it is ready, so the build is not cut at the start
     clock: on a host at load 14-29 on 2 cores chess took 51 s to build, and the old limit
     (start clock + 3 play clocks) left whole matches on Prolog, most moves random.  The cap
-    only keeps a game that never builds from using a core for the whole match."""
-    return min(idle_limit(start_clock, play_clock), max_idle)
+    only keeps a game that never builds from using a core for the whole match; it is never
+    below the start clock, the time the manager gave for loading (a short ``max_idle``, as
+    the web page's tests set, would otherwise leave a match on Prolog)."""
+    return min(idle_limit(start_clock, play_clock), max(max_idle, start_clock))
 
 
 def unsearched_why(entry: dict, building: bool, engine: str | None = None) -> str | None:

@@ -7,6 +7,13 @@ runner (``agent.match.runner.run_match``) with a ``HumanPlayer`` for the person 
 ``PersonaPlayer`` for the persona; every match is recorded in the log folder with the
 person's name and ``isPlayerHuman``.
 
+A person's match is never lost to silence: while its page lives (and for an hour after it
+was closed, so that it opens again where it was) the persona's match manager is told the
+person is there (``keep_waiting``); a page gone for longer ends the match with the reason.  A
+person may resign or offer a draw, which the persona accepts by its own search's value of the
+position (``offer_draw``); both end the match by agreement (``runner.Stop``), said in the
+record (``x-result``, ``x-end-reason``).
+
 pyswip binds Prolog to the thread that first used it, so the reasoner work (board detection,
 clicks, the persona's advice, replays) runs in worker processes (``work.Workers``), in
 separate pools by kind of work: a replay or an advice never delays another person's match.
@@ -60,6 +67,46 @@ def style_settings() -> dict:
     if limit.isdigit() and int(limit) > 0:
         s["limit"] = int(limit)
     return s
+
+
+# A person's match never ends for silence while its page lives: the persona's match manager
+# abandons a match that gets no message for its idle limit (start clock + 10 play clocks +
+# 60 s: about 4 minutes at the page's clocks), and a person may think far longer.  Every
+# KEEPALIVE_SECONDS the page's server tells the persona's manager the person is still there,
+# as long as the page was seen (it polls the match's state) within PAGE_GONE_SECONDS; a page
+# closed for longer ends the match with that reason.  Opened again before then, the match
+# goes on where it was.
+KEEPALIVE_SECONDS = 10.0
+PAGE_GONE_SECONDS = 3600.0
+DRAW_GOAL = 50            # a draw: every player scores 50 (of 0-100, halfway between a loss and a win)
+
+
+def _env_seconds(name: str) -> float | None:
+    import os
+    try:
+        v = float(os.environ.get(name, "") or "nan")
+    except ValueError:
+        return None
+    return v if v > 0 else None
+
+
+def silence_settings() -> dict:
+    """``silence``: the persona's own silence limit (``GGP_PERSONA_WEB_SILENCE``, seconds;
+    unset: its server's default; tests shorten it to think past it), ``page_gone``: how long a
+    closed page's match waits for its person (``GGP_PERSONA_WEB_PAGE_GONE``, default an
+    hour), ``every``: how often the persona is told the person is there."""
+    silence = _env_seconds("GGP_PERSONA_WEB_SILENCE")
+    every = KEEPALIVE_SECONDS if silence is None else max(0.5, min(KEEPALIVE_SECONDS, silence / 4))
+    return {"silence": silence, "page_gone": _env_seconds("GGP_PERSONA_WEB_PAGE_GONE") or PAGE_GONE_SECONDS,
+            "every": every}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass
@@ -134,6 +181,10 @@ class PlaySession:
     my_legal: list = field(default_factory=list)  # the person's legal moves now
     my_turn: bool = False                         # the person has a choice to make now
     sealed: list = field(default_factory=list)    # the runner's whole events: read only once ended
+    page_seen: float = field(default_factory=time.monotonic)   # the page's last poll
+    by: str | None = None                         # ended by agreement: "resignation" or "draw"
+    draw: dict | None = None                      # the person's latest draw offer and its answer
+    watcher: object = None                        # the task that keeps the persona waiting
 
 
 # The persona's START carries at least this start clock: loading a game (the rules, the
@@ -197,6 +248,7 @@ class WebApp:
         self.replays: OrderedDict = OrderedDict()   # record digest -> the replay (a future)
         self.verdicts: dict = {}                    # record digest -> the check (a future)
         self.styles: dict = {}                      # job id -> StyleJob
+        self.silence = silence_settings()
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html"]))
 
@@ -248,7 +300,8 @@ class WebApp:
         out: dict = {}
         for m in self.past_matches(person):
             # a style is learned from states the person saw whole: not from GDL-II matches
-            if m["completed"] and not m["aborted"] and m["game"] and not m.get("gdl2"):
+            # (a match ended by agreement, a resignation or a draw, counts: its moves are real)
+            if (m["completed"] or m["by"]) and m["game"] and not m.get("gdl2"):
                 out.setdefault(m["game"], []).append(self.log_dir / m["file"])
         return out
 
@@ -386,6 +439,8 @@ class WebApp:
         out = []
         if not person or not self.log_dir.is_dir():
             return out
+        # the matches this server is playing: their page opens again where they are
+        live = {self.match_id(s): sid for sid, s in self.plays.items() if s.status in ("starting", "playing")}
         for f in sorted(self.log_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
             try:
                 if f.stat().st_size > MAX_RECORD_BYTES:
@@ -400,9 +455,15 @@ class WebApp:
             if not mine:
                 continue
             goals = d.get("goalValues")
+            result = d.get("x-result") if isinstance(d.get("x-result"), dict) else None
+            if result is not None and isinstance(result.get("goals"), list):
+                goals = result["goals"]          # ended by agreement (a resignation, a draw)
             if self.hides_running_match(d):     # a GDL-II match still on: its goals at its end
                 goals, d["isCompleted"] = None, False
             out.append({"file": f.name, "match_id": d.get("matchId"), "players": names,
+                        "by": str(result.get("by") or "") if result else "",
+                        "live": live.get(str(d.get("matchId") or "")),
+                        "reason": str(d.get("x-end-reason") or "")[:200],
                         "game": _game_of_record(d),
                         "goals": goals, "completed": bool(d.get("isCompleted")),
                         "aborted": bool(d.get("isAborted")), "moves": len(d.get("moves") or []),
@@ -431,6 +492,7 @@ class WebApp:
             s.errors.append(e["errors"])
         if kind == "end":
             s.status, s.goals, s.record, s.to_move = "over", e["goals"], e.get("record"), []
+            s.by, s.reason = e.get("by"), e.get("reason")
             s.ended_at = time.monotonic()
         if kind == "abort":
             s.status, s.reason, s.record, s.to_move = "aborted", e["reason"], e.get("record"), []
@@ -463,6 +525,7 @@ class WebApp:
                 s.state, s.prev_state = states[-1], (states[-2] if len(states) > 1 else None)
             if kind == "end":
                 s.status, s.goals = "over", e["goals"]
+                s.by, s.reason = e.get("by"), e.get("reason")
             else:
                 s.status, s.reason = "aborted", e["reason"]
             s.record = e.get("record")
@@ -512,6 +575,7 @@ class WebApp:
     async def run_play(self, s: PlaySession, players, start_clock: float) -> None:
         from agent.match.runner import MatchError, run_match
         s.seats = list(players)
+        s.watcher = asyncio.ensure_future(self.keep_waiting(s))
         try:
             await run_match(s.data.text, players, start_clock=max(start_clock, LOAD_SECONDS),
                             play_clock=s.play_clock,
@@ -526,12 +590,151 @@ class WebApp:
                 s.ended_at = time.monotonic()
             if s.status in ("starting", "playing"):
                 s.status = "aborted"
+            s.watcher.cancel()
             for p in players:
                 if p is not None and p not in self.kept_players.values():
                     try:
                         await p.close()
                     except Exception:
                         pass
+
+    async def keep_waiting(self, s: PlaySession) -> None:
+        """While the match runs: tell the persona's match manager the person is there (it
+        would abandon a match silent for its idle limit, about 4 minutes), as long as the
+        page was seen within ``page_gone`` seconds; a page closed for longer ends the match
+        with the reason.  A persona whose manager no longer plays the match (ended for
+        memory, say) ends it too, with its reason: no random moves on its behalf."""
+        every, limit = self.silence["every"], self.silence["page_gone"]
+        lost = 0
+        mid = self.match_id(s)
+        while s.status in ("starting", "playing"):
+            await asyncio.sleep(every)
+            away = time.monotonic() - s.page_seen
+            if away > limit:
+                s.cancel.end(f"nobody came back: the match's page was closed for {_duration(away)} "
+                             f"(a match waits {_duration(limit)} for its player to come back)")
+                return
+            whys = [p.keepalive(mid) for p in s.seats if p is not None and p is not s.human
+                    and hasattr(p, "keepalive")]
+            why = next((w for w in whys if w), None)
+            # twice in a row while playing: not the moment a STOP or START is on its way
+            lost = lost + 1 if why and s.status == "playing" else 0
+            if lost >= 2:
+                s.cancel.end(f"{self.persona_name(s.persona)} stopped playing: {why}")
+                return
+
+    def seated_roles(self, s: PlaySession) -> list[int]:
+        """The roles with a player (not GDL-II's random, which the referee moves)."""
+        chance = _chance(s.data)
+        return [r for r in range(len(s.data.roles)) if r != chance]
+
+    def solo(self, s: PlaySession) -> bool:
+        """A one-player game (a puzzle): giving up, no one to offer a draw to."""
+        return len(self.seated_roles(s)) < 2
+
+    def can_offer_draw(self, s: PlaySession) -> bool:
+        """A draw needs someone to agree with: two or more seated players.  Not in a GDL-II
+        game: the persona's yes or no comes from what it has seen, which the person must not
+        learn before the end."""
+        return not self.solo(s) and not s.gdl2
+
+    def resign(self, s: PlaySession) -> str | None:
+        """The person resigns: the match ends, every other player scores 100, the person 0
+        (GDL-II's random 0).  Before the first position there is nothing to resign: the
+        match is abandoned with that reason.  None, or why nothing was done."""
+        if s.status not in ("starting", "playing"):
+            return "the match is over"
+        if s.status == "starting":
+            s.cancel.end(f"{s.person} left before the first move")
+            return None
+        seated = self.seated_roles(s)
+        goals = [0 if r == s.human_role or r not in seated else 100 for r in range(len(s.data.roles))]
+        me = s.data.roles[s.human_role]
+        if len(seated) == 1:
+            why = f"{s.person} ({me}) gave up after {s.ply} step{'s' * (s.ply != 1)}"
+        else:
+            why = (f"{s.person} ({me}) resigned after {s.ply} step{'s' * (s.ply != 1)}: "
+                   f"{self.persona_name(s.persona)} wins")
+        s.cancel.end(why, goals=goals, by="resignation")
+        return None
+
+    def draw_rule(self, s: PlaySession) -> str:
+        name = self.persona_name(s.persona)
+        n = len(self.seated_roles(s))
+        rule = (f"{name} accepts a draw when its own search expects at most {DRAW_GOAL} of 100 for itself "
+                f"from this position (the search of its last move, else one run now; a draw scores "
+                f"{DRAW_GOAL} for {'both players' if n == 2 else 'every player'}); otherwise it plays on. "
+                f"One offer per position.")
+        if n > 2:
+            rule += f" With {n} players, every persona's search must expect at most {DRAW_GOAL} for it."
+        return rule
+
+    def offer_draw(self, s: PlaySession) -> dict:
+        """The person offers a draw: each persona searches the position for its own role
+        (``work.advice``, its own parameters at the play clock) and accepts when it expects
+        at most ``DRAW_GOAL``.  One offer per position; the answer comes in the match's state
+        (``draw``)."""
+        if s.status != "playing":
+            return {"error": "the match is not being played"}
+        if not self.can_offer_draw(s):
+            return {"error": "no one to offer a draw to in a one-player game" if self.solo(s) else
+                    "no draw offers in a game with hidden information: the answer would tell you "
+                    "something of what the persona has seen"}
+        if s.draw is not None and s.draw["ply"] == s.ply:
+            return dict(s.draw)
+        s.draw = {"ply": s.ply, "status": "thinking",
+                  "message": f"{self.persona_name(s.persona)} is looking at the position…"}
+        asyncio.ensure_future(self._answer_draw(s, s.ply, s.draw))
+        return dict(s.draw)
+
+    async def _draw_value(self, s: PlaySession, role: int) -> float | None:
+        """The persona's expected goal for ``role`` now: the Q its search gave the move that
+        led to this position (its decision of the step before, in its own match manager:
+        no waiting), else a search of this position run now for that role (``work.advice``:
+        the Q of the move it would play, its only move when it has no choice); None when it
+        could not tell."""
+        seat = s.seats[role] if role < len(s.seats) else None
+        last = seat.last_value(self.match_id(s)) if hasattr(seat, "last_value") else None
+        if last is not None and last[0] >= s.ply - 1:
+            return last[1]
+        a = await self.work.run("advice", work.advice, s.data.text, s.data.title, s.data.view,
+                                list(s.state), role, s.persona, float(s.play_clock), s.data.engine)
+        if a.get("engine"):
+            s.data.engine = a["engine"]
+        if a.get("over"):
+            return None
+        best = next((m for m in a.get("moves", []) if m.get("choice")), None)
+        if best is None or not best.get("visits"):
+            return None
+        return float(best["q"])
+
+    async def _answer_draw(self, s: PlaySession, ply: int, offer: dict) -> None:
+        name = self.persona_name(s.persona)
+        try:
+            values = [await self._draw_value(s, r) for r in self.seated_roles(s) if r != s.human_role]
+        except Exception as e:
+            offer.update(status="refused", message=f"{name} could not look at the position "
+                                                  f"({work.clean_message(e)}): it plays on")
+            return
+        if s.status != "playing":
+            return
+        if s.ply != ply:
+            offer.update(status="stale", message="The position changed before the answer: offer again if you like.")
+            return
+        known = [v for v in values if v is not None]
+        shown = ", ".join(f"{v:.0f}" for v in known)
+        if not known or len(known) < len(values):
+            offer.update(status="refused", message=f"{name} cannot tell how this position stands: it plays on.")
+        elif max(known) <= DRAW_GOAL:
+            offer.update(status="accepted", message=f"{name} accepts the draw.")
+            why = (f"draw agreed at step {ply}: {s.person} offered, {name} accepted (its search expects "
+                   f"{shown} of 100 for itself, no more than a draw's {DRAW_GOAL})")
+            if not s.cancel.end(why, goals=[DRAW_GOAL if r in self.seated_roles(s) else 0
+                                            for r in range(len(s.data.roles))], by="draw"):
+                offer.update(status="stale", message="The match was ending already.")
+        else:
+            offer.update(status="refused", message=f"{name} refuses the draw: its search expects {shown} of 100 "
+                                                  f"for itself, more than a draw's {DRAW_GOAL}. Play on.")
 
     def hides_running_match(self, data: dict) -> bool:
         """A record a replay must not open yet: a GDL-II match not ended (its record holds
@@ -558,7 +761,8 @@ class WebApp:
         from agent.match.players import make_player
         def make():
             return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas",
-                               ready_when_searching=True, ponder=False)   # a person's turn is long
+                               ready_when_searching=True, ponder=False,   # a person's turn is long
+                               max_idle=self.silence["silence"])
         if fresh:
             return make()
         if spec not in self.kept_players:
@@ -668,7 +872,7 @@ class WebApp:
                 "goals": s.goals if not live else None, "reason": s.reason if not live else None,
                 "record": Path(s.record).name if s.record and not live else None,
                 "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])] if your_turn else [],
-                "boards": pos.get("boards", []), "others": pos.get("others", [])}
+                "boards": pos.get("boards", []), "others": pos.get("others", []), **self.extras(s, pos)}
 
     async def play_json(self, s: PlaySession) -> dict:
         if s.gdl2:
@@ -703,7 +907,16 @@ class WebApp:
                 "history": history, "goals": s.goals, "reason": s.reason,
                 "record": Path(s.record).name if s.record else None,
                 "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])],
-                "boards": pos.get("boards", []), "others": pos.get("others", [])}
+                "boards": pos.get("boards", []), "others": pos.get("others", []), **self.extras(s, pos)}
+
+    def extras(self, s: PlaySession, pos: dict) -> dict:
+        """What the page shows of resigning and draws, and whether the board is turned."""
+        live = s.status in ("starting", "playing")
+        draw = dict(s.draw) if s.draw else None
+        if draw is not None:
+            draw["current"] = draw["ply"] == s.ply
+        return {"can_draw": live and self.can_offer_draw(s), "solo": self.solo(s),
+                "draw": draw, "by": s.by, "flipped": bool(pos.get("flipped"))}
 
     async def advice(self, s: PlaySession) -> dict:
         """The persona's view of the match's current position, searched once per position.
@@ -908,6 +1121,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
                          play_clock: float, human_clock: float):
         """A new match of the person against the persona: its id, or an error page."""
         from agent.match.players import HumanPlayer, PlayerSpecError
+        from agent.match.runner import Stop
         try:
             gd = await w.game_data(game)
         except Exception as e:
@@ -933,7 +1147,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return None, _error_page(w, "The match cannot start", [Problem("error", work.clean_message(e), "persona")])
         s = PlaySession(sid, person, game, gd, role, persona, play_clock,
                         math.inf if human_clock == 0 else human_clock, human, start_clock=start_clock,
-                        cancel=asyncio.Event(), gdl2=gd.gdl2)
+                        cancel=Stop(), gdl2=gd.gdl2)
         w.plays[sid] = s
         s.task = asyncio.create_task(w.run_play(s, players, start_clock))
         return sid, None
@@ -978,13 +1192,16 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         s = w.plays.get(sid)
         if s is None:
             return _error_page(w, "No such match", [Problem("error", f"no match {sid!r} on this server", "match")], 404)
-        return w.page("play.html", s=s, legend=bv.legend(s.data.view), persona_name=w.persona_name(s.persona))
+        s.page_seen = time.monotonic()      # a page (re)opened: the match waits for its person
+        return w.page("play.html", s=s, legend=bv.legend(s.data.view), persona_name=w.persona_name(s.persona),
+                      solo=w.solo(s), draws=w.can_offer_draw(s), draw_rule=w.draw_rule(s))
 
     @api.get("/api/play/{sid}")
     async def play_state(sid: str):
         s = w.plays.get(sid)
         if s is None:
             return JSONResponse({"error": "no such match"}, status_code=404)
+        s.page_seen = time.monotonic()      # the page polls: its person is there
         try:
             return await w.play_json(s)
         except Exception as e:
@@ -1003,12 +1220,23 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         return {"ok": True}
 
     @api.post("/api/play/{sid}/resign")
-    async def play_abort(sid: str):
+    async def play_resign(sid: str):
         s = w.plays.get(sid)
         if s is None:
             return JSONResponse({"error": "no such match"}, status_code=404)
-        s.cancel.set()
+        why = w.resign(s)
+        if why:
+            return JSONResponse({"error": why}, status_code=409)
         return {"ok": True}
+
+    @api.post("/api/play/{sid}/draw")
+    async def play_draw(sid: str):
+        s = w.plays.get(sid)
+        if s is None:
+            return JSONResponse({"error": "no such match"}, status_code=404)
+        s.page_seen = time.monotonic()
+        out = w.offer_draw(s)
+        return JSONResponse(out, status_code=409 if "error" in out else 200)
 
     @api.get("/api/play/{sid}/persona")
     async def persona_view(sid: str):

@@ -89,7 +89,8 @@ def position(text: str, title: str, view, state_texts, prev_texts, me: int, mine
     _, sm = _machine(text, title)
     st = bv.parse_state(state_texts)
     prev = bv.parse_state(prev_texts) if prev_texts else None
-    pos = bv.render_position(view, st, bv.changed_cells(view, prev, st))
+    # the board turned for a person whose side is at its top; the last move's cells marked
+    pos = bv.render_position(view, st, bv.changed_cells(view, prev, st), flip=bv.flipped(view, me))
     pos["clicks"] = bv.click_map(view, sm, st, me, mine) if mine else []
     return pos
 
@@ -100,7 +101,7 @@ def person_position(view, init_texts, step_texts, own_move, me: int, mine: list)
     click map of the person's legal moves ``mine`` from the cells the moves name (never by
     trying them on a state: the true state is not this page's to read)."""
     steps = [bv.parse_state(ps) for ps in step_texts]
-    pos = bv.person_position(view, bv.parse_state(init_texts), steps, own_move)
+    pos = bv.person_position(view, bv.parse_state(init_texts), steps, own_move, flip=bv.flipped(view, me))
     pos["clicks"] = bv.click_map(view, None, None, me, mine) if mine else []
     return pos
 

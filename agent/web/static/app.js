@@ -84,6 +84,8 @@ const GGP = (() => {
       deadline = live && s.clock_left !== null ? Date.now() + 1000 * s.clock_left : null;
       if (!live) { $("clock").textContent = ""; $("pending").textContent = ""; }
       if (s.boards.length || s.others.length) showPosition(s);
+      $("flipped-note").hidden = !s.flipped;
+      showDraw(s);
       clicks = s.your_turn ? s.clicks : [];
       if (s.your_turn) $("pending").textContent = "";
       const moves = $("moves"); moves.innerHTML = "";
@@ -123,16 +125,29 @@ const GGP = (() => {
           s.roles.forEach((r, i) => { const tr = el("tr"); tr.appendChild(el("td", `${r} (${s.players[i]})`)); tr.appendChild(el("td", String(s.goals[i]))); t.appendChild(tr); });
           res.appendChild(t);
           const me = s.goals[s.human_role], best = Math.max(...s.goals);
-          res.appendChild(el("p", me === best && s.goals.filter((g) => g === best).length === 1 ? "You won." : me === best ? "A draw." : "You lost.", "verdict"));
+          res.appendChild(el("p", s.by === "resignation" && s.solo ? "You gave up." : me === best && s.goals.filter((g) => g === best).length === 1 ? "You won." : me === best ? "A draw." : "You lost.", "verdict"));
         }
-        if (s.reason) res.appendChild(el("p", s.reason));
+        if (s.reason) res.appendChild(el("p", s.reason, "reason"));
         const f = el("form"); f.method = "post"; f.action = `/play/${sid}/rematch`; f.className = "again";
         const b = el("button", "Rematch"); b.id = "rematch"; b.type = "submit"; f.appendChild(b);
         const g = el("a", "other settings"); g.href = "/game?key=" + encodeURIComponent(s.game_key); f.appendChild(document.createTextNode(" ")); f.appendChild(g);
         if (s.record) { const a = el("a", "replay this match"); a.href = "/replay?file=" + encodeURIComponent(s.record); a.id = "replay-link"; f.appendChild(document.createTextNode(" · ")); f.appendChild(a); }
         res.appendChild(f);
-        $("resign").hidden = true;
+        $("end-card").hidden = true;
       }
+    }
+
+    // a draw offer: the button while one can be made, the persona's answer to the last one
+    function showDraw(s) {
+      const btn = $("offer-draw"), ans = $("draw-answer");
+      if (!btn) return;
+      const d = s.draw, live = s.status === "playing";
+      btn.disabled = !live || !s.can_draw || (d !== null && d.current && d.status !== "stale");
+      if (!d) { ans.hidden = true; return; }
+      ans.hidden = false;
+      ans.className = "draw-" + d.status;
+      ans.dataset.status = d.status;
+      ans.textContent = d.current || d.status === "accepted" ? d.message : `${d.message} (offered in an earlier position)`;
     }
 
     // GDL-II: the person's own steps (their move when they had a choice, and their percepts)
@@ -184,7 +199,7 @@ const GGP = (() => {
         const r = await fetch(`/api/play/${sid}`);
         if (r.ok) {
           const s = await r.json();
-          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${(s.seen || []).length}|${s.waiting_for_start}|${s.starting_phase}`;
+          const key = `${s.status}|${s.ply}|${s.your_turn}|${s.thinking}|${s.boards.length}|${s.history.length}|${(s.seen || []).length}|${s.waiting_for_start}|${s.starting_phase}|${s.draw ? s.draw.status + s.draw.ply : ""}`;
           if (key !== last) { last = key; render(s); }
           if (s.status === "over" || s.status === "aborted") { deadline = null; return; }
         }
@@ -193,7 +208,19 @@ const GGP = (() => {
     }
     setInterval(() => { $("clock").textContent = deadline === null ? "" : `clock: ${Math.max(0, (deadline - Date.now()) / 1000).toFixed(1)} s`; }, 200);
     $("resign").addEventListener("click", () => {
-      if (window.confirm("Abort this match? It ends now and is recorded as aborted.")) fetch(`/api/play/${sid}/resign`, {method: "POST"});
+      const solo = $("resign").dataset.solo === "1", started = last !== null && !last.startsWith("starting");
+      const ask = !started ? "Leave this match? It has not started yet; it ends now."
+        : solo ? "Give up? The match ends now and is recorded as given up (you score 0)."
+        : "Resign? The match ends now, recorded as your resignation: the persona wins.";
+      if (window.confirm(ask)) fetch(`/api/play/${sid}/resign`, {method: "POST"});
+    });
+    if ($("offer-draw")) $("offer-draw").addEventListener("click", async () => {
+      $("offer-draw").disabled = true;
+      try {
+        const r = await fetch(`/api/play/${sid}/draw`, {method: "POST"});
+        const a = await r.json();
+        if (!r.ok) { $("draw-answer").hidden = false; $("draw-answer").textContent = a.error || "no draw now"; }
+      } catch (e) { $("offer-draw").disabled = false; }
     });
     $("advice-btn").addEventListener("click", async () => {
       clearAdvice();
