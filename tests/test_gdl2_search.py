@@ -6,12 +6,14 @@ import time
 
 import pytest
 
-from agent.hidden.search import ensemble
+from types import SimpleNamespace
+
+from agent.hidden.search import ensemble, goal_range
 from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
 from agent.reasoner.statemachine import CachedStateMachine
 from agent.search import search
-from gdl.kif import read_rules_file
+from gdl.kif import parse_rules, read_rules_file
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,27 @@ def test_equal_moves_are_not_always_the_same_pick(rps):
         assert r["move"] in legal and r["samples"] == 1
         picks.add(r["move"])
     assert len(picks) >= 2, picks
+
+
+def test_a_clear_best_is_played_when_the_goals_are_small_numbers():
+    """Dresden's nim gives 0 or 1: Q is in those points, so a tie is 1 % of that range, not
+    one point of 100 (which drew take 3 at 0.14 as often as take 1 at 0.95 and lost nim)."""
+    nim_like = parse_rules("""(role a) (role b) (init (pile 5))
+        (<= (legal ?r (take 1)) (role ?r)) (<= terminal (true (pile 0)))
+        (<= (goal a 1) (true (won a))) (<= (goal a 0) (not (true (won a))))
+        (<= (goal b 1) (true (won b))) (<= (goal b 0) (not (true (won b))))""")
+    assert goal_range(nim_like) == 1.0
+    assert goal_range(parse_rules("(role a) (goal a 100) (<= (goal a 0) (p))")) == 100.0
+    assert goal_range(parse_rules("(role a) (<= (goal a ?x) (score ?x))")) == 100.0   # computed: 0..100
+
+    def stub(engine, state, role, persona, *, seed, limit, seconds, solver):
+        return SimpleNamespace(moves=["t1", "t2", "t3"], q=[0.948, 0.270, 0.142],
+                               visits=[900, 60, 40], simulations=1000, playouts=1000)
+    engine = SimpleNamespace(is_terminal=lambda s: False)
+    picks = {ensemble(engine, [("s", 1.0)], 0, ["t1", "t2", "t3"], None, seed=seed,
+                      deadline=time.monotonic() + 5, search_fn=stub, goal_span=1.0)["move"]
+             for seed in range(40)}
+    assert picks == {"t1"}
 
 
 def test_a_belief_whose_states_all_ended_still_gives_a_legal_move(rps):

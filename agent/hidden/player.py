@@ -24,7 +24,7 @@ from agent.reasoner.statemachine import goal_vector
 
 from .belief import Belief
 from .prior import UniformPrior
-from .search import ensemble
+from .search import ensemble, goal_range
 
 log = logging.getLogger("ggp.player")
 
@@ -90,6 +90,7 @@ class HiddenPlayer(Player):
     def prepare(self) -> list:
         legal = super().prepare()
         self.symbols = symbols_of(self.description)
+        self.goal_span = goal_range(self.description)
         self.belief = Belief(self.sm, self.role_index, self.prior, rng=random.Random(self.seed))
         return legal
 
@@ -168,7 +169,7 @@ class HiddenPlayer(Player):
                 on_best(render_spaced(random.Random(seed).choice(legal)), 0)
             fields = ensemble(engine, dist, self.role_index, legal, self.persona, seed=seed,
                               deadline=deadline, search_fn=self._search, limit=self.persona.limit,
-                              timing=self.timing)
+                              timing=self.timing, goal_span=self.goal_span)
             if on_best is not None:
                 on_best(render_spaced(fields["move"]), fields["simulations"])
             return fields

@@ -6,7 +6,7 @@ equal share of the time and of the persona's simulations, so a persona's skill (
 and style mean the same in a GDL-II game.  The choice pools the searches at the root: a
 move's value is the mean of its Q over the states, weighted by the states' probabilities
 (Q of a move unvisited in one state: that search's default); moves within ``TIE`` of the
-best are drawn among at random.  The terminal solver is off:
+game's goal range (``goal_range``) of the best are drawn among at random.  The terminal solver is off:
 ``random`` is searched as a role whose goal is constant (its moves are then spread by the
 exploration term, as chance), and a proof over it would be a proof against an adversary.
 
@@ -28,14 +28,32 @@ import numpy as np
 
 SAMPLES = 8          # distinct states searched per decision, at most
 MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
-TIE = 1.0            # goal points (of 100) within which pooled values count as equal
+TIE = 0.01           # of the game's goal range: pooled values this close count as equal
 OVER = 0.01          # seconds a search is assumed to return late until one is measured
 OVER_DECAY = 0.75    # a measured lateness is forgotten at this rate per search and decision
 OVER_SHARE = 0.25    # of the time to the deadline, at most, kept for the searches' lateness
 
 
+def goal_range(description) -> float:
+    """The spread of the goal values the rules write (their numbers in goal heads); 100 when
+    a goal value is computed (a variable) or none is written.  Q is in the rules' own goal
+    points: Dresden's nim gives 0 or 1, and one point of 100 would make every move a tie."""
+    values = []
+    for r in description.rules:
+        h = r.head
+        if isinstance(h, tuple) and len(h) == 3 and h[0] == "goal":
+            v = h[2]
+            if isinstance(v, str) and v.isdigit():
+                values.append(int(v))
+            else:
+                return 100.0
+    spread = max(values) - min(values) if values else 0
+    return float(spread) if spread > 0 else 100.0
+
+
 def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
-             deadline: float, search_fn, limit: int | None = None, timing: dict | None = None) -> dict:
+             deadline: float, search_fn, limit: int | None = None, timing: dict | None = None,
+             goal_span: float = 100.0) -> dict:
     """Search the most likely states of ``distribution`` ([(state, probability)]) for our
     move among ``legal`` until ``deadline`` (monotonic); fields as ``player.result_fields``
     gives them, plus the states searched and their probabilities.  ``timing``: a dict the
@@ -92,7 +110,7 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
     # TIE of the best are drawn among at random: where hidden moves are simultaneous
     # (rock-paper-scissors) a fixed pick among equals is a habit an opponent can read.
     top = float(q.max())
-    near = [i for i in range(len(legal)) if q[i] >= top - TIE]
+    near = [i for i in range(len(legal)) if q[i] >= top - TIE * goal_span]
     best = near[0] if len(near) == 1 else random.Random(seed).choice(near)
     return {"move": legal[best], "moves": legal, "q": [float(x) for x in q],
             "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
