@@ -364,9 +364,14 @@ def cmd_report(a) -> None:
                          f"{_cell(b and b['unseen'])} | **{_cell(f['unseen'])}** | {_cell(f['all'])} |")
     bots = _bot_rows(out)
     if bots:
+        info = [json.loads(f.read_text()) for f in sorted((out / "bots").glob("*/after.json"))]
+        every = ", ".join(f"{i['game']}: every {i.get('every', 1)}. player-match of each bot, "
+                          f"{i['data'].get('train_decisions')} training and {i['data'].get('test_decisions')} test "
+                          f"decisions" for i in info if "data" in i)
         lines += ["", "The recorded bots (persona-model 5 metrics: test log-likelihood per decision / "
-                  "AAR of argmax, the corpus's later-matches test set, the committed fit's plan) — committed "
-                  "report, rerun without the move features, rerun with them:", "",
+                  "AAR of argmax; the corpus's records held out as `fit_bots.sh` does, later 30 % of each bot's "
+                  f"matches; the committed fit's plan, 1000 simulations; {every}; the committed report is on all "
+                  "the records) — committed report, rerun without the move features, rerun with them:", "",
                   "| game | bot | committed | before | after | after − before |", "|---|---|---|---|---|---|"]
         lines += bots
     lines.append(END)
