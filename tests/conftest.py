@@ -226,7 +226,7 @@ SLOW: dict[str, str] = {
     "test_gdl2_belief.py::test_every_kept_history_fits_what_the_role_saw[phantom_connect_4x4]":
         "histories of phantom connect four kept and checked",
     "test_gdl2_own_sheets.py::test_our_player_plays_the_sheet_through_the_runner":
-        "whole GDL-II matches of our search player (the server's worker processes) at a 1 s clock",
+        "whole GDL-II matches of our search player (the server's worker processes), 30 s start clocks",
     "test_gdl2_search.py::test_the_compiled_search_reads_the_clock_after_its_first_simulations":
         "builds battleship's compiled engine (seconds without its cache)",
     # fitting, modelling, playtesting

@@ -161,15 +161,17 @@ def test_whole_matches_through_the_runner(tmp_path, name):
 
 @pytest.mark.parametrize("name", SHEETS)
 def test_our_player_plays_the_sheet_through_the_runner(tmp_path, name):
-    """Our server's GDL-II player (``agent.hidden``) on the first seat at a 1 s clock:
-    every move legal and in time (no substitute), its decisions its belief's."""
+    """Our server's GDL-II player (``agent.hidden``) on the first seat: every move legal and
+    in time (no substitute), its decisions its belief's.  A 30 s start clock: at load 50 a
+    fresh player process was still loading after 10 s, and the server, knowing no legal move
+    yet, answered nil for the whole match."""
     from agent.match.players import PersonaPlayer
 
     async def main():
         p = PersonaPlayer("champion", log_dir=tmp_path / "players", spare_players=0, spare_referees=0)
         try:
             return await run_match(sheet(name).read_text(), [p, RandomPlayer("r", seed=5)],
-                                   start_clock=10, play_clock=1, out_dir=tmp_path, seed=5)
+                                   start_clock=30, play_clock=2, out_dir=tmp_path, seed=5)
         finally:
             await p.close()
     rec = asyncio.run(main())
