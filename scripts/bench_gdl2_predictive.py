@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import benchrows  # noqa: E402  (rows kept compressed under docs/)
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # noqa: E402
 
@@ -356,21 +357,16 @@ def databases(game: str, kind: str, persona, sims: int, progress):
 
 # ------------------------------------------------------------------ play
 def done_keys() -> set:
-    if not OUT.exists():
-        return set()
-    return {json.loads(line)["key"] for line in OUT.read_text().splitlines() if line.strip()}
+    return {r["key"] for r in benchrows.read(OUT)}
 
 
 def emit(row: dict) -> None:
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with open(OUT, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
+    with benchrows.append(OUT) as f:   # compressed under docs/ (benchrows), flushed per row
+        f.add(row)
 
 
 def rows(kind: str = "duel") -> list:
-    if not OUT.exists():
-        return []
-    return [r for r in map(json.loads, OUT.read_text().splitlines()) if r.get("kind") == kind]
+    return [r for r in benchrows.read(OUT) if r.get("kind") == kind]
 
 
 def progress_columns() -> tuple:
