@@ -124,7 +124,7 @@ def cmd_playtest(args) -> int:
         raise PlaytestError(f"two variants are named {dup[0]}: give one a name (TOML name or NAME: prefix)")
 
     print(f"validating {len(vs)} variant(s) ...", file=sys.stderr)
-    warnings, props, boards = {}, {}, {}
+    cautions, props, boards = {}, {}, {}   # per variant: check_variant's warnings
     base_engine = engine_for(base.rules_text, base.key)
     roles = [render(r) for r in base_engine.roles]
     role = 0
@@ -141,7 +141,7 @@ def cmd_playtest(args) -> int:
             raise PlaytestError(f"variant {v.name} has roles {[render(r) for r in engine.roles]}, "
                                 f"the base has {roles}: compare variants of one game")
         try:
-            warnings[v.name] = V.check_variant(v, base_engine, engine)
+            cautions[v.name] = V.check_variant(v, base_engine, engine)
         except V.VariantError as e:
             raise PlaytestError(str(e)) from None
         props[v.name] = runner.variant_properties(v)
@@ -150,7 +150,7 @@ def cmd_playtest(args) -> int:
         except ImportError:
             boards[v.name] = []
         print(f"  {v.name}: ok ({engine.info.get('engine', 'engine')}); "
-              f"{len(warnings[v.name])} warning(s)", file=sys.stderr)
+              f"{len(cautions[v.name])} warning(s)", file=sys.stderr)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for v in vs:      # a designer can take any variant's rules from here
@@ -180,6 +180,6 @@ def cmd_playtest(args) -> int:
     if args.runs < 50 or max(limits) < 1000:
         intro += (" This is smaller than the default size (50 runs, limit 1000), so intervals are "
                   "wider and the search weaker than in a full-size playtest.")
-    page = report.build(setup, runs, agr, props, warnings, title, intro)
+    page = report.build(setup, runs, agr, props, cautions, title, intro)
     print(f"wrote {page}")
     return 0
