@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from tests.webbrowser import WebServer, launch, missing
+from tests.webbrowser import person_page, require_browser, web_and_browser
 
 GDL2 = SHARED / "corpus" / "gdl2"
 PERSONA = "phlegmatic"
@@ -31,38 +31,20 @@ pytestmark = pytest.mark.timeout(1800)
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    why = missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run under CI: {why}")
-        pytest.skip(why)
+    require_browser()
     if not GDL2.is_dir():
         pytest.skip("../shared (the GDL-II corpus) is not beside this clone")
-    from playwright.sync_api import sync_playwright
     logs = tmp_path_factory.mktemp("match_logs")
-    server = WebServer(logs, [GDL2])
-    pw = sync_playwright().start()
-    browser = launch(pw)
-    try:
+    with web_and_browser(logs, [GDL2]) as (server, browser):
         yield server, browser, logs
-    finally:
-        browser.close()
-        pw.stop()
-        server.stop()
 
 
 @pytest.fixture
 def page(web):
     server, browser, _ = web
-    ctx = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.goto("/")
-    pg.fill("#name", "iris")
-    pg.click("#name-form button")
-    pg.wait_for_selector("#person")
+    pg = person_page(browser, server.url, "iris")
     yield pg
-    ctx.close()
+    pg.context.close()
 
 
 def start_match(page, key: str, role: int) -> None:

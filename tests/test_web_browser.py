@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from tests.webbrowser import WebServer, launch, missing, person_records
+from tests.webbrowser import person_page, person_records, require_browser, web_and_browser
 
 GAMES = Path(__file__).resolve().parents[1] / "games"
 PERSONA = "phlegmatic"
@@ -24,37 +24,19 @@ TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    why = missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run under CI: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
+    require_browser()
     logs = tmp_path_factory.mktemp("match_logs")
     games = [SHARED / "corpus" / "games"] if SHARED.is_dir() else []
-    server = WebServer(logs, games, env={"GGP_PERSONA_WEB_STYLE_LIMIT": "60"})   # a small fit
-    pw = sync_playwright().start()
-    browser = launch(pw)
-    try:
+    with web_and_browser(logs, games, env={"GGP_PERSONA_WEB_STYLE_LIMIT": "60"}) as (server, browser):  # a small fit
         yield server, browser, logs
-    finally:
-        browser.close()
-        pw.stop()
-        server.stop()
 
 
 @pytest.fixture
 def page(web):
     server, browser, _ = web
-    ctx = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.goto("/")
-    pg.fill("#name", "alice")
-    pg.click("#name-form button")
-    pg.wait_for_selector("#person")
+    pg = person_page(browser, server.url, "alice")
     yield pg
-    ctx.close()
+    pg.context.close()
 
 
 def start_match(page, key: str, role: int = 0):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_web_browser import TURN_TIMEOUT_MS, click_a_move, start_match, wait_turn_or_end
-from tests.webbrowser import WebServer, launch, missing
+from tests.webbrowser import person_page, require_browser, web_and_browser
 
 SILENCE = 10          # the persona's silence limit in this file (seconds)
 PAGE_GONE = 30        # how long a closed page's match waits for its person here
@@ -58,36 +58,17 @@ PICK = """
 
 @pytest.fixture(scope="module")
 def people(tmp_path_factory):
-    why = missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run under CI: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
+    require_browser()
     logs = tmp_path_factory.mktemp("match_logs")
-    server = WebServer(logs, env={"GGP_PERSONA_WEB_SILENCE": str(SILENCE),
-                                  "GGP_PERSONA_WEB_PAGE_GONE": str(PAGE_GONE)})
-    pw = sync_playwright().start()
-    browser = launch(pw)
-    try:
+    with web_and_browser(logs, env={"GGP_PERSONA_WEB_SILENCE": str(SILENCE),
+                                    "GGP_PERSONA_WEB_PAGE_GONE": str(PAGE_GONE)}) as (server, browser):
         yield server, browser, logs
-    finally:
-        browser.close()
-        pw.stop()
-        server.stop()
 
 
 def new_page(people, name: str = "alice"):
     """A new tab (its own browser context: closing it closes the page) with the person's name."""
     server, browser, _ = people
-    ctx = browser.new_context(base_url=server.url, viewport={"width": 1200, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.goto("/")
-    pg.fill("#name", name)
-    pg.click("#name-form button")
-    pg.wait_for_selector("#person")
-    return pg
+    return person_page(browser, server.url, name)
 
 
 @pytest.fixture

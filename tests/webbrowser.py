@@ -2,6 +2,7 @@
 shared by the browser tests and the screenshot script."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -30,6 +31,48 @@ def missing() -> str | None:
 
 def launch(pw):
     return pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def require_browser() -> None:
+    """In a test: skip where playwright or Chromium is missing; under CI (CI=true) fail."""
+    import pytest   # here, not at the top: the screenshot script uses this module without pytest
+    why = missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests must run under CI: {why}")
+        pytest.skip(why)
+
+
+@contextlib.contextmanager
+def web_and_browser(log_dir, games=(), env=None):
+    """A web server (``WebServer``) and a headless Chromium, for a test module's fixture:
+    ``(server, browser)``, both stopped on the way out."""
+    from playwright.sync_api import sync_playwright
+    server = WebServer(log_dir, games, env=env)
+    pw = browser = None
+    try:
+        pw = sync_playwright().start()
+        browser = launch(pw)
+        yield server, browser
+    finally:
+        if browser is not None:
+            browser.close()
+        if pw is not None:
+            pw.stop()
+        server.stop()
+
+
+def person_page(browser, url: str, name: str):
+    """A new tab in its own browser context (closing the context closes the page), signed in
+    on the start page as ``name``."""
+    ctx = browser.new_context(base_url=url, viewport={"width": 1200, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.goto("/")
+    pg.fill("#name", name)
+    pg.click("#name-form button")
+    pg.wait_for_selector("#person")
+    return pg
 
 
 def free_port() -> int:
