@@ -27,6 +27,8 @@ from agent.archive import ArchiveError, GameLibrary, _Terms, iter_records, recor
 from agent.matchlog import atomic_write_bytes
 from gdl.kif import GdlError
 
+from .movefeatures import HISTORY
+
 CACHE_FORMAT = "decisions-v3"     # v3: each decision keeps its recent history
 
 
@@ -113,7 +115,6 @@ def _replay_record(data: dict, engine, terms: _Terms) -> tuple[list, str | None]
     """Every non-forced (ply, role) of a record: (ply, role, state, moves, chosen, prev,
     substituted, history).  Returns (rows, problem, forced count); a problem means the record
     is unusable."""
-    from .movefeatures import HISTORY
     states, moves = data.get("states"), data.get("moves")
     if not isinstance(moves, list) or not moves:
         return [], "no moves", 0

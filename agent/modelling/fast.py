@@ -32,6 +32,7 @@ from . import attribution as A
 from . import choicemodel as CM
 from . import evaluation as EV
 from . import evaluations as E
+from . import movefeatures as MF
 from .baselines import MoveFrequency
 from .experiment import FitError, prepare, slug
 from .fitting import stratified_subsample
@@ -294,7 +295,6 @@ def _move_features(s: FastSettings, description, engine, decisions, pooled) -> t
     """(view, {decision key: movefeatures matrix}) of the decisions to model, or (None,
     None) with ``move_features`` off.  The board is the prior pooled model's where it reads
     one (its players' models then read the same columns), else found here."""
-    from . import movefeatures as MF
     if not s.move_features:
         return None, None
     if pooled is not None and pooled.move_names:

@@ -14,6 +14,10 @@ at once.
 """
 from __future__ import annotations
 
+from agent.engine.loader import load_engine
+from agent.player import parse_rules_text, resolve_joint, role_index_of
+from gdl.terms import render_spaced
+
 from . import movefeatures as MF
 
 I = MF.INDEX
@@ -72,8 +76,6 @@ class ScriptedPlayer:
         pass
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
-        from agent.engine.loader import load_engine
-        from agent.player import parse_rules_text, role_index_of
         description = parse_rules_text(rules_text)
         got = self._games.get(rules_text)
         if got is None:
@@ -85,13 +87,11 @@ class ScriptedPlayer:
         self.history = []
 
     def _observe(self, last_moves) -> None:
-        from agent.player import resolve_joint
         joint, _ = resolve_joint(self.engine, self.state, last_moves, len(self.engine.roles))
         self.history = (self.history + [(self.state, tuple(joint))])[-MF.HISTORY:]
         self.state = self.engine.next_state(self.state, tuple(joint))
 
     async def play(self, match_id, last_moves, timeout) -> str:
-        from gdl.terms import render_spaced
         if last_moves is not None:
             self._observe(last_moves)
         moves = list(self.engine.legal_moves(self.state, self.role))

@@ -20,6 +20,9 @@ import os
 import sys
 import time
 
+from agent.player import (MODEL_HISTORY, Player, RulesRefused, parse_rules_text, resolve_joint,
+                          role_index_of, state_text, validate_rules)
+
 # A tiny two-role game that still takes every code path of a match: Prolog, the engine, a
 # search, a second search on the same tree, a move, a search on the advanced tree.
 WARM_RULES = """( (role a) (role b) (init (s 0)) (succ 0 1) (succ 1 2) (succ 2 3)
@@ -113,7 +116,6 @@ def _warm(full: bool) -> int:
 
 
 def _warm_run(full: bool) -> None:
-    from agent.player import Player
     p = Player(WARM_RULES, "a", 1.0, None, seed=1, use_engine=False, use_search=full)
     try:
         p.prepare()
@@ -169,8 +171,6 @@ BIG_RULES_NICE = 5
 
 def run_referee(conn, rules_text: str, role_text: str, gdl2: bool = False) -> None:
     from gdl.terms import render_spaced
-    from agent.player import (RulesRefused, parse_rules_text, resolve_joint, role_index_of,
-                              state_text, validate_rules)
     from agent.referee import STANDBY_BUDGET, open_referee
     from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
 
@@ -258,7 +258,6 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
     from agent.hidden.belief import Belief
     from agent.hidden.player import parse_percepts, respell, symbols_of
     from agent.hidden.prior import UniformPrior
-    from agent.player import state_text
     from agent.reasoner.statemachine import ReasonerError, goal_vector
     from gdl.kif import GdlError, parse_term
 
@@ -349,7 +348,6 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0, cap: float
     the clock only bounds the whole by ``cap``.  Without ``cap`` (tests, tools) grounding
     has ``GROUNDING_SHARE`` of the budget in seconds on the clock, as it had."""
     import threading
-    from agent.player import parse_rules_text, RulesRefused
     if nice:
         try:
             os.nice(nice)  # no more urgent than the search it is building for
@@ -494,7 +492,6 @@ def observe_joint(player, move_texts) -> tuple[list, bool]:
     engine cannot represent, the player stays on Prolog for the rest of the match.  Returns
     the notes and whether the player switched to Prolog; raises ``ReasonerError`` when Prolog
     cannot compute the state either (the caller then waits for the referee's)."""
-    from agent.player import MODEL_HISTORY, resolve_joint
     from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
     try:
         return player.observe(move_texts), False
@@ -546,13 +543,13 @@ def parse_state_text(text: str) -> frozenset:
 
 def run_player(conn, cfg: dict) -> None:
     from gdl.terms import render_spaced
-    from agent.player import Player, RulesRefused
     from agent.reasoner.statemachine import ReasonerError
 
     log = logging.getLogger("ggp.player")
+    kind = Player
     if cfg.get("gdl2"):
-        from agent.hidden.player import HiddenPlayer as Player  # noqa: F811 (the GDL-II player)
-    player = Player(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
+        from agent.hidden.player import HiddenPlayer as kind   # the GDL-II player
+    player = kind(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
                     seed=cfg.get("seed"), use_engine=False,
                     use_search=cfg.get("use_search", True), threads=cfg.get("threads", 1))
     try:

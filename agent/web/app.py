@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import re
 import tempfile
 import time
@@ -37,7 +38,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from agent.match.players import HumanPlayer, PlayerSpecError, make_player
 from agent.match.rules import read_rules
+from agent.match.runner import MatchError, Stop, role_view, run_match
 from gdl.kif import Problem
 
 from . import boardview as bv
@@ -61,7 +64,6 @@ STYLE_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
 def style_settings() -> dict:
     """The fast fit's settings for "learn my style" (``GGP_PERSONA_WEB_STYLE_LIMIT``: the
     simulations per search, smaller in tests)."""
-    import os
     s = {"n_boot": 300}
     limit = os.environ.get("GGP_PERSONA_WEB_STYLE_LIMIT", "")
     if limit.isdigit() and int(limit) > 0:
@@ -82,7 +84,6 @@ DRAW_GOAL = 50            # a draw: every player scores 50 (of 0-100, halfway be
 
 
 def _env_seconds(name: str) -> float | None:
-    import os
     try:
         v = float(os.environ.get(name, "") or "nan")
     except ValueError:
@@ -501,7 +502,6 @@ class WebApp:
     def on_hidden_event(self, s: PlaySession, e: dict) -> None:
         """A GDL-II match's event: the session takes the person's view of it (the runner's
         ``role_view``) and seals the whole event, which nothing reads before the end."""
-        from agent.match.runner import role_view
         kind = e.get("type")
         s.gdl2 = True
         if kind in ("start", "move"):
@@ -573,7 +573,6 @@ class WebApp:
         return "the persona is ready; the match is starting"
 
     async def run_play(self, s: PlaySession, players, start_clock: float) -> None:
-        from agent.match.runner import MatchError, run_match
         s.seats = list(players)
         s.watcher = asyncio.ensure_future(self.keep_waiting(s))
         try:
@@ -758,7 +757,6 @@ class WebApp:
         """The persona's player, kept between matches so that only the first match waits
         for its processes to warm up; ``fresh``: a second seat of the same match (a
         player serves a match id once)."""
-        from agent.match.players import make_player
         def make():
             return make_player(f"persona:{spec}", name=self.persona_name(spec), log_dir=self.log_dir / "personas",
                                ready_when_searching=True, ponder=False,   # a person's turn is long
@@ -1120,8 +1118,6 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
     async def start_play(person: str, game: Game, role: int, persona: str, start_clock: float,
                          play_clock: float, human_clock: float):
         """A new match of the person against the persona: its id, or an error page."""
-        from agent.match.players import HumanPlayer, PlayerSpecError
-        from agent.match.runner import Stop
         try:
             gd = await w.game_data(game)
         except Exception as e:
