@@ -72,13 +72,17 @@ class _Result:
         self.moves, self.q, self.visits, self.simulations, self.playouts = moves, [50.0] * len(moves), [1] * len(moves), 1, 1
 
 
-def test_slow_states_are_cut_off_before_the_clock(rps):
+def test_slow_states_are_cut_off_before_the_clock(rps, monkeypatch):
     """Every state's search comes back 0.15 s after the time it was given (a state whose
     simulations are slow: the search reads the clock only between them).  At a 1 s clock
     the decision is due half a second after the PLAY came (the server's margin); eight
     such slices one after the other would take 1.7 s, past the protocol's limit.  The
     ensemble learns the lateness from the first slice and leaves room for it: the decision
-    comes back before the play clock ends, with a legal move."""
+    comes back before the play clock ends, with a legal move.  The ensemble reads a clock
+    that only the searches move, so the machine's load cannot decide the test."""
+    import agent.hidden.search as hidden_search
+    now = [1000.0]
+    monkeypatch.setattr(hidden_search, "time", SimpleNamespace(monotonic=lambda: now[0]))
     s0 = rps.initial_state()
     legal = rps.legal_moves(s0, 0)
     states = [(frozenset(s0 | {("slow", str(i))}), 1 / 8) for i in range(8)]
@@ -86,13 +90,13 @@ def test_slow_states_are_cut_off_before_the_clock(rps):
 
     def slow_search(engine, state, role_index, persona, *, seed, limit, seconds, solver):
         given.append(seconds)
-        time.sleep(seconds + 0.15)
+        now[0] += seconds + 0.15
         return _Result(legal)
 
-    received = time.monotonic()
+    received = now[0]
     r = ensemble(rps, states, 0, legal, load_persona("tournament"), seed=1,
                  deadline=received + 0.5, search_fn=slow_search)
-    assert time.monotonic() < received + 1.0, "past the play clock"
+    assert now[0] < received + 1.0, "past the play clock"
     assert r["move"] in legal and 1 <= r["samples"] < 8, r
     assert len(given) == r["samples"]
 
