@@ -248,7 +248,7 @@ def test_replay_viewer_steps_through_a_ggp_base_match(web, page):
     n = len(json.loads(record.read_text())["moves"])
     page.set_input_files("#record-file", str(record))
     page.click("#replay-form button")
-    page.wait_for_selector("#step")
+    page.wait_for_selector("#boards svg.board")     # #step is in the HTML: app.js has drawn once
     page.wait_for_function("!document.querySelector('#verdict').dataset.pending")
     assert "every move legal" in page.locator(".verdict").inner_text()
     assert page.locator("#steps").inner_text() == str(n)
@@ -298,7 +298,7 @@ def test_a_chess_replay_in_one_tab_while_a_match_goes_on_in_another(web, page):
     other.evaluate(f"location.href = '/replay?file={name}'")    # not waited for: it loads meanwhile
     click_a_move(page)                                            # the persona answers meanwhile
     assert wait_turn_or_end(page)
-    other.wait_for_selector("#step")
+    other.wait_for_selector("#boards svg.board")    # #step is in the HTML: app.js has drawn once
     assert other.locator("#steps").inner_text() == "16"
     other.wait_for_function("!document.querySelector('#verdict').dataset.pending")
     assert "every move legal" in other.locator("#verdict").inner_text()
