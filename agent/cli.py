@@ -192,6 +192,27 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- warm
+WARM_HELP = ("compile the engine and search code now (numba keeps it in its cache), so that the "
+             "first match, web page or test after an install or upgrade does not wait for it")
+
+
+def add_warm(sub) -> None:
+    p = sub.add_parser("warm", help=WARM_HELP, description=WARM_HELP + ". The server does the same "
+                       "in its first player process; run this where several processes would otherwise "
+                       "compile the same code at once (a test run, a fleet of servers).")
+    p.set_defaults(func=cmd_warm)
+
+
+def cmd_warm(args) -> int:
+    from agent.server.worker import warm
+    t0 = time.perf_counter()
+    compiled = warm()
+    where = os.environ.get("NUMBA_CACHE_DIR") or "beside the code (__pycache__)"
+    print(f"warm: {compiled} functions compiled in {time.perf_counter() - t0:.1f} s; numba's cache: {where}")
+    return 0
+
+
 # ------------------------------------------------------------------------------- serve, replay
 def add_serve(sub) -> None:
     from agent.server import cli as server_cli
@@ -368,7 +389,7 @@ def cmd_playtest(args) -> int:
 
 # ------------------------------------------------------------------------------- main
 SUBCOMMANDS = [add_check, add_trace, add_bench, add_serve, add_replay, add_match,
-               add_persona, add_web, add_dataset, add_fit, add_attribute, add_playtest]
+               add_persona, add_web, add_dataset, add_fit, add_attribute, add_playtest, add_warm]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,9 +11,10 @@
 # `pip install -e '.[test]'` (repeated only when pyproject.toml changes).  Needs only bash and
 # python3 >= 3.10; apt-get is used as root, or through sudo.
 #
-# `test` runs pytest twice: every test but the `serial` ones side by side in worker processes
-# (pytest-xdist; GGP_TEST_WORKERS of them, default the cores up to 4), then the `serial` ones
-# alone (tests/conftest.py says which and why).  `test -m "not slow"` is the fast tier.
+# `test` compiles the numba code once (`ggp-persona warm`), then runs pytest twice: every test
+# but the `serial` ones side by side in worker processes (pytest-xdist; GGP_TEST_WORKERS of
+# them, default the cores up to 4), then the `serial` ones alone (tests/conftest.py says
+# which and why).  `test -m "not slow"` is the fast tier.
 set -euo pipefail
 
 # What `run` starts: the player server on this machine only (see README for other hosts).
@@ -31,7 +32,7 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 
 case "$ACTION" in
   setup|test|run) ;;
-  -h|--help|help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help|help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: bash scripts/setup.sh [setup|test|run] [ARGS...]" >&2; exit 2 ;;
 esac
 
@@ -117,6 +118,11 @@ run_tests() {
   local workers="${GGP_TEST_WORKERS:-$cores}"
   case "$workers" in ''|*[!0-9]*) die "GGP_TEST_WORKERS must be a whole number (of processes), not '$workers'" ;; esac
   local pytest=("$VENV/bin/python" -m pytest --durations=25)
+  # numba compiles the engine and search code once, here, into the cache every test process
+  # reads; otherwise the first servers and web workers of the run compile it side by side
+  # (minutes each on a fresh clone, and the same work several times).
+  log "compiling the engine and search code (numba's cache)"
+  "$VENV/bin/ggp-persona" warm || log "warm-up failed: the tests compile as they go"
   if [ "$workers" -le 1 ]; then exec "${pytest[@]}" "$@"; fi
   local rc1=0 rc2=0
   log "tests side by side on $workers workers"

@@ -112,8 +112,17 @@ def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for cmd in ("check", "trace", "bench", "serve", "replay", "persona"):
+    for cmd in ("check", "trace", "bench", "serve", "replay", "persona", "warm"):
         assert cmd in out
+
+
+def test_warm_runs_what_a_match_runs_and_says_what_it_compiled(capsys, caplog):
+    """`warm` (the test command runs it first): the server's own warm-up, complete (a broken
+    piece would log "warm-up incomplete"), with the count of functions numba compiled."""
+    assert main(["warm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("warm: ") and "functions compiled in" in out
+    assert "warm-up incomplete" not in caplog.text
 
 
 # ------------------------------------------------------------------ hostile inputs

@@ -72,7 +72,7 @@ def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: boo
         except OSError:
             pass
     try:
-        compiled = _warm(full_warm)
+        compiled = warm(full_warm)
         apply_limits(limits)
         conn.send(("warm", os.getpid(), compiled))
         cmd = conn.recv()
@@ -105,7 +105,7 @@ def apply_limits(limits: dict | None) -> None:
         set_memory_limits(**prolog)
 
 
-def _warm(full: bool) -> int:
+def warm(full: bool = True) -> int:
     """Import and run everything a match needs while no clock is running: numba loads (or,
     the first time ever, compiles) the engine and search code here, not during a PLAY.
     Returns how many functions numba compiled (none when its cache had them all)."""
