@@ -1,7 +1,7 @@
 """A fitted player model that plays (spec 4.6 item 5).
 
 The fast fit's model (``agent.modelling.choicemodel``) scores moves by the shared
-evaluations of the state (``agent.modelling.evaluations``: three searches, a look-ahead,
+evaluations of the state (``agent.modelling.shared_evaluations``: three searches, a look-ahead,
 fact changes), the move's tokens and the player's move counts.  A persona file keeps the
 model in a ``[model]`` table beside the search parameters of the deep search, so the server,
 the match runner and the web page load it like any persona; at each decision the player
@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from agent.modelling import choicemodel as CM
-from agent.modelling import evaluations as E
+from agent.modelling import shared_evaluations as E
 from agent.modelling.modelfile import align, model_of
 
 LOOKAHEAD_SHARE = 0.25        # of the time left, kept for the look-ahead and the model

@@ -188,7 +188,7 @@ def cmd_fit(a) -> None:
 
     from agent.engine.loader import load_engine
     from agent.modelling import choicemodel as CM
-    from agent.modelling import evaluations as E
+    from agent.modelling import shared_evaluations as E
     from agent.modelling import movefeatures as MF
     from agent.modelling.baselines import state_key
     from agent.modelling.dataset import load_dataset
@@ -257,7 +257,7 @@ def cmd_fit(a) -> None:
 
 def cmd_bots(a) -> None:
     from agent.modelling.dataset import load_dataset
-    from agent.modelling.evaluations import EvalCache
+    from agent.modelling.shared_evaluations import EvalCache
     from agent.modelling.fast import FastSettings, run
     out = Path(a.out)
     committed = json.loads((ROOT / "docs" / "reports" / f"fit-{a.game}-fast" / "results.json").read_text())

@@ -115,7 +115,7 @@ def _dataset(records, n_decisions, cache):
 
 def cmd_scale(a) -> None:
     from agent.engine.loader import load_engine
-    from agent.modelling.experiment import prepare
+    from agent.modelling.prepare import prepare
     from agent.modelling.fast import FastSettings, make_plan, run
     cache = Path(tempfile.mkdtemp(prefix="bench-decisions-"))
     sizes = sorted(a.sizes)
@@ -153,7 +153,7 @@ def cmd_scale(a) -> None:
 
 def cmd_dask(a) -> None:
     from agent.engine.loader import load_engine
-    from agent.modelling import evaluations as E
+    from agent.modelling import shared_evaluations as E
     from agent.modelling.fast import _items, make_plan
     ds = _dataset(a.records, a.decisions, Path(tempfile.mkdtemp(prefix="bench-decisions-")))
     game = ds.decisions[0].game
@@ -193,7 +193,7 @@ def cmd_live(a) -> None:
 
     from agent.engine.loader import load_engine
     from agent.modelling.dataset import load_dataset
-    from agent.modelling.experiment import split
+    from agent.modelling.prepare import split
     from agent.modelling.fast import FastSettings
     from agent.modelplay import decide
     from agent.persona import load_persona

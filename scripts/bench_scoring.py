@@ -32,7 +32,7 @@ def main() -> None:
     from agent.matchlog import atomic_write_bytes
     from agent.modelling.dataset import load_dataset
     from agent.modelling.experiment import Settings
-    from agent.modelling.fitting import stratified_subsample
+    from agent.modelling.prepare import stratified_subsample
     from agent.modelling.scoring import Scorer
     from agent.persona import load_persona
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from agent.modelling import choicemodel as CM
-from agent.modelling import evaluations as E
+from agent.modelling import shared_evaluations as E
 from agent.modelling.dataset import Decision, load_dataset
 from agent.modelling.fast import FastSettings, run
 from agent.persona import PersonaError, load_persona, parse_persona
@@ -125,7 +125,7 @@ def test_one_more_player_against_an_earlier_fit(fitted, tmp_path):
 def test_evaluations_are_deterministic_under_crn(fitted):
     base, ds, s, res = fitted
     from agent.engine.loader import load_engine
-    from agent.modelling.scoring import decision_seed
+    from agent.modelling.prepare import decision_seed
     from agent.search.features import FactIndex, calibrate
     eng = load_engine(ds.games[ds.decisions[0].game])
     plan = dict(res["plan"])

@@ -16,10 +16,10 @@ from agent.modelling import attribution as A
 from agent.modelling import ga as G
 from agent.modelling.baselines import MoveFrequency
 from agent.modelling.dataset import DatasetError, Decision, parse_aliases, read_labels
-from agent.modelling.fitting import stratified_subsample
 from agent.modelling.likelihood import fit_choice, log_probs, pad, thesis_log_fitness
 from agent.modelling.metrics import decision_metrics, interval, paired_interval, random_metrics
-from agent.modelling.scoring import decision_seed, persona_key
+from agent.modelling.prepare import decision_seed, stratified_subsample
+from agent.modelling.scoring import persona_key
 from agent.modelling.splits import group_kfold, later_matches
 from agent.persona import load_persona, parse_persona
 

@@ -51,7 +51,7 @@ def test_scoring_on_dask_equals_local(cluster, tmp_path, monkeypatch):
 def test_shared_evaluations_on_dask_equal_local(cluster, tmp_path, monkeypatch):
     """The fast fit's shared evaluations (spec 4.6 item 1) on the cluster are the local ones:
     every decision carries its CRN seed, so the backend cannot change a feature."""
-    from agent.modelling import evaluations as E
+    from agent.modelling import shared_evaluations as E
     from agent.modelling.dataset import load_dataset
     from agent.modelling.fast import _items
     bulk = SHARED / "corpus" / "matches" / "bulk-sample.jsonl"

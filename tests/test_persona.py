@@ -224,7 +224,7 @@ def fitted_text(ttt_game):
     import numpy as np
 
     from agent.modelling import choicemodel as CM
-    from agent.modelling import evaluations as E
+    from agent.modelling import shared_evaluations as E
     from agent.modelling.baselines import MoveCounts
     from agent.modelling.modelfile import model_persona_toml
     from agent.search.features import calibrate

@@ -4,7 +4,7 @@ evaluations, mixed with the uniform choice.
     P(a|s) = eps/|A| + (1 - eps) * exp(w . x(s,a)) / sum_b exp(w . x(s,b))
 
 ``x(s,a)`` joins four kinds of columns:
-- the shared evaluations of the move (``evaluations.py``: searches, look-ahead, fact
+- the shared evaluations of the move (``shared_evaluations.py``: searches, look-ahead, fact
   changes), the same for every player;
 - move features that mean the same in every position (``movefeatures.py``: where the move
   lands on the board, its rank among the legal moves along each coordinate, its relation to

@@ -148,7 +148,8 @@ def cmd_fit(args) -> int:
         raise ModellingUsage("--limit must be at least 1")
     if not (args.ga or args.thesis):
         return _cmd_fast_fit(args)
-    from .experiment import FitError, Settings, run
+    from .experiment import Settings, run
+    from .prepare import FitError
     args.limit = Settings().limit if args.limit is None else args.limit
     if args.limit < 1 or args.population < 2 or args.generations < 1 or args.subsample < 1:
         raise ModellingUsage("--limit, --generations and --subsample must be at least 1, --population at least 2")
@@ -176,8 +177,8 @@ def cmd_fit(args) -> int:
 
 
 def _cmd_fast_fit(args) -> int:
-    from .experiment import FitError
     from .fast import FastSettings, run
+    from .prepare import FitError
     if not 0 < args.test_fraction < 1:
         raise ModellingUsage("--test-fraction must lie between 0 and 1")
     if args.scheduler and not args.scheduler.startswith("tcp://"):

@@ -8,7 +8,6 @@ again after Ctrl-C or a crash continues where it stopped.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -16,19 +15,14 @@ import numpy as np
 
 from agent.matchlog import atomic_write_bytes
 
-from . import evaluation as EV
 from . import ga as G
+from . import heldout as EV
 from .baselines import MoveFrequency
 from .fitting import fit_champion, fit_persona
 from .likelihood import log_probs_all, pad
 from .metrics import decision_metrics, random_metrics
+from .prepare import FitError, prepare, slug
 from .scoring import Scorer
-from .splits import group_kfold, later_matches
-
-
-
-class FitError(ValueError):
-    """A fit that cannot run as asked (no decisions, several games...)."""
 
 
 @dataclass
@@ -52,36 +46,6 @@ class Settings:
     pooled: bool = True
 
 
-def slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "player"
-
-
-def split(decisions, s: Settings):
-    if s.split == "later":
-        return later_matches(decisions, s.test_fraction)
-    if s.split == "kfold":
-        folds = group_kfold(decisions, s.folds, s.seed)
-        if not 0 <= s.fold < len(folds):
-            raise FitError(f"fold {s.fold} does not exist (0..{len(folds) - 1})")
-        return folds[s.fold]
-    raise FitError(f"unknown split {s.split!r} (later, kfold)")
-
-
-def _cap_test(test, n: int, seed: int) -> list:
-    """At most ``n`` test player-matches per label, drawn with a fixed seed."""
-    if n <= 0:
-        return test
-    by: dict = {}
-    for d in test:
-        by.setdefault(d.label, set()).add(d.pm)
-    keep = set()
-    rng = np.random.default_rng(seed)
-    for lab in sorted(by):
-        pms = sorted(by[lab])
-        keep.update(pms[i] for i in rng.permutation(len(pms))[:n])
-    return [d for d in test if d.pm in keep]
-
-
 def _persona_logp(qs, decisions, choice) -> list:
     Q, mask = pad(qs)
     lp = log_probs_all(Q, mask, choice.get("random_error", 0.0), choice.get("nice_threshold", 0.0),
@@ -92,22 +56,6 @@ def _persona_logp(qs, decisions, choice) -> list:
 def _persona_metrics(qs, decisions, choice) -> dict:
     return decision_metrics(qs, _persona_logp(qs, decisions, choice), [d.chosen for d in decisions],
                             choice=choice, is_q=True)
-
-
-def prepare(decisions, s) -> tuple:
-    """(game, labels, train, test) of a fit, or a FitError saying why it cannot run (both
-    fitters: the GA here and the fast fit)."""
-    if not decisions:
-        raise FitError("no decisions selected (check --player, --role, --labels)")
-    games = sorted({d.game for d in decisions})
-    if len(games) > 1:
-        raise FitError(f"the selected records hold {len(games)} different games; fit one at a time "
-                       f"with --game NAME")
-    train, test = split(decisions, s)
-    test = _cap_test(test, s.test_pms, s.seed)
-    if not train or not test:
-        raise FitError("the split left no training or no test decisions (too few player-matches)")
-    return games[0], sorted({d.label for d in decisions}), train, test
 
 
 def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress=True, log=print) -> dict:

@@ -3,7 +3,7 @@ player, evaluated against the baselines on the held-out player-matches.
 
 Stages, each timed (wall and CPU, this process and its workers):
 1. plan: the searches' simulations, from their CPU cost measured on a few recorded states
-   and kept with the game's cache (``make_plan``, ``evaluations.plan_for``); the run says
+   and kept with the game's cache (``make_plan``, ``shared_evaluations.plan_for``); the run says
    what it will cost and, above ``BUDGET_SECONDS``, how ``--scheduler`` sends it to Dask;
 2. shared evaluations of every selected decision (``EvalCache``: on disk, shared by every
    fit of the same game; resumable, a second fit searches nothing);
@@ -30,16 +30,14 @@ from agent.matchlog import atomic_write_bytes
 
 from . import attribution as A
 from . import choicemodel as CM
-from . import evaluation as EV
-from . import evaluations as E
+from . import heldout as EV
 from . import movefeatures as MF
+from . import shared_evaluations as E
 from .baselines import MoveFrequency
-from .experiment import FitError, prepare, slug
-from .fitting import stratified_subsample
 from .likelihood import fit_choice, log_probs_all, pad
 from .metrics import decision_metrics, random_metrics
 from .modelfile import align, model_of, model_persona_toml
-from .scoring import decision_seed
+from .prepare import FitError, decision_seed, prepare, slug, stratified_subsample
 
 BUDGET_SECONDS = 30 * 60          # the whole default fit of a game (spec 4.6 item 4)
 EVAL_BUDGET_SECONDS = 20 * 60     # of which the shared evaluations, when a game's plan is chosen

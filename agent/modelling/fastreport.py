@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from agent.report import open_table, write_report
 
-from .fitreport import _fmt_ci, comparison_sections, data_text, metric_figures
+from .heldout_report import comparison_sections, data_text, fmt_ci, metric_figures
 
 
 def _stage_rows(result) -> list:
@@ -73,8 +73,8 @@ def write(out, result, per_decision, compare=()) -> None:
                      "text": "Wall and CPU seconds (CPU of this process and its worker processes; on Dask the "
                              "workers' CPU is not counted). 'shared evaluations' is only what the cache lacked.",
                      "table": {"columns": ["stage", "wall s", "CPU s"], "rows": _stage_rows(result)}})
-    rows = [[r["label"], r["model"], _fmt_ci(r, "logp"), f"{r['geo_mean_p']:.3f}", _fmt_ci(r, "argmax"),
-             _fmt_ci(r, "expected"), _fmt_ci(r, "top2"), _fmt_ci(r, "top5")] for r in result["metrics"]]
+    rows = [[r["label"], r["model"], fmt_ci(r, "logp"), f"{r['geo_mean_p']:.3f}", fmt_ci(r, "argmax"),
+             fmt_ci(r, "expected"), fmt_ci(r, "top2"), fmt_ci(r, "top5")] for r in result["metrics"]]
     sections.append({"heading": "Test metrics against the baselines",
                      "text": "Per player, on the same held-out decisions: 'fitted' is the player's model, "
                              "'pooled' the model of all players, 'champion' the deep search's Q with the "

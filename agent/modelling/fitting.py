@@ -9,9 +9,7 @@ choice parameters fitted there.
 """
 from __future__ import annotations
 
-import hashlib
 import time
-from collections import defaultdict
 
 import numpy as np
 
@@ -19,28 +17,7 @@ from agent.persona import load_persona
 
 from . import ga as G
 from .likelihood import THESIS_KAPPA, fit_choice, pad, thesis_log_fitness
-
-
-def stratified_subsample(decisions, n: int, seed) -> list:
-    """Up to ``n`` decisions spread evenly over player-matches (round robin over shuffled
-    player-matches, shuffled decisions within each); all of them when there are fewer."""
-    if n <= 0 or len(decisions) <= n:
-        return list(decisions)
-    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(repr(seed).encode()).digest()[:8], "little"))
-    by = defaultdict(list)
-    for d in decisions:
-        by[d.pm].append(d)
-    groups = [by[k] for k in sorted(by)]
-    groups = [[g[i] for i in rng.permutation(len(g))] for g in (groups[j] for j in rng.permutation(len(groups)))]
-    out, depth = [], 0
-    while len(out) < n:
-        for g in groups:
-            if depth < len(g):
-                out.append(g[depth])
-                if len(out) == n:
-                    break
-        depth += 1
-    return out
+from .prepare import stratified_subsample
 
 
 def objective(qs, decisions, thesis: bool) -> tuple[float, dict]:

@@ -10,7 +10,7 @@ import numpy as np
 from agent import tomlio
 
 from . import choicemodel as CM
-from . import evaluations as E
+from . import shared_evaluations as E
 
 _LOADED: dict = {}            # id(persona) -> (persona, ChoiceModel, plan)
 

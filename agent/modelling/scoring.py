@@ -6,7 +6,7 @@ Scoring is the cost of fitting, so:
   ``agent.compute.run_tasks`` runs the chunks on a local process pool, in this process
   (``workers=0``) or on Dask, with the same results since every decision carries its seed;
 - the seed of a decision is common to all personas (CRN, spec 4.5 item 1):
-  ``SHA-256("{experiment_seed}|{match_id}|{role}|{ply}|{replicate}")``, first 8 bytes;
+  ``prepare.decision_seed``;
 - Q-values are deterministic in (persona, decision, seed), so the ``Scorer`` caches them
   per (persona key, decision, replicate) and saves the cache to disk for resumed runs.
 """
@@ -22,15 +22,12 @@ import numpy as np
 from agent.compute import run_tasks
 from agent.matchlog import atomic_write_bytes
 
+from .prepare import decision_seed
+
 SEARCH_VERSION = "thesis-1"   # change when the scoring search changes: old cached Q no longer apply
 CHUNK = 40            # decisions per task: small enough to spread over workers
 
 _ENGINES: dict = {}   # per process: game key -> engine (load_engine reads its disk cache)
-
-
-def decision_seed(experiment_seed: int, match_id: str, role: int, ply: int, replicate: int = 0) -> int:
-    h = hashlib.sha256(f"{experiment_seed}|{match_id}|{role}|{ply}|{replicate}".encode()).digest()
-    return int.from_bytes(h[:8], "little")
 
 
 def persona_key(persona, limit: int | None) -> str:
