@@ -4,7 +4,10 @@ A *board* is a fluent relation some of whose arguments are coordinates: argument
 values form a small ordered domain -- integers, or constants ordered by a *chain*, a binary
 static relation given as facts in which every constant has at most one successor and one
 predecessor and that links them all in one line (``(succ 1 2) (succ 2 3)``,
-``(next_file a b)`` ...) or one ring (cylinder and torus boards).  The remaining arguments are the cell's *content*.
+``(next_file a b)`` ...) or one ring (cylinder and torus boards) -- or, where neither orders
+a fluent's arguments, by arithmetic facts (``arithmetic_orders``: ``(plus 1 ?x ?y)`` with a
+step constant, a total order ``(lessthan ?a ?b)``).  The remaining arguments are the cell's
+*content*.
 
     detect_board(description, states) -> [BoardSpec]   best board first
     cells(spec, state) -> {(x, y): content}             a state's facts on the grid
@@ -121,32 +124,92 @@ def chains(description) -> list[list[str]]:
     for rel, pairs in facts.items():
         if rel in ruled or (rel, 2) in dynamic or len(pairs) < 1:
             continue
-        succ, pred = {}, {}
-        ok = True
-        for a, b in set(pairs):
-            if a == b or a in succ or b in pred:
-                ok = False
-                break
-            succ[a], pred[b] = b, a
-        if not ok:
-            continue
-        starts = [a for a in succ if a not in pred]
-        if len(starts) == 1:
-            line = [starts[0]]
-            while line[-1] in succ and len(line) <= len(succ):
-                line.append(succ[line[-1]])
-            if len(line) == len(succ) + 1:       # every pair used: one line
-                out.append(line)
-        elif not starts and len(succ) >= 3:      # a 2-ring is an alternation (opponents)
-            # A ring (a cylinder or torus board: the last file is followed by the first).
-            # Where to cut it is not in the rules; the first constant in text order, so
-            # the cut is the same every time.
-            line = [min(succ)]
-            while succ[line[-1]] != line[0] and len(line) <= len(succ):
-                line.append(succ[line[-1]])
-            if len(line) == len(succ):           # one ring through every constant
+        line = _line(pairs)
+        if line is not None:
+            out.append(line)
+    return out
+
+
+def _line(pairs) -> list | None:
+    """The constants of ``(a, b)`` successor pairs in order, when every constant has at
+    most one successor and one predecessor and the pairs link them all in one line, or in
+    one ring of at least 3 (cut at its first constant in text order); else None."""
+    succ, pred = {}, {}
+    for a, b in set(pairs):
+        if a == b or a in succ or b in pred:
+            return None
+        succ[a], pred[b] = b, a
+    starts = [a for a in succ if a not in pred]
+    if len(starts) == 1:
+        line = [starts[0]]
+        while line[-1] in succ and len(line) <= len(succ):
+            line.append(succ[line[-1]])
+        return line if len(line) == len(succ) + 1 else None    # every pair used: one line
+    if not starts and len(succ) >= 3:      # a 2-ring is an alternation (opponents)
+        # A ring (a cylinder or torus board: the last file is followed by the first).
+        # Where to cut it is not in the rules; the first constant in text order, so
+        # the cut is the same every time.
+        line = [min(succ)]
+        while succ[line[-1]] != line[0] and len(line) <= len(succ):
+            line.append(succ[line[-1]])
+        return line if len(line) == len(succ) else None         # one ring through every constant
+    return None
+
+
+def arithmetic_orders(relations: dict) -> list[list[str]]:
+    """Orders given by arithmetic facts rather than a binary successor chain, from the
+    static relations (``static_relations``: facts and rules worked out):
+
+    - a relation of three arguments that is a function with a *step* constant: for an
+      argument position and a constant ``c`` there, the other two arguments, in their
+      order in the relation, link the constants in one line (``(plus 1 ?x ?y)``: y = x + 1;
+      ``(sum ?x one ?y)``); other constants (``(plus 2 ?x ?y)``: two lines, odd and even)
+      are no line and are left out;
+    - a binary relation that is a strict total order (``(lessthan ?a ?b)``: irreflexive,
+      one of each pair of distinct constants, transitive), smallest first;
+    - a binary relation worked out from rules that is a successor chain.
+
+    Direction: from the earlier argument to the later one, which is how ``plus``, ``succ``
+    and ``lessthan`` read; a ``minus``-like relation comes out reversed (the board drawn
+    mirrored, its cells and moves still right).  Names are never read."""
+    out = []
+    for (name, ar), tuples in sorted(relations.items(), key=lambda kv: kv[0]):
+        tuples = {t for t in tuples if all(isinstance(a, str) for a in t)}
+        if ar == 3 and 2 <= len(tuples) < STATIC_TUPLES_CAP:
+            # Each (position, constant) that makes a line; only the longest are kept, since
+            # a short one can be incidental (in ``(plus ?step ?x ?y)``, fixing x = 1 links
+            # 1-2-3 through the steps 1 and 2).
+            found = []
+            for p in range(3):
+                i, j = [k for k in range(3) if k != p]
+                by_step: dict = {}
+                for t in tuples:
+                    by_step.setdefault(t[p], []).append((t[i], t[j]))
+                for c in sorted(by_step):
+                    line = _line(by_step[c])
+                    if line is not None and len(line) >= 3:
+                        found.append(line)
+            longest = max(map(len, found), default=0)
+            out.extend(line for line in found if len(line) == longest and line not in out)
+        elif ar == 2 and 1 <= len(tuples) < STATIC_TUPLES_CAP:
+            line = _line(tuples) or _total_order(tuples)
+            if line is not None and len(line) >= 3 and line not in out:
                 out.append(line)
     return out
+
+
+def _total_order(pairs: set) -> list | None:
+    """The constants of a strict total order given as all its ``(smaller, larger)`` pairs,
+    smallest first; None when the pairs are not one."""
+    items = sorted({a for p in pairs for a in p})
+    n = len(items)
+    if n < 3 or len(pairs) != n * (n - 1) // 2 or any(a == b or (b, a) in pairs for a, b in pairs):
+        return None
+    above = Counter(a for a, _ in pairs)         # how many constants each is smaller than
+    line = sorted(items, key=lambda a: -above[a])
+    if [above[a] for a in line] != list(range(n - 1, -1, -1)):
+        return None                              # not transitive: some rank repeats
+    return line
 
 
 def _order(values: set, lines: list) -> list | None:
@@ -176,9 +239,11 @@ def detect_board(description, states) -> list[BoardSpec]:
             if isinstance(f, tuple) and len(f) >= 3:
                 by_rel.setdefault((f[0], len(f) - 1), set()).add(f)
     lines = chains(description)
+    more: list = []              # orders from arithmetic facts, worked out when first needed
     roles = {render(r) for r in description.roles}
     specs = []
-    for (rel, n), facts in by_rel.items():
+
+    def domains_of(facts, n, lines):
         domains = []
         for k in range(n):
             vals = {a[k] for a in map(_args, facts)}
@@ -187,6 +252,16 @@ def detect_board(description, states) -> list[BoardSpec]:
             if all(isinstance(v, str) for v in vals) and not vals <= roles:
                 ordered = _order(vals, lines)
             domains.append(ordered if ordered and MIN_SIDE <= len(ordered) <= MAX_SIDE else None)
+        return domains
+    for (rel, n), facts in by_rel.items():
+        domains = domains_of(facts, n, lines)
+        if sum(d is not None for d in domains) < 2:
+            # No grid from integers and chains: try the orders of arithmetic facts (a
+            # fallback only, so a board found by chains is never changed by them).
+            if not more:
+                more.append(arithmetic_orders(_statics(description)))
+            if more[0]:
+                domains = domains_of(facts, n, lines + more[0])
         coords = [k for k in range(n) if domains[k] is not None]
         if len(coords) < 2:
             continue
@@ -412,16 +487,22 @@ def layout_of(spec: BoardSpec, relations: dict) -> tuple[str, int]:
     return "square", 0
 
 
-def _with_layout(spec: BoardSpec, description, _cache: dict = {}) -> BoardSpec:  # noqa: B006
+def _statics(description, _cache: dict = {}) -> dict:  # noqa: B006
+    """``static_relations`` of the last description asked about (layout and orders both
+    read them; the description is kept so that its id is not reused meanwhile)."""
     key = id(description)
-    if _cache.get("key") != key:
+    if _cache.get("key") != key or _cache.get("desc") is not description:
         try:
             rels = static_relations(description)
         except (RecursionError, ValueError, TypeError):
             rels = {}
         _cache.clear()
         _cache.update(key=key, rels=rels, desc=description)
-    layout, diag = layout_of(spec, _cache["rels"])
+    return _cache["rels"]
+
+
+def _with_layout(spec: BoardSpec, description) -> BoardSpec:
+    layout, diag = layout_of(spec, _statics(description))
     if layout == "square":
         return spec
     return replace(spec, layout=layout, hex_diagonal=diag)

@@ -1,11 +1,12 @@
 """Board detection from the rules' structure (gdl/board.py): coordinates over integers or
 chains, content, background, cells and clicked moves; the same boards when every symbol is
 renamed."""
+import re
 from pathlib import Path
 
 from agent.match.rules import Scrambler, read_rules
 from agent.reasoner.prolog import PrologReasoner
-from gdl.board import cells, chains, detect_board, move_cells, sample_states
+from gdl.board import arithmetic_orders, cells, chains, detect_board, move_cells, sample_states, static_relations
 from gdl.kif import parse_rules, read_rules_file
 
 GAMES = Path(__file__).resolve().parent.parent / "games"
@@ -113,3 +114,49 @@ def test_board_of_boards_pairs_four_coordinates():
     assert s.coord_args == (0, 1, 2, 3) and (s.width, s.height) == (4, 4)
     assert s.grid_xy(("2", "1", "1", "2")) == (2, 1)
     assert move_cells(s, ("put", "2", "2", "2", "2")) == [(3, 3)]
+
+
+# ------------------------------------------------------------------ orders by arithmetic facts
+
+def test_arithmetic_facts_order_coordinates_where_no_chain_does():
+    # a step constant makes (add c ?x ?y) a successor; a step of two makes two lines (none)
+    plus = parse_rules("(role p) (add one a b) (add one b c) (add one c d) (add two a c) (add two b d)")
+    assert chains(plus) == []
+    assert arithmetic_orders(static_relations(plus)) == [["a", "b", "c", "d"]]
+    # the step in the middle: (sum ?x k ?y)
+    mid = parse_rules("(role p) (sum q k r) (sum r k s) (sum s k t)")
+    assert arithmetic_orders(static_relations(mid)) == [["q", "r", "s", "t"]]
+    # a strict total order given as all its pairs, smallest first
+    less = parse_rules("(role p) (lt m n) (lt m o) (lt n o) (lt m z) (lt n z) (lt o z)")
+    assert arithmetic_orders(static_relations(less)) == [["m", "n", "o", "z"]]
+    # neither a line nor an order: a pair both ways, or a fork with a missing pair
+    assert arithmetic_orders(static_relations(parse_rules("(role p) (lt m n) (lt n m) (lt m o)"))) == []
+    assert arithmetic_orders(static_relations(parse_rules("(role p) (lt m n) (lt m o) (lt m z) (lt n o)"))) == []
+
+
+KNIGHT_THROUGH = "base/games/knightThrough/v0/knightThrough.kif"
+NUMBER_WORDS = "naught uno dos tres cuatro cinco seis siete ocho".split()
+
+
+def _renumbered(text: str, numbers) -> str:
+    """The rules with the integers ``numbers`` renamed to words (goal values stay), as a
+    scrambler that renamed numbers too would leave them: only arithmetic facts order them."""
+    return re.sub(r"(?<=[\s(])(\d+)(?=[\s)])",
+                  lambda m: NUMBER_WORDS[int(m.group(1))] if int(m.group(1)) in numbers else m.group(1), text)
+
+
+def test_scrambled_knightthrough_gets_the_same_board_as_the_plain_one(shared_dir):
+    # coordinates ordered only by (plus 1 ?x ?y) facts once their numbers are words
+    text = read_rules((shared_dir / "corpus" / "games" / KNIGHT_THROUGH).read_text())[0][1:-1]
+    plain = _specs(text)[2][0]
+    scr = Scrambler(text, seed=11)
+    scrambled = _specs(scr.text(text))[2][0]                    # the project's scrambler
+    renamed = _specs(_renumbered(scr.text(text), range(1, 9)))[2][0]
+    assert (plain.width, plain.height) == (8, 8)
+    for s in (scrambled, renamed):
+        assert s.relation == scr.forward[plain.relation]
+        assert (s.coord_args, s.content_args) == (plain.coord_args, plain.content_args)
+        assert (s.width, s.height) == (plain.width, plain.height)
+        assert sorted(s.content_values) == sorted(scr.forward[c] for c in plain.content_values)
+    # the same orientation: each axis runs the same way (words for 1..8, in order)
+    assert renamed.coord_values == tuple(tuple(NUMBER_WORDS[int(v)] for v in vs) for vs in plain.coord_values)
