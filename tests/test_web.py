@@ -261,7 +261,7 @@ def test_past_matches_name_their_game(server, client):
         "states": ["( )"], "startTime": 0}))
     client.cookies.set("person", "bob")
     past = client.get("/").text.split('id="past"')[1].split("</table>")[0]
-    assert '<td class="game">connectFour</td>' in past
+    assert '<span class="game">connectFour</span>' in past
 
 
 def test_a_relation_no_rule_defines_is_a_warning_on_the_page(client):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import os
 import re
@@ -47,7 +48,12 @@ from . import boardview as bv
 from . import work
 from .catalogue import (MAX_PERSONA_BYTES, MAX_RULES_BYTES, Game, check_rules_upload, list_games,
                         list_personas)
+from .persona_words import describe_spec
+from .ratings import Ratings, clone_fit
+from .titles import match_title
 from .work import Workers
+
+log = logging.getLogger("ggp_persona.web")
 
 HERE = Path(__file__).resolve().parent
 PROJECT_GAMES = HERE.parent.parent / "games"
@@ -250,6 +256,9 @@ class WebApp:
         self.verdicts: dict = {}                    # record digest -> the check (a future)
         self.styles: dict = {}                      # job id -> StyleJob
         self.silence = silence_settings()
+        self.ratings = Ratings(self.log_dir)        # people's and personas' ratings (openskill)
+        self.ratings_lock: asyncio.Lock | None = None
+        self.words: dict = {}                       # (persona spec, file time) -> its description
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html"]))
 
@@ -462,6 +471,7 @@ class WebApp:
             if self.hides_running_match(d):     # a GDL-II match still on: its goals at its end
                 goals, d["isCompleted"] = None, False
             out.append({"file": f.name, "match_id": d.get("matchId"), "players": names,
+                        "title": match_title(d),
                         "by": str(result.get("by") or "") if result else "",
                         "live": live.get(str(d.get("matchId") or "")),
                         "reason": str(d.get("x-end-reason") or "")[:200],
@@ -590,6 +600,10 @@ class WebApp:
             if s.status in ("starting", "playing"):
                 s.status = "aborted"
             s.watcher.cancel()
+            try:      # a finished match moves its players' ratings (an aborted one counts for nothing)
+                await self.sync_ratings()
+            except Exception as e:
+                log.error("ratings not updated after %s: %s", self.match_id(s), e)
             for p in players:
                 if p is not None and p not in self.kept_players.values():
                     try:
@@ -742,6 +756,41 @@ class WebApp:
         if str(data.get("matchId") or "") in live:
             return True
         return bool(data.get("x-gdl2")) and not data.get("isCompleted") and not data.get("isAborted")
+
+    async def sync_ratings(self) -> list[dict]:
+        """The ratings table brought up to date with the records (``Ratings.sync``, in a
+        thread: it reads the records that ended since the last time), one sync at a time;
+        its rows, best first."""
+        if self.ratings_lock is None:
+            self.ratings_lock = asyncio.Lock()
+        async with self.ratings_lock:
+            return await asyncio.to_thread(self.ratings.rows)
+
+    def persona_words(self, spec: str) -> str:
+        """The persona described in words from its parameters (``persona_words``), read once
+        per version of its file."""
+        p = Path(spec)
+        try:
+            stamp = p.stat().st_mtime if p.suffix == ".toml" else 0
+        except OSError:
+            stamp = None
+        key = (spec, stamp)
+        if key not in self.words:
+            self.words[key] = describe_spec(spec)
+        return self.words[key]
+
+    def rating_words(self, rows: list[dict]) -> dict:
+        """{row key: description} for the personas and clones of the ratings table that this
+        server still has (a persona's name, a clone's fit)."""
+        specs = {self.persona_name(spec): spec for _, spec in self.personas()}
+        fits = {c["jid"]: c["clone"] for c in self.clones()}
+        out = {}
+        for r in rows:
+            spec = fits.get(clone_fit(r["key"]) or "") if r["kind"] == "clone" else \
+                specs.get(r["name"]) if r["kind"] == "persona" else None
+            if spec:
+                out[r["key"]] = self.persona_words(spec)
+        return out
 
     def persona_name(self, spec: str) -> str:
         """A persona's name on the page and in records: a person's clone is "<person>-clone"."""
@@ -1034,7 +1083,9 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
     async def index(request: Request):
         person = person_of(request)
         games = list(w.games.values()) + [Game(k, f"{k.split('/')[-1]} (uploaded)", None) for k in w.uploads]
-        return w.page("index.html", person=person, games=games, personas=w.personas(),
+        personas = w.personas()
+        return w.page("index.html", person=person, games=games, personas=personas,
+                      words={spec: w.persona_words(spec) for _, spec in personas},
                       past=w.past_matches(person), defaults=w.defaults,
                       style_games=w.style_games(person) if person else [], min_matches=STYLE_MIN_MATCHES,
                       clones=w.clones(),
@@ -1109,9 +1160,11 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         warnings = w.upload_warnings.get(key, [])
         person = person_of(request)
         mine = [g for g in w.style_games(person) if g["game"] == _game_label(game.title)] if person else []
+        personas = w.personas()
         return w.page("game.html", game=game, roles=gd.roles, style=mine[0] if mine else None,
                       gdl2=gd.gdl2, chance=_chance(gd),
-                      personas=w.personas(), defaults=w.defaults, person=person_of(request),
+                      personas=personas, words={spec: w.persona_words(spec) for _, spec in personas},
+                      defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
                       warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))
 
@@ -1349,7 +1402,18 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             return _error_page(w, f"{source} cannot be replayed", [Problem("error", work.clean_message(e), source)])
         verdict = await w.verdict(key, wait=3.0)
         return w.page("replay.html", rep=rep, source=source, legend=rep["legend"], key=key, verdict=verdict,
+                      title=match_title(data),
                       steps_json=json.dumps(rep["steps"]).replace("</", "<\\/"))
+
+    @api.get("/ratings", response_class=HTMLResponse)
+    async def ratings_page(request: Request):
+        try:
+            rows = await w.sync_ratings()
+        except Exception as e:     # the page says so; the matches go on
+            log.error("ratings: %s", e)
+            return _error_page(w, "The ratings cannot be shown", [Problem("error", work.clean_message(e), "ratings")], 500)
+        return w.page("ratings.html", rows=rows, words=w.rating_words(rows), message=w.ratings.message,
+                      person=person_of(request))
 
     @api.get("/api/replay/{key}/verdict")
     async def replay_verdict(key: str):
