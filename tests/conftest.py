@@ -208,6 +208,7 @@ SLOW: dict[str, str] = {
     "test_web.py::test_learn_my_style_names_the_fitted_bot_a_person_plays_most_like":
         "a web server that scores fitted bots",
     "test_web_browser.py": _BROWSER,
+    "test_web_browser_ratings.py": _BROWSER + "; the first match waits for the persona's processes",
     "test_web_browser_people.py": _BROWSER + "; thinks and stays away past the persona's silence limit "
                                   "(10 s) and a closed page's wait (30 s)",
     "test_gdl2_browser.py": _BROWSER,
@@ -305,6 +306,7 @@ ONE_WORKER: dict[str, str] = {
     "test_gdl2_web.py": "one web server for the file",
     "test_web_browser.py": "one web server and browser for the file",
     "test_web_browser_people.py": "one web server and browser for the file",
+    "test_web_browser_ratings.py": "one web server and browser for the file",
     "test_gdl2_browser.py": "one web server and browser for the file",
     "test_match.py::test_cli_persona_vs_server_over_http": "the file's server process (ggp_server)",
     "test_match.py::test_cli_three_roles": "the file's server process (ggp_server)",
