@@ -20,6 +20,8 @@ MAX_BOARDS = 3
 CELL_PX = 44
 LABEL_PX = 18
 LAST_FILL = ("#f2df74", "#e8d25a")    # the cells of the last move (light and dark squares)
+WIN_FILL = ("#a8dcae", "#8fcf97")     # the cells that won the match (``marks.winning_cells``)
+CHECK_FILL = "#ef8a7e"                # a piece in check (``marks.check_cells``)
 
 
 def parse_state(texts) -> frozenset:
@@ -314,7 +316,7 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
 
 
 def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None,
-            flip: bool = False) -> str:
+            flip: bool = False, marks=None) -> str:
     """A board whose rules link each cell to six neighbours, drawn as hexagons: the rows
     shifted by half a cell so that the diagonal neighbour of the rules touches.  ``seen``
     and ``flip`` as ``board_svg``'s (turned, each cell takes the place of its mirror through
@@ -337,6 +339,7 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     H = int(1 + 2 * size + 1.5 * size * (h - 1) + LABEL_PX)
     occupied = cells(spec, state)
     hl = set(map(tuple, highlight))
+    win, chk = _marked(marks)
     out = [f'<svg class="board hex{" flipped" if flip else ""}" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
     if seen is not None:
@@ -347,13 +350,18 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
             pts = " ".join(f"{cx + size * math.cos(math.radians(30 + 60 * k)):.1f},"
                            f"{cy + size * math.sin(math.radians(30 + 60 * k)):.1f}" for k in range(6))
             cls = "cell last" if (gx, gy) in hl else "cell"
+            fill = LAST_FILL[0] if (gx, gy) in hl else "#f0d9b5"
+            if (gx, gy) in chk:
+                cls, fill = cls + " check", CHECK_FILL
+            elif (gx, gy) in win:
+                cls, fill = cls + " win", WIN_FILL[0]
             if seen is not None and (gx, gy) not in seen:
                 out.append(f'<polygon class="{cls} unseen" data-x="{gx}" data-y="{gy}" points="{pts}" '
                            f'fill="url(#unseen{index})" stroke="#8a7355" stroke-width="1"><title>not seen</title></polygon>')
                 out.append(_question(cx, cy, size))
                 continue
             out.append(f'<polygon class="{cls}" data-x="{gx}" data-y="{gy}" points="{pts}" '
-                       f'fill="{LAST_FILL[0] if (gx, gy) in hl else "#f0d9b5"}" stroke="#8a7355" stroke-width="1"/>')
+                       f'fill="{fill}" stroke="#8a7355" stroke-width="1"/>')
             out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55, (gx, gy),
                                (seen or {}).get((gx, gy), 0)))
     xs, ys = spec.coord_values
@@ -367,6 +375,7 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
         cx, cy = centre(left_col, gy)
         out.append(f'<text x="{cx - size * 1.3:.1f}" y="{cy + 4:.1f}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy][:4])}</text>')
+    out.append(_win_line(win, centre, size * 0.25))
     out.append("</svg>")
     return "".join(out)
 
@@ -385,7 +394,7 @@ def _question(cx: float, cy: float, px: float) -> str:
 
 
 def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None,
-              flip: bool = False) -> str:
+              flip: bool = False, marks=None) -> str:
     """One board as SVG: column 0 on the left, row 0 at the bottom (as coordinates are
     usually counted); every cell is a ``.cell`` (a rect, or a hexagon on a hex board) with
     ``data-x``/``data-y``.  ``seen`` (a GDL-II role's view, ``person_boards``): None when
@@ -393,9 +402,11 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     it is drawn hatched with a "?" (``.unseen``), one seen earlier than now faded.
     ``highlight``: the cells of the last move, filled in yellow (``.last``).  ``flip``: turned
     180 degrees (the last column on the left, the last row at the bottom: the player whose
-    side is at the top sees it at the bottom); the cells keep their ``data-x``/``data-y``."""
+    side is at the top sees it at the bottom); the cells keep their ``data-x``/``data-y``.
+    ``marks``: ``{"win": cells, "check": cells}`` (``agent.web.marks``), filled green (the
+    winning line, joined by a stroke when it is straight) and red (``.win``, ``.check``)."""
     if getattr(spec, "layout", "square") == "hex":
-        return hex_svg(view, spec, state, index, highlight, seen, flip)
+        return hex_svg(view, spec, state, index, highlight, seen, flip, marks)
     w, h = spec.width, spec.height
     px = max(20, min(CELL_PX, int(440 / max(w, h))))
     W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
@@ -408,6 +419,7 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     if seen is not None:
         out.append(_unseen_pattern(index))
     hl = set(map(tuple, highlight))
+    win, chk = _marked(marks)
 
     def col(gx):      # the drawn column and row of a cell
         return w - 1 - gx if flip else gx
@@ -423,6 +435,10 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
             if (gx, gy) in hl:
                 shade = LAST_FILL[(gx + gy) % 2]
             cls = "cell last" if (gx, gy) in hl else "cell"
+            if (gx, gy) in chk:
+                cls, shade = cls + " check", CHECK_FILL
+            elif (gx, gy) in win:
+                cls, shade = cls + " win", WIN_FILL[(gx + gy) % 2]
             if seen is not None and (gx, gy) not in seen:
                 out.append(f'<rect class="{cls} unseen" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
                            f'width="{px}" height="{px}" fill="url(#unseen{index})" stroke="#8a7355" '
@@ -448,8 +464,30 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     for gy in range(h):
         out.append(f'<text x="{LABEL_PX / 2}" y="{1 + row(gy) * px + px / 2 + 4}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy % len(ys)][:4])}</text>')
+    out.append(_win_line(win, lambda gx, gy: (LABEL_PX + col(gx) * px + px / 2, 1 + row(gy) * px + px / 2), px * 0.14))
     out.append("</svg>")
     return "".join(out)
+
+
+def _marked(marks) -> tuple[set, set]:
+    marks = marks or {}
+    return set(map(tuple, marks.get("win") or ())), set(map(tuple, marks.get("check") or ()))
+
+
+def _win_line(win: set, centre, width: float) -> str:
+    """A stroke through the winning cells when they lie on one straight line of adjacent
+    cells (a row, a column, a diagonal), over the pieces; '' otherwise."""
+    if len(win) < 2:
+        return ""
+    pts = sorted(win)
+    (x0, y0), (x1, y1) = pts[0], pts[-1]
+    n = len(pts) - 1
+    dx, dy = (x1 - x0) / n, (y1 - y0) / n
+    if {dx, dy} - {-1, 0, 1} or pts != sorted((x0 + round(k * dx), y0 + round(k * dy)) for k in range(n + 1)):
+        return ""
+    (ax, ay), (bx, by) = centre(x0, y0), centre(x1, y1)
+    return (f'<line class="win-line" x1="{ax:.1f}" y1="{ay:.1f}" x2="{bx:.1f}" y2="{by:.1f}" stroke="#1e7b3a" '
+            f'stroke-width="{max(3.0, width):.1f}" stroke-linecap="round" opacity="0.75" pointer-events="none"/>')
 
 
 def changed_cells(view: BoardView, before, after) -> list:
@@ -550,10 +588,12 @@ def legend(view: BoardView) -> list[dict]:
             for (rel, c), (shape, fill, line, _ink) in view.glyphs.items()]
 
 
-def render_position(view: BoardView, state, highlight=(), flip: bool = False) -> dict:
+def render_position(view: BoardView, state, highlight=(), flip: bool = False, marks=None) -> dict:
     """The boards (SVG texts) and the other facts of a state; ``flip``: the first board
-    turned (``flipped``), ``highlight``: the last move's cells on it."""
-    return {"boards": [board_svg(view, s, state, i, highlight if i == 0 else (), flip=flip and i == 0)
+    turned (``flipped``), ``highlight``: the last move's cells on it, ``marks``: its
+    winning line and pieces in check (``board_svg``)."""
+    return {"boards": [board_svg(view, s, state, i, highlight if i == 0 else (), flip=flip and i == 0,
+                                 marks=marks if i == 0 else None)
                        for i, s in enumerate(view.specs)],
             "others": other_facts(view, state), "flipped": bool(flip and view.specs)}
 

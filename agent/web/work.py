@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from . import boardview as bv
+from . import marks
 
 MAX_GAMES = 8           # state machines kept per worker process
 ADVICE_MAX_SECONDS = 30.0
@@ -89,10 +90,25 @@ def position(text: str, title: str, view, state_texts, prev_texts, me: int, mine
     _, sm = _machine(text, title)
     st = bv.parse_state(state_texts)
     prev = bv.parse_state(prev_texts) if prev_texts else None
-    # the board turned for a person whose side is at its top; the last move's cells marked
-    pos = bv.render_position(view, st, bv.changed_cells(view, prev, st), flip=bv.flipped(view, me))
+    # the board turned for a person whose side is at its top; the last move's cells marked,
+    # the winning line at the end and a piece in check
+    last = bv.changed_cells(view, prev, st)
+    found = board_marks(sm, view, st, prev, last)
+    pos = bv.render_position(view, st, last, flip=bv.flipped(view, me), marks=found)
+    pos["marks"] = found
     pos["clicks"] = bv.click_map(view, sm, st, me, mine) if mine else []
     return pos
+
+
+def board_marks(sm, view, state, prev, last=()) -> dict:
+    """The first board's winning line (a terminal state) and pieces in check
+    (``agent.web.marks``), as lists of ``[x, y]``."""
+    if not view.specs:
+        return {"win": [], "check": []}
+    spec = view.specs[0]
+    win = marks.winning_cells(sm, spec, state, last, view.owners, view.roles)
+    check = marks.check_cells(sm, spec, view.owners, view.roles, state, prev)
+    return {"win": [list(c) for c in win], "check": [list(c) for c in check]}
 
 
 def person_position(view, init_texts, step_texts, own_move, me: int, mine: list) -> dict:
@@ -291,6 +307,9 @@ def replay(data: dict, source: str, folders) -> dict:
     try:
         extra, more = bv.sample_walks(sm, walks=2, steps=60, seconds=1.5) if len(states) < 40 else ([], [])
         view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, trans + more)
+        # the last step's winning line and check (each step's would cost a search each)
+        final = board_marks(sm, view, states[-1], states[-2], bv.changed_cells(view, states[-2], states[-1])) \
+            if len(states) > 1 else {}
     finally:
         _close(sm)
     roles = [str(r) for r in (data.get("gameRoleNames") or [])] or [str(r) for r in desc.roles]
@@ -311,7 +330,8 @@ def replay(data: dict, source: str, folders) -> dict:
             named = [{"role": roles[r] if r < len(roles) else str(r), "move": str(m),
                       "label": bv.move_label(view, str(m)), "noop": bv._bare(str(m)) in passes}
                      for r, m in enumerate(joint)]
-        steps.append({"moves": joint, "named": named, "percepts": seen(i), **bv.render_position(view, st, hl)})
+        steps.append({"moves": joint, "named": named, "percepts": seen(i),
+                      **bv.render_position(view, st, hl, marks=final if i == len(states) - 1 else None)})
     return {"match_id": str(data.get("matchId") or "?"), "roles": roles,
             "players": data.get("playerNamesFromHost"), "goals": data.get("goalValues"),
             "completed": bool(data.get("isCompleted")), "steps": steps, "legend": bv.legend(view)}
