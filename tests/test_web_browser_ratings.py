@@ -62,7 +62,7 @@ def test_a_finished_match_moves_the_ratings_and_its_replay_is_titled(web):
         assert before["erin"]["kind"] == "person" and before["erin"]["wdl"] == "2 / 0 / 1"
         assert before["champion"]["wdl"] == "0 / 0 / 2" and before["sanguine"]["wdl"] == "1 / 0 / 0"
         assert "best move it finds" in before["champion"]["words"] and "dana" not in before
-        assert "computed from the 3 finished matches" in page.locator("#ratings-message").inner_text()
+        assert "started from the 3 finished matches" in page.locator("#ratings-message").inner_text()
 
         # the opponent's description follows the choice (drawn by the page's script)
         page.goto("/game?key=games/ticTacToe")

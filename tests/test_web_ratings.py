@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.persona import RANGES, load_persona, preset_names
-from agent.web.persona_words import describe
+from agent.web.persona_words import describe, summary, words_of_spec
 from agent.web.ratings import MODEL, TABLE, Ratings, outcome, replay
 from agent.web.titles import match_title
 
@@ -161,7 +161,7 @@ def test_a_missing_table_is_computed_from_the_records_and_says_so(tmp_path):
     write(tmp_path, rec("web.alice.0000000001.ticTacToe", 1000, ["alice", "champion"], [True, False], [0, 100]))
     (tmp_path / TABLE).unlink()
     ratings = Ratings(tmp_path)
-    assert len(ratings.rows()) == 2 and "computed from the 1 finished matches" in ratings.message
+    assert len(ratings.rows()) == 2 and "started from the 1 finished match on record" in ratings.message
 
 
 def _page_match(tmp_path, end):
@@ -217,6 +217,17 @@ def test_every_shipped_persona_is_described_in_a_few_sentences_without_game_word
         assert not any(w in words.lower().split() or w + "s" in words.lower().split() for w in GAME_WORDS), words
         seen[words] = name
     assert len(seen) == len(shipped)        # no two shipped personas read the same
+    lines = {summary(load_persona(n)) for n in shipped}         # the ratings rows' one line
+    assert len(lines) == len(shipped) and all(len(x) < 200 for x in lines)
+    assert summary(load_persona("champion")) == ("Looks far ahead, plays the best move it finds, "
+                                                 "trusts its first impressions.")
+
+
+def test_a_persona_file_that_cannot_be_read_is_said_so(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("horizon = 99\n")
+    got = words_of_spec(str(bad))
+    assert got["words"].startswith("(no description: bad.toml: missing field") and str(tmp_path) not in got["words"]
 
 
 # each of the 17 parameters (the pairs as both entries) at the two ends of its range
@@ -249,6 +260,7 @@ def test_opposite_personas_read_differently():
     assert a != b
     assert "Looks far ahead" in a and "best move it finds" in a and "first impressions" in a and "cautious" in a.lower()
     assert "one or two moves ahead" in b and "random move about 6 times in ten" in b and "bold" in b.lower()
+    assert summary(careful) != summary(reckless)
 
 
 # ------------------------------------------------------------------ titles

@@ -48,7 +48,7 @@ from . import boardview as bv
 from . import work
 from .catalogue import (MAX_PERSONA_BYTES, MAX_RULES_BYTES, Game, check_rules_upload, list_games,
                         list_personas)
-from .persona_words import describe_spec
+from .persona_words import words_of_spec
 from .ratings import Ratings, clone_fit
 from .titles import match_title
 from .work import Workers
@@ -766,9 +766,9 @@ class WebApp:
         async with self.ratings_lock:
             return await asyncio.to_thread(self.ratings.rows)
 
-    def persona_words(self, spec: str) -> str:
-        """The persona described in words from its parameters (``persona_words``), read once
-        per version of its file."""
+    def persona_words(self, spec: str) -> dict:
+        """The persona described in words from its parameters (``persona_words``: ``words``,
+        a few sentences, and ``summary``, one line), read once per version of its file."""
         p = Path(spec)
         try:
             stamp = p.stat().st_mtime if p.suffix == ".toml" else 0
@@ -776,12 +776,12 @@ class WebApp:
             stamp = None
         key = (spec, stamp)
         if key not in self.words:
-            self.words[key] = describe_spec(spec)
+            self.words[key] = words_of_spec(spec)
         return self.words[key]
 
     def rating_words(self, rows: list[dict]) -> dict:
-        """{row key: description} for the personas and clones of the ratings table that this
-        server still has (a persona's name, a clone's fit)."""
+        """{row key: ``persona_words``} for the personas and clones of the ratings table that
+        this server still has (a persona's name, a clone's fit)."""
         specs = {self.persona_name(spec): spec for _, spec in self.personas()}
         fits = {c["jid"]: c["clone"] for c in self.clones()}
         out = {}
@@ -1085,7 +1085,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         games = list(w.games.values()) + [Game(k, f"{k.split('/')[-1]} (uploaded)", None) for k in w.uploads]
         personas = w.personas()
         return w.page("index.html", person=person, games=games, personas=personas,
-                      words={spec: w.persona_words(spec) for _, spec in personas},
+                      words={spec: w.persona_words(spec)["words"] for _, spec in personas},
                       past=w.past_matches(person), defaults=w.defaults,
                       style_games=w.style_games(person) if person else [], min_matches=STYLE_MIN_MATCHES,
                       clones=w.clones(),
@@ -1163,7 +1163,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         personas = w.personas()
         return w.page("game.html", game=game, roles=gd.roles, style=mine[0] if mine else None,
                       gdl2=gd.gdl2, chance=_chance(gd),
-                      personas=personas, words={spec: w.persona_words(spec) for _, spec in personas},
+                      personas=personas, words={spec: w.persona_words(spec)["words"] for _, spec in personas},
                       defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
                       warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))

@@ -12,6 +12,8 @@ chosen so that the shipped presets fall on the side their temperament suggests.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from agent.persona import Persona
 
 
@@ -193,10 +195,57 @@ def describe(p: Persona) -> str:
     return " ".join(s for s in sentences if s)
 
 
-def describe_spec(spec: str) -> str:
-    """``describe`` of a preset name or persona file; a file that cannot be read says so."""
+def summary(p: Persona) -> str:
+    """The persona in one line of short traits ("looks far ahead, plays the best move it
+    finds, trusts its first impressions"), for a table's row; ``describe`` says it whole."""
+    traits = [("looks far ahead" if p.horizon >= 15 else "looks a fair way ahead" if p.horizon >= 8
+               else "looks only a few moves ahead" if p.horizon >= 3 else "looks just a move or two ahead")]
+    if p.limit >= 5000:
+        traits.append("thinks until its clock runs out")
+    elif p.limit < 100:
+        traits.append("thinks only briefly")
+    if p.model is not None:
+        traits.append("picks its moves the way its person did")
+    else:
+        t, e = p.nice_threshold, p.random_error
+        traits.append("plays the best move it finds" if t <= 0 else "almost always plays the best move" if t <= 5
+                      else "settles for good-enough moves" if t <= 40 else "plays loosely")
+        if e > 0.2:
+            traits.append(f"plays at random {_times_in_ten(e)}")
+        elif e > 0.05:
+            traits.append("now and then careless")
+    c = p.exploration_factor
+    traits.append("trusts its first impressions" if c <= 50 else "gives unlikely moves a second look" if c <= 90
+                  else "explores widely")
+    a, d = p.aggressiveness[0], p.defensiveness[0]
+    if a >= 2.0:
+        traits.append("very bold")
+    elif a >= 1.3:
+        traits.append("bold")
+    elif a <= 0.7:
+        traits.append("modest")
+    if d <= 0.6:
+        traits.append("cautious")
+    elif d >= 1.4:
+        traits.append("careless of danger")
+    if p.utility_lambda > 0:
+        # its two weightiest aims; "goes for the win" only when it is the only one (most have it)
+        weights = sorted((x for x in p.utility_weights.items() if x[0] in _WANTS and x[1]), key=lambda x: -abs(x[1]))
+        aims = [_strength(f, w) + (_WANTS[f][0] if w > 0 else _WANTS[f][1]).split(",")[0]
+                for f, w in weights if f != "win" or len(weights) == 1]
+        traits += aims[:2]
+    out = ", ".join(traits)
+    return out[0].upper() + out[1:] + "."
+
+
+def words_of_spec(spec: str) -> dict:
+    """``{"words": describe, "summary": summary}`` of a preset name or persona file; a file
+    that cannot be read says so in both."""
     from agent.persona import PersonaError, load_persona
     try:
-        return describe(load_persona(spec))
+        p = load_persona(spec)
     except (PersonaError, OSError, ValueError) as e:
-        return f"(no description: {str(e).splitlines()[0][:200] if str(e) else 'the persona cannot be read'})"
+        msg = str(e).replace(str(spec), Path(spec).name)     # no path of the server on a page
+        why = f"(no description: {msg.splitlines()[0][:200] if msg else 'the persona cannot be read'})"
+        return {"words": why, "summary": why}
+    return {"words": describe(p), "summary": summary(p)}

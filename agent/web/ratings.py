@@ -280,8 +280,9 @@ class Ratings:
             missing = self.message is None
             table = replay(self.log_dir)
             if missing and table["counted"]:
-                self.message = (f"There was no ratings table: it was computed from the "
-                                f"{len(table['counted'])} finished matches on record.")
+                n = len(table["counted"])
+                self.message = (f"No ratings table was kept yet: it was started from the {n} finished "
+                                f"match{'es' if n != 1 else ''} on record.")
             self.save(table)
             return table
         known = set(table["counted"]) | set(table["skipped"])
