@@ -88,7 +88,7 @@ def seat_of(record: dict, i: int) -> Seat | None:
         return Seat(f"person:{name}", name, "person")
     persona = info.get("persona") if isinstance(info.get("persona"), dict) else {}
     spec = persona.get("name")
-    if isinstance(spec, str):
+    if isinstance(spec, str) and name.endswith("-clone"):     # the page names its clones so
         clone = _clone_seat(name, spec)
         if clone is not None:
             return clone
