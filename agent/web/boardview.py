@@ -703,6 +703,14 @@ def click_label(view: BoardView, click: dict) -> str:
     return move_label(view, click["move"])
 
 
+def move_names(view: BoardView, sm, state, role_index: int, move_texts: list) -> dict:
+    """``{move text: name}`` as the page's buttons name the moves (``click_label`` of the
+    click map): the one labelling of the buttons and the advice, so that a move the
+    buttons call "column 5" is never "drop 5" elsewhere.  ``sm``/``state`` None: from the
+    cells the moves name only (GDL-II: the true state is not the page's to read)."""
+    return {c["move"]: click_label(view, c) for c in click_map(view, sm, state, role_index, list(move_texts))}
+
+
 def pass_moves(joint_moves) -> set:
     """Moves that are passes, found from a record alone: a constant (no arguments) played
     by more than one role (turn-taking games give every waiting role the same noop)."""

@@ -24,8 +24,10 @@ are its legal moves on the current board as if it were to move again: the board'
 this state with the other facts (whose turn, counters) of the state before, where it was to
 move.  A move whose last named cell holds a piece of R's (``owners``, from
 ``boardview.owners_of``) would capture it; that piece is *in check* when the match depends
-on it: taking it off the board makes the state terminal (chess: without its king a side has
-no legal move; a game lost by losing that piece).  Limits: turn-taking games with the moves
+on it: taking it off the board makes the state terminal or leaves R no legal move (chess:
+without its king a side has none; a game lost by losing that piece).  At the end of a match
+(mate) the same threats are read, and the piece's kind is tried on a state of the rules' own
+play where R moves (``_turn_state``), since the mated state is terminal already.  Limits: turn-taking games with the moves
 naming cells only; a piece whose loss ends the game only later (or by counting) is not
 marked; the threats are the opponent's pseudo-legal moves in an edited state, so a rule that
 reads a fluent left from the state before (chess's own ``check`` fluents) sees that one.
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import time
 
-from gdl.board import BoardSpec, _args, cells, matches, move_cells
+from gdl.board import BoardSpec, _args, cells, content_text, matches, move_cells
 from gdl.kif import parse_term
 
 MAX_LINE_EXTRA = 0        # a winning set may have at most the board's longer side, plus this
@@ -109,7 +111,6 @@ def winning_cells(sm, spec: BoardSpec, state, keep=(), owners=None, roles=(), se
 
 
 def _content(spec: BoardSpec, fact) -> str:
-    from gdl.board import content_text
     return content_text(spec, fact)
 
 

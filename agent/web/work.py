@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from . import boardview as bv
-from . import marks
+from . import confidence, marks
 
 MAX_GAMES = 8           # state machines kept per worker process
 ADVICE_MAX_SECONDS = 30.0
@@ -182,19 +182,36 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
     likely = {i for i in range(len(q)) if best is not None and compete[i] and q[best] - q[i] <= nice}
     order = sorted(range(len(res.moves)), key=lambda i: (i != best, i not in likely, not compete[i],
                                                            visits[i] == 0, -q[i], -visits[i]))
-    rows = []
-    for i in order:
-        m = render_spaced(res.moves[i])
-        rows.append({"move": m, "label": bv.move_label(view, m), "q": round(float(q[i]), 1),
-                     "visits": int(visits[i]), "choice": i == best, "likely": i in likely})
+    texts = [render_spaced(m) for m in res.moves]
+    # the moves named as the buttons name them (one labelling for both: ``bv.move_names``)
+    names = bv.move_names(view, sm, state, role, texts)
     choice = render_spaced(res.moves[best]) if best is not None else render_spaced(res.move)
     drawn = render_spaced(res.move)
-    return {"over": False, "role": role, "role_name": str(desc.roles[role]), "simulations": int(res.simulations),
-            "limit": int(persona.limit), "seconds": round(elapsed, 1), "engine": kind,
-            "legal": len(legal), "choice": choice, "choice_label": bv.move_label(view, choice),
-            "also": [r["label"] for r in rows if r["likely"] and not r["choice"]][:6],
-            "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
-            "drawn": drawn, "drawn_label": bv.move_label(view, drawn), "moves": rows[:10]}
+    return dict(_advice_rows(desc, view, names, texts, q, visits, best, likely, order, res.proven,
+                             int(res.simulations), len(legal)),
+                over=False, role=role, role_name=str(desc.roles[role]), simulations=int(res.simulations),
+                limit=int(persona.limit), seconds=round(elapsed, 1), engine=kind, legal=len(legal),
+                choice=choice, choice_label=names.get(choice) or bv.move_label(view, choice),
+                random_error=round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
+                drawn=drawn, drawn_label=names.get(drawn) or bv.move_label(view, drawn))
+
+
+def _advice_rows(desc, view, names: dict, texts: list, q, visits, best, likely: set, order: list,
+                 proven, simulations: int, legal: int) -> dict:
+    """The advice's moves with their 95 % intervals (``confidence``): the moves the search
+    cannot tell from its choice first, unranked, with a sentence that says so; ``also``:
+    the moves as likely for the persona (its own tie rule), when they are told apart."""
+    lo, hi = confidence.goal_bounds(desc)
+    pm, tied = confidence.judge(q, visits, best, lo, hi, proven)
+    rows = [{"move": m, "label": names.get(m) or bv.move_label(view, m), "q": round(float(q[i]), 1),
+             "pm": None if pm[i] is None else round(pm[i], 1), "visits": int(visits[i]),
+             "choice": i == best, "likely": i in likely, "tied": len(tied) > 1 and i in tied}
+            for i, m in enumerate(texts)]
+    untried = sum(1 for v in visits if v == 0)
+    note = confidence.verdict(sorted(rows[i]["label"] for i in tied), untried, simulations, legal)
+    ordered = confidence.rows_in_order(rows, q, tied, order)
+    return {"moves": ordered[:max(10, len(tied))], "uncertain": note,
+            "also": [r["label"] for r in ordered if r["likely"] and not r["choice"] and not r["tied"]][:6]}
 
 
 HIDDEN_SEED = 0
@@ -244,18 +261,17 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     from agent.hidden.search import TIE
     likely = {i for i in range(len(legal)) if visits[i] > 0 and q[i] >= q.max() - TIE} | {best}
     order = sorted(range(len(legal)), key=lambda i: (i != best, i not in likely, visits[i] == 0, -q[i], -visits[i]))
-    rows = []
-    for i in order:
-        m = render_spaced(legal[i])
-        rows.append({"move": m, "label": bv.move_label(view, m), "q": round(float(q[i]), 1),
-                     "visits": int(visits[i]), "choice": i == best, "likely": i in likely})
+    texts = [render_spaced(m) for m in legal]
+    names = bv.move_names(view, None, None, role, texts)     # from the cells the moves name
     choice = render_spaced(legal[best])
-    return {"over": False, "hidden": True, "role": role, "role_name": str(desc.roles[role]),
+    label = names.get(choice) or bv.move_label(view, choice)
+    return {**_advice_rows(desc, view, names, texts, q, visits, best, likely, order, None,
+                           int(res["simulations"]), len(legal)),
+            "over": False, "hidden": True, "role": role, "role_name": str(desc.roles[role]),
             "simulations": int(res["simulations"]), "limit": int(persona.limit), "seconds": round(elapsed, 1),
-            "engine": kind, "legal": len(legal), "choice": choice, "choice_label": bv.move_label(view, choice),
-            "also": [r["label"] for r in rows if r["likely"] and not r["choice"]][:6],
+            "engine": kind, "legal": len(legal), "choice": choice, "choice_label": label,
             "random_error": round(float(getattr(persona, "random_error", 0.0) or 0.0), 3),
-            "drawn": choice, "drawn_label": bv.move_label(view, choice), "moves": rows[:10],
+            "drawn": choice, "drawn_label": label,
             "states": len(dist), "searched": int(res.get("samples", 0)),
             "histories": len(belief.particles), "lenient": bool(belief.lenient)}
 

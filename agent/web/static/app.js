@@ -240,15 +240,17 @@ const GGP = (() => {
       if (a.also.length) head.appendChild(document.createTextNode(` (or, as likely, ${a.also.join(", ")}: close enough in Q for it)`));
       head.appendChild(document.createTextNode("."));
       $("advice").appendChild(head);
+      if (a.uncertain) { const n = el("p", a.uncertain, "note advice-noise"); n.id = "advice-noise"; $("advice").appendChild(n); }
       if (a.random_error > 0) $("advice").appendChild(el("p", `It also plays a random move ${Math.round(100 * a.random_error)} % of the time` + (a.drawn !== a.choice ? ` (this search drew ${a.drawn_label}).` : "."), "note"));
       if (a.hidden) $("advice").appendChild(el("p", `From what you have seen only: ${a.states} possible state${a.states === 1 ? "" : "s"} now (${a.histories} histories consistent with your moves and percepts${a.lenient ? ", none exactly" : ""}); it searched the ${a.searched} most likely and pooled their values.`, "note advice-hidden"));
       $("advice").appendChild(el("p", `${a.role_name}'s moves, ${a.simulations} simulations in ${a.seconds.toFixed(1)} s (its limit ${a.limit}; ${a.engine} engine):`, "note"));
       const t = el("table"); t.id = "advice-table";
       const hd = el("tr"); for (const x of ["move", "Q", "visits"]) hd.appendChild(el("th", x)); t.appendChild(hd);
       for (const m of a.moves) {
-        const tr = el("tr"); tr.className = m.choice ? "choice" : m.likely ? "likely" : "";
+        const tr = el("tr"); tr.className = (m.choice ? "choice" : m.likely ? "likely" : "") + (m.tied ? " tied" : "");
         const td = el("td", m.label); td.title = m.move; tr.appendChild(td);
-        tr.appendChild(el("td", m.visits ? m.q.toFixed(1) : "–")); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr);
+        // the value with its 95 % interval (moves the search cannot tell apart come first, unranked)
+        tr.appendChild(el("td", m.visits ? m.q.toFixed(1) + (m.pm ? ` ± ${m.pm.toFixed(0)}` : "") : "–")); tr.appendChild(el("td", String(m.visits))); t.appendChild(tr);
       }
       $("advice").appendChild(t);
       if (a.legal > a.moves.length) $("advice").appendChild(el("p", `(${a.legal - a.moves.length} more moves not shown)`, "note"));
