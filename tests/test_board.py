@@ -6,6 +6,7 @@ from pathlib import Path
 
 from agent.match.rules import Scrambler, read_rules
 from agent.reasoner.prolog import PrologReasoner
+from agent.web.boardview import build_view
 from gdl.board import arithmetic_orders, cells, chains, detect_board, move_cells, sample_states, static_relations
 from gdl.kif import parse_rules, read_rules_file
 
@@ -158,5 +159,11 @@ def test_scrambled_knightthrough_gets_the_same_board_as_the_plain_one(shared_dir
         assert (s.coord_args, s.content_args) == (plain.coord_args, plain.content_args)
         assert (s.width, s.height) == (plain.width, plain.height)
         assert sorted(s.content_values) == sorted(scr.forward[c] for c in plain.content_values)
-    # the same orientation: each axis runs the same way (words for 1..8, in order)
+    # the same orientation: each axis runs the same way (words for 1..8, in order), and the
+    # page turns the board for the same side
     assert renamed.coord_values == tuple(tuple(NUMBER_WORDS[int(v)] for v in vs) for vs in plain.coord_values)
+    flips = []
+    for t in (text, _renumbered(scr.text(text), range(1, 9))):
+        d = parse_rules(t)
+        flips.append(build_view(d, PrologReasoner(d), seconds=2).flip)
+    assert flips[1] == {scr.forward[r]: True for r in flips[0]} and len(flips[0]) == 1

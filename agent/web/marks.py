@@ -115,7 +115,7 @@ def _content(spec: BoardSpec, fact) -> str:
 
 
 def check_cells(sm, spec: BoardSpec, owners: dict, roles: list, state, prev,
-                seconds: float = 3.0) -> list:
+                seconds: float = 1.5) -> list:
     """Cells of pieces in check in ``state`` (see the module's text), sorted; ``prev`` is the
     state before the last joint move (None at the start: nothing is marked).  ``owners``:
     ``{(relation, content): role name}``; ``roles``: role names in the rules' order."""
@@ -129,6 +129,8 @@ def check_cells(sm, spec: BoardSpec, owners: dict, roles: list, state, prev,
         movers = [] if over else [r for r in range(n) if len(sm.legal_moves(state, r)) > 1]
         before = [r for r in range(n) if len(sm.legal_moves(prev, r)) > 1]
     except Exception:
+        return []
+    if time.monotonic() > deadline:        # a slow reasoner: the page does not wait for a mark
         return []
     if not movers and before and len(before) == n - 1:   # a forced reply, or mated: the other one
         movers = [r for r in range(n) if r not in before]
