@@ -38,7 +38,7 @@ def test_moves_within_noise_are_one_group_and_a_clear_best_stands_alone():
 
 def test_the_tied_group_is_listed_first_in_label_order():
     rows = [{"label": x} for x in ("c3", "a1", "b2", "d4")]
-    got = confidence.rows_in_order(rows, [60, 55, 50, 10], {0, 1, 2}, [0, 1, 2, 3])
+    got = confidence.rows_in_order(rows, {0, 1, 2}, [0, 1, 2, 3])
     assert [r["label"] for r in got] == ["a1", "b2", "c3", "d4"]
 
 

@@ -90,8 +90,8 @@ def verdict(tied_labels: list, untried: int, simulations: int, legal: int) -> st
     return " ".join(parts) or None
 
 
-def rows_in_order(rows: list, q, tied: set, order: list) -> list:
-    """The rows of the moves (indexed as ``q``), the tied group first in label order (not
-    ranked), then the others as ``order`` has them."""
+def rows_in_order(rows: list, tied: set, order: list) -> list:
+    """The rows of the moves (``order`` holds their indices), the tied group first in label
+    order (not ranked), then the others as ``order`` has them."""
     first = sorted((i for i in order if i in tied), key=lambda i: rows[i]["label"])
     return [rows[i] for i in first] + [rows[i] for i in order if i not in tied]
