@@ -114,3 +114,12 @@ def test_nothing_marked_at_the_start_or_without_a_board():
     st = sm.initial_state()
     assert check_cells(sm, view.specs[0], view.owners, view.roles, st, None) == []
     assert board_marks(sm, bv.BoardView([]), st, None) == {"win": [], "check": []}
+
+
+def test_scrambled_chess_check_on_the_same_cell(shared_dir):
+    text = _rules(shared_dir / "corpus" / "games" / CHESS)
+    scr = Scrambler(text, seed=2)
+    sm, view = _game(scr.text(text), seconds=1.0)
+    check = ["(move wp e 2 e 4)", "(move bp f 7 f 5)", "(move wq d 1 h 5)"]
+    found = _marks(sm, view, [scr.text(m) for m in check])[0]
+    assert found["check"] == [list(view.specs[0].grid_xy((scr.forward["e"], "8")))]
