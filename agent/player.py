@@ -471,11 +471,14 @@ class Player:
             if on_best is not None:
                 def progress(move, sims):
                     on_best(render_spaced(move), sims)
-            result = self._search(engine, self.state, self.role_index, self.persona, seed=seed,
-                                  limit=self.persona.limit, seconds=max(0.0, deadline - time.monotonic()),
-                                  tree=self.tree, on_progress=progress, heuristic=self.evaluation(),
-                                  material=self.material(),
-                                  threads=self.threads if self.ponders_between_moves() else 1)
+            # (agent.search loads the numba search; load() imported it already, this costs nothing)
+            from agent.search import SearchSettings
+            settings = SearchSettings(seed=seed, limit=self.persona.limit,
+                                      seconds=max(0.0, deadline - time.monotonic()),
+                                      heuristic=self.evaluation(), material=self.material(),
+                                      threads=self.threads if self.ponders_between_moves() else 1)
+            result = self._search(engine, self.state, self.role_index, self.persona, settings,
+                                  tree=self.tree, on_progress=progress)
             self.tree = result.tree
             return result_fields(result)
         return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))

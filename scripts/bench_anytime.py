@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.engine import load_engine  # noqa: E402
 from agent.persona import load_persona  # noqa: E402
-from agent.search import search  # noqa: E402
+from agent.search import SearchSettings, search  # noqa: E402
 from gdl.kif import read_rules_file  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,9 +92,9 @@ def speed(game: str, persona_name: str, limit: int) -> dict:
     eng = load_engine(read_rules_file(ROOT / "games" / f"{game}.kif"), engine="compiled")
     p = load_persona(persona_name)
     s0 = eng.initial_state()
-    search(eng, s0, 0, p, seed=1, limit=100)          # warm-up (numba, calibration)
+    search(eng, s0, 0, p, SearchSettings(seed=1, limit=100))          # warm-up (numba, calibration)
     t0 = time.perf_counter()
-    r = search(eng, s0, 0, p, seed=1, limit=limit)
+    r = search(eng, s0, 0, p, SearchSettings(seed=1, limit=limit))
     return {"sims_per_s": r.simulations / (time.perf_counter() - t0)}
 
 

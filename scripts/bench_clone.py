@@ -105,7 +105,7 @@ class PersonaOpponent:
 
     async def play(self, match_id, last_moves, timeout) -> str:
         from agent.player import resolve_joint
-        from agent.search import search
+        from agent.search import SearchSettings, search
         from gdl.terms import render_spaced
         if last_moves is not None:
             joint, _ = resolve_joint(self.engine, self.state, last_moves, len(self.engine.roles))
@@ -114,8 +114,8 @@ class PersonaOpponent:
         moves = list(self.engine.legal_moves(self.state, self.role))
         if len(moves) == 1:
             return render_spaced(moves[0])
-        res = search(self.engine, self.state, self.role, self._persona, seed=self.match_seed * 1000 + self.ply,
-                     limit=OPPONENT_LIMIT)
+        res = search(self.engine, self.state, self.role, self._persona,
+                     SearchSettings(seed=self.match_seed * 1000 + self.ply, limit=OPPONENT_LIMIT))
         return render_spaced(res.move)
 
     async def stop(self, match_id, last_moves) -> None:

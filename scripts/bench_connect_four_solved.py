@@ -226,7 +226,7 @@ def evaluate(seconds: float, changes: str, part: str) -> None:
     import subprocess
     from agent.engine import load_engine
     from agent.persona import PERSONA_DIR, persona_from_dict
-    from agent.search import item_seed, search
+    from agent.search import SearchSettings, item_seed, search
     from gdl.kif import parse_term, read_rules_file
     from gdl.terms import render
     k, n = map(int, part.split("/"))
@@ -234,7 +234,7 @@ def evaluate(seconds: float, changes: str, part: str) -> None:
     kv = dict(x.split("=") for x in changes.split(",")) if changes else {}
     persona = persona_from_dict({**base, **{a: type(base[a])(float(b)) for a, b in kv.items()}})
     eng = load_engine(read_rules_file(RULES), engine="compiled")
-    search(eng, eng.initial_state(), 0, persona, seed=1, limit=200)      # compiled and warm
+    search(eng, eng.initial_state(), 0, persona, SearchSettings(seed=1, limit=200))      # compiled and warm
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
     positions = benchrows.read(POSITIONS)
@@ -245,7 +245,7 @@ def evaluate(seconds: float, changes: str, part: str) -> None:
             s = eng.initial_state()
             for joint in pos["moves"]:
                 s = eng.next_state(s, [parse_term(m) for m in joint])
-            res = search(eng, s, pos["ply"] % 2, persona, seed=item_seed(11, i), seconds=seconds)
+            res = search(eng, s, pos["ply"] % 2, persona, SearchSettings(seed=item_seed(11, i), seconds=seconds))
             col = str(_column(render(res.move)))
             out.write(json.dumps({"version": rev, "set": changes, "seconds": seconds, "index": i,
                                   "move": col, "value": pos["values"][col],

@@ -55,6 +55,7 @@ def main() -> int:
     a = ap.parse_args()
     from agent.engine.loader import load_engine
     from agent.persona import load_persona
+    from agent.search.common import SearchSettings
     from agent.search.driver_compiled import search, search_batch
     from gdl.kif import read_rules_file
 
@@ -68,7 +69,7 @@ def main() -> int:
         pos = positions(engine, a.positions, 7)
         for k, p in enumerate(personas):
             for i, (s, r) in enumerate(pos):
-                res = search(engine, s, r, p, seed=1000 * k + i, limit=a.sims)
+                res = search(engine, s, r, p, SearchSettings(seed=1000 * k + i, limit=a.sims))
                 h.update(repr((res.move, res.moves, res.q.tolist(), res.visits.tolist())).encode())
             for res in search_batch(engine, [(s, r, 77 + i) for i, (s, r) in enumerate(pos)], p, limit=a.sims):
                 h.update(repr((res.move, res.moves, res.q.tolist(), res.visits.tolist())).encode())

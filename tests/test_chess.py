@@ -52,7 +52,7 @@ def test_chess_search_on_a_clock_keeps_its_tree_small(shared_dir):
     row, over two decisions with the tree reused."""
     from agent.engine.nonground import NonGroundEngine
     from agent.persona import load_persona
-    from agent.search import advance, search
+    from agent.search import SearchSettings, advance, search
     from agent.search.driver_sm import CLOCKED_NODES
     from gdl.kif import read_rules_file
 
@@ -62,7 +62,7 @@ def test_chess_search_on_a_clock_keeps_its_tree_small(shared_dir):
     state, tree = sm.initial_state(), None
     for ply in range(2):
         me = ply % 2
-        r = search(sm, state, me, persona, seed=ply, limit=persona.limit, seconds=1.5, tree=tree)
+        r = search(sm, state, me, persona, SearchSettings(seed=ply, limit=persona.limit, seconds=1.5), tree=tree)
         a = r.tree.arrays
         assert r.tree.capacity <= CLOCKED_NODES
         assert a.amaf_n.shape[0] == 1           # no RAVE: nothing reads AMAF, one row kept

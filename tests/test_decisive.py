@@ -16,7 +16,7 @@ from agent.engine import load_engine
 from agent.match.rules import Scrambler
 from agent.persona import load_persona
 from agent.search import decisive as D
-from agent.search import driver_compiled, driver_sm
+from agent.search import SearchSettings, driver_compiled, driver_sm
 from agent.search.decisive import analyse, candidates
 from gdl.kif import parse_rules, parse_term, read_rules_file
 from gdl.terms import render
@@ -202,8 +202,8 @@ def test_a_connect_four_playout_takes_the_win(connect_four, driver, monkeypatch)
     def others_q():
         qs = []
         for seed in range(6):
-            r = driver.search(connect_four, state, 1, load_persona("tournament"), seed=seed, limit=7,
-                              solver=False)
+            r = driver.search(connect_four, state, 1, load_persona("tournament"),
+                              SearchSettings(seed=seed, limit=7, solver=False))
             qs += [q for m, q in zip(r.moves, r.q) if render(m) != "(drop 4)"]
         return qs
 
@@ -223,7 +223,8 @@ RUNNER = ["(control white)", "(pawn 1 3 white)", "(pawn 8 3 white)",
 
 def _root_q(driver, engine, seed):
     state = frozenset(parse_term(f) for f in RUNNER)
-    r = driver.search(engine, state, 0, load_persona("tournament"), seed=seed, limit=400, solver=False)
+    r = driver.search(engine, state, 0, load_persona("tournament"),
+                      SearchSettings(seed=seed, limit=400, solver=False))
     return dict(zip((render(m) for m in r.moves), r.q))
 
 
@@ -265,7 +266,8 @@ def _quiet_q(driver, engine, seeds=range(8)):
     state = frozenset(parse_term(f) for f in THREAT)
     qs = []
     for seed in seeds:
-        r = driver.search(engine, state, 0, load_persona("tournament"), seed=seed, limit=5, solver=False)
+        r = driver.search(engine, state, 0, load_persona("tournament"),
+                          SearchSettings(seed=seed, limit=5, solver=False))
         qs += [q for m, q in zip(r.moves, r.q) if m[2] == "1"]
     return float(np.mean(qs))
 

@@ -12,7 +12,7 @@ from agent.hidden.search import ensemble, goal_range
 from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
 from agent.reasoner.statemachine import CachedStateMachine
-from agent.search import search
+from agent.search import SearchSettings, search
 from gdl.kif import parse_rules, read_rules_file
 
 
@@ -112,8 +112,9 @@ def test_the_compiled_search_reads_the_clock_after_its_first_simulations(shared_
         pytest.skip("battleship did not compile here")
     try:
         s0 = engine.initial_state()
-        search(engine, s0, 0, load_persona("tournament"), seed=1, seconds=0.001, solver=False)  # compiled
-        r = search(engine, s0, 0, load_persona("tournament"), seed=2, seconds=0.001, solver=False)
+        # compiled
+        search(engine, s0, 0, load_persona("tournament"), SearchSettings(seed=1, seconds=0.001, solver=False))
+        r = search(engine, s0, 0, load_persona("tournament"), SearchSettings(seed=2, seconds=0.001, solver=False))
         assert 1 <= r.simulations < 64, r.simulations
     finally:
         engine.close()

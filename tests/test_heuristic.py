@@ -10,7 +10,7 @@ from agent.engine import load_engine
 from agent.match.rules import Scrambler
 from agent.persona import load_persona
 from agent.search import heuristic as H
-from agent.search import search
+from agent.search import SearchSettings, search
 from agent.search.driver_compiled import _evaluation
 from gdl.kif import parse_rules
 
@@ -141,14 +141,14 @@ def test_live_play_ends_playouts_with_the_evaluation(claim, driver, monkeypatch)
     sm = claim if driver == "compiled" else PrologReasoner(parse_rules(CLAIM))
     s0 = sm.initial_state()
     champion = load_persona("champion")
-    res = search(sm, s0, 0, champion, seed=1, limit=300, heuristic=h)
+    res = search(sm, s0, 0, champion, SearchSettings(seed=1, limit=300, heuristic=h))
     assert res.evaluated > 0 and res.evaluated <= res.playouts
     # the evaluation says claiming cell 1 wins: the search claims it
     assert res.move == ("claim", "1")
-    assert search(sm, s0, 0, champion, seed=1, limit=300, heuristic=h, thesis=True).evaluated == 0
-    assert search(sm, s0, 0, champion, seed=1, limit=300).evaluated == 0
+    assert search(sm, s0, 0, champion, SearchSettings(seed=1, limit=300, heuristic=h, thesis=True)).evaluated == 0
+    assert search(sm, s0, 0, champion, SearchSettings(seed=1, limit=300)).evaluated == 0
     util = dataclasses.replace(champion, utility_lambda=0.5, utility_weights={"mobility": 1.0})
-    assert search(sm, s0, 0, util, seed=1, limit=300, heuristic=h).evaluated == 0
+    assert search(sm, s0, 0, util, SearchSettings(seed=1, limit=300, heuristic=h)).evaluated == 0
 
 
 def test_learning_runs_in_slices_and_stops_at_its_budget():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agent.player import Player
-from agent.search import search
+from agent.search import SearchSettings, search
 from conftest import needs_shared
 from gamemanager import rules_list
 from test_search_support import ROOT, SHARED_GAMES, T, persona, reasoner
@@ -85,11 +85,12 @@ def test_slow_engine_answers_by_its_deadline_with_best_so_far():
     """Every query 50 ms, playouts of up to 100 plies: the search still stops at its deadline
     (a playout cut by it ends as a cut-off) and reports its best move as it goes."""
     s0 = reasoner(TTT).initial_state()
-    search(reasoner(TTT), s0, 0, persona(), seed=1, seconds=0.1, on_progress=print)  # warm-up
+    search(reasoner(TTT), s0, 0, persona(), SearchSettings(seed=1, seconds=0.1), on_progress=print)  # warm-up
     sm = SlowSM(reasoner(TTT), 0.05)
     seen = []
     t0 = time.perf_counter()
-    r = search(sm, s0, 0, persona(), seed=1, seconds=2.5, on_progress=lambda m, n: seen.append((m, n)))
+    r = search(sm, s0, 0, persona(),
+               SearchSettings(seed=1, seconds=2.5), on_progress=lambda m, n: seen.append((m, n)))
     elapsed = time.perf_counter() - t0
     # Ignoring the deadline would take minutes here (each playout several seconds): a bound
     # against that, not a latency claim (docs/benchmarks/anytime.md measures the latency).
@@ -126,8 +127,8 @@ def test_one_ply_look_ahead_when_no_simulation_finished(solver):
     not one simulation, yet the immediate win is known and played, the loss avoided."""
     sm = SlowSM(reasoner(BRINK), 0.0, slow_next=[T("c_wait")])
     seen = []
-    r = search(sm, sm.initial_state(), 0, persona(), seed=1, seconds=0.2, solver=solver,
-               on_progress=lambda m, n: seen.append(m))
+    r = search(sm, sm.initial_state(), 0, persona(),
+               SearchSettings(seed=1, seconds=0.2, solver=solver), on_progress=lambda m, n: seen.append(m))
     assert r.simulations == 0 and r.visits.sum() == 0
     assert r.move == T("b_win") and seen[-1] == T("b_win")
 
@@ -211,7 +212,7 @@ def test_each_slice_of_pondering_draws_random_numbers_of_its_own(monkeypatch):
     real = p._search
 
     def recording(*a, **kw):
-        seeds.append(kw["seed"])
+        seeds.append(a[4].seed)      # the SearchSettings
         return real(*a, **kw)
 
     monkeypatch.setattr(p, "_search", recording)
@@ -267,7 +268,7 @@ def test_threads_are_for_personas_that_search_until_the_clock(tmp_path, monkeypa
     real = S.search
 
     def spy(*args, **kw):
-        seen.append(kw.get("threads"))
+        seen.append(args[4].threads)     # the SearchSettings
         return real(*args, **kw)
 
     monkeypatch.setattr(S, "search", spy)

@@ -249,7 +249,7 @@ def test_the_judge_searches_as_the_persona_played(tmp_path):
     import numpy as np
 
     from agent.playtest.play import engine_for
-    from agent.search import search, search_batch
+    from agent.search import SearchSettings, search, search_batch
     rules = (Path(__file__).resolve().parents[1] / "games" / "ticTacToe.kif").read_text()
     engine = engine_for(rules, "ttt-judge")
     persona = load_persona("collector")
@@ -262,7 +262,7 @@ def test_the_judge_searches_as_the_persona_played(tmp_path):
              for r in range(2) if len(engine.legal_moves(st, r)) > 1]
     batch = search_batch(engine, items, persona, seed=0, limit=30, thesis=False)
     for (st, r, seed), b in zip(items, batch):
-        one = search(engine, st, r, persona, seed=seed, limit=30)
+        one = search(engine, st, r, persona, SearchSettings(seed=seed, limit=30))
         assert b.move == one.move and np.array_equal(b.visits, one.visits)
         assert np.allclose(b.q, one.q)
 

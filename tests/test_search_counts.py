@@ -13,7 +13,7 @@ import pytest
 
 from agent.engine import load_engine
 from agent.persona import load_persona
-from agent.search import driver_compiled, driver_sm
+from agent.search import SearchSettings, driver_compiled, driver_sm
 from agent.player import result_fields
 from gdl.kif import read_rules_file
 
@@ -52,7 +52,7 @@ def test_playouts_and_proven_descents_add_up(c4, driver):
     seen_proven = False
     for seed in range(4):
         s = _late_state(c4, 24, seed)
-        res = driver.search(c4, s, _mover(c4, s), champion, seed=seed, limit=400)
+        res = driver.search(c4, s, _mover(c4, s), champion, SearchSettings(seed=seed, limit=400))
         assert res.playouts + res.proven_descents == res.simulations
         assert res.playouts >= 0 and res.proven_descents >= 0
         seen_proven |= res.proven_descents > 0
@@ -61,7 +61,7 @@ def test_playouts_and_proven_descents_add_up(c4, driver):
     assert seen_proven, "late connectFour positions: some descents end in proven nodes"
     # from the start nothing is proven within a few hundred simulations: all are playouts
     s0 = c4.initial_state()
-    res = driver.search(c4, s0, 0, champion, seed=1, limit=200)
+    res = driver.search(c4, s0, 0, champion, SearchSettings(seed=1, limit=200))
     assert res.playouts == res.simulations == 200 and res.proven_descents == 0
 
 
@@ -86,14 +86,14 @@ def _winning_state(eng):
 def test_proven_root_stops_the_search(c4, driver):
     champion = load_persona("champion")
     s, r, win = _winning_state(c4)
-    res = driver.search(c4, s, r, champion, seed=3, limit=5000)
+    res = driver.search(c4, s, r, champion, SearchSettings(seed=3, limit=5000))
     assert res.move == win
     # the root is proven as soon as the winning child is: far fewer than 5000 simulations
     # (each would be a descent to the known win), and the count says so
     assert res.simulations < 5000
     assert res.playouts + res.proven_descents == res.simulations
     # on a clock as well: the search returns long before its time is up, with the win
-    res2 = driver.search(c4, s, r, champion, seed=3, seconds=30.0)
+    res2 = driver.search(c4, s, r, champion, SearchSettings(seed=3, seconds=30.0))
     assert res2.move == win and res2.simulations < 5000
 
 
@@ -101,7 +101,7 @@ def test_solver_off_searches_its_whole_limit(c4):
     """Without the solver (thesis mode: fitting reads every simulation) nothing stops early."""
     champion = load_persona("champion")
     s, r, _ = _winning_state(c4)
-    res = driver_compiled.search(c4, s, r, champion, seed=3, limit=300, thesis=True)
+    res = driver_compiled.search(c4, s, r, champion, SearchSettings(seed=3, limit=300, thesis=True))
     assert res.simulations == 300 and res.playouts + res.proven_descents == 300
 
 
@@ -183,17 +183,18 @@ def test_reused_tree_on_a_clock_is_not_rebuilt_while_it_has_room(c4):
     from agent.search import advance
     champion = load_persona("champion")
     s = c4.initial_state()
-    res = driver_compiled.search(c4, s, 0, champion, seed=1, limit=200_000, seconds=0.05)
+    res = driver_compiled.search(c4, s, 0, champion, SearchSettings(seed=1, limit=200_000, seconds=0.05))
     joint = [res.move, c4.legal_moves(s, 1)[0]]
     kept = advance(res.tree, joint)
     assert kept is not None and kept.capacity - kept.nodes >= driver_compiled.DEFAULT_TIMED_NODES
     s1 = c4.next_state(s, joint)
-    res1 = driver_compiled.search(c4, s1, 1, champion, seed=2, limit=200_000, seconds=0.05, tree=kept)
+    res1 = driver_compiled.search(c4, s1, 1, champion,
+                                  SearchSettings(seed=2, limit=200_000, seconds=0.05), tree=kept)
     assert res1.tree.arrays is kept.arrays       # no rebuild
     # without a clock the limit's room is still made: the same tree is rebuilt for it
     kept2 = advance(res1.tree, [c4.legal_moves(s1, 0)[0], res1.move])
     s2 = c4.next_state(s1, [c4.legal_moves(s1, 0)[0], res1.move])
-    res2 = driver_compiled.search(c4, s2, 0, champion, seed=3, limit=200_000, tree=kept2)
+    res2 = driver_compiled.search(c4, s2, 0, champion, SearchSettings(seed=3, limit=200_000), tree=kept2)
     assert res2.tree.arrays is not kept2.arrays and res2.simulations == 200_000
 
 
@@ -218,7 +219,8 @@ def test_pondering_slices_grow_the_pool_by_doubling_not_at_every_slice(c4, monke
     for i in range(40):
         # a clocked search (its pool grows as pondering's does) that the limit ends, so the
         # nodes added do not depend on the machine's speed
-        res = driver_compiled.search(c4, s, 0, tournament, seed=i, limit=100, seconds=600.0, tree=tree)
+        res = driver_compiled.search(c4, s, 0, tournament,
+                                     SearchSettings(seed=i, limit=100, seconds=600.0), tree=tree)
         tree = res.tree
     assert tree.nodes > 8 * 200                      # the slices did add nodes, many times the step
     assert copies and len(copies) <= 6
@@ -235,10 +237,10 @@ def test_a_search_goes_on_with_its_mast_table_and_a_new_state_starts_its_own(c4)
     from agent.search import advance, common
     tournament = load_persona("tournament")
     s = c4.initial_state()
-    first = driver_compiled.search(c4, s, 0, tournament, seed=1, limit=2000)
+    first = driver_compiled.search(c4, s, 0, tournament, SearchSettings(seed=1, limit=2000))
     learnt = first.tree.arrays.mast_n.sum()
     assert learnt > 0
-    again = driver_compiled.search(c4, s, 0, tournament, seed=2, limit=50, tree=first.tree)
+    again = driver_compiled.search(c4, s, 0, tournament, SearchSettings(seed=2, limit=50), tree=first.tree)
     assert again.tree.arrays.mast_n.sum() > learnt
     grown = common.compact_into(again.tree, 0, 2 * again.tree.capacity)
     assert np.array_equal(grown.arrays.mast_n, again.tree.arrays.mast_n)
@@ -253,9 +255,9 @@ def test_a_persona_without_rave_gets_one_amaf_row(c4):
     next ply no longer copies a row per node."""
     from agent.search import advance
     s = c4.initial_state()
-    plain = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=1, seconds=0.05)
+    plain = driver_compiled.search(c4, s, 0, load_persona("tournament"), SearchSettings(seed=1, seconds=0.05))
     assert plain.tree.arrays.amaf_n.shape[0] == 1
     moved = advance(plain.tree, [plain.move, c4.legal_moves(s, 1)[0]])
     assert moved.arrays.amaf_n.shape[0] == 1
-    rave = driver_compiled.search(c4, s, 0, load_persona("sanguine"), seed=1, limit=300)
+    rave = driver_compiled.search(c4, s, 0, load_persona("sanguine"), SearchSettings(seed=1, limit=300))
     assert load_persona("sanguine").rave > 0 and rave.tree.arrays.amaf_n.shape[0] > 1

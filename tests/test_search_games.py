@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.persona import load_persona
-from agent.search import search
+from agent.search import SearchSettings, search
 from test_search_support import ConnectFour, TicTacToe, c4_variants, ttt_variants
 
 SHARED_MISSING = "../shared (the corpus) is not beside this clone"
@@ -54,9 +54,9 @@ def test_tictactoe_wins_in_one_and_blocks(path, corpus, kind):
     win = g.state("xx. oo. ...", "x")
     block = g.state("xx. .o. ...", "o")
     for seed in SEEDS[kind]:
-        r = search(eng, win, 0, CHAMPION, seed=seed, limit=LIMITS[kind])
+        r = search(eng, win, 0, CHAMPION, SearchSettings(seed=seed, limit=LIMITS[kind]))
         assert r.move == g.move(1, 3), (seed, list(zip(r.moves, r.q, r.visits)))
-        r = search(eng, block, 1, CHAMPION, seed=seed, limit=LIMITS[kind])
+        r = search(eng, block, 1, CHAMPION, SearchSettings(seed=seed, limit=LIMITS[kind]))
         assert r.move == g.move(1, 3), (seed, list(zip(r.moves, r.q, r.visits)))
 
 
@@ -69,9 +69,9 @@ def test_connect_four_wins_in_one_and_blocks(path, corpus, kind):
     block = g.state(["ry", "ry", "r", "", "", "", ""], "y")            # red threatens column 4
     seeds = SEEDS[kind][:1] if kind == "prolog" else SEEDS[kind]
     for seed in seeds:
-        assert search(eng, win, 0, CHAMPION, seed=seed, limit=LIMITS[kind]).move == g.move(4)
-        assert search(eng, vertical, 0, CHAMPION, seed=seed, limit=LIMITS[kind]).move == g.move(1)
-        r = search(eng, block, 1, CHAMPION, seed=seed, limit=LIMITS[kind])
+        assert search(eng, win, 0, CHAMPION, SearchSettings(seed=seed, limit=LIMITS[kind])).move == g.move(4)
+        assert search(eng, vertical, 0, CHAMPION, SearchSettings(seed=seed, limit=LIMITS[kind])).move == g.move(1)
+        r = search(eng, block, 1, CHAMPION, SearchSettings(seed=seed, limit=LIMITS[kind]))
         assert r.move == g.move(4), (seed, list(zip(r.moves, r.q, r.visits)))
 
 
@@ -81,7 +81,7 @@ def test_tictactoe_solver_proves_endgame(path, corpus, kind):
     g = TicTacToe(path, corpus)
     eng = _engine(kind, path)
     s = g.state("x.. .o. ..x", "o")     # o must not take a corner... small tree, fully solvable
-    r = search(eng, s, 1, CHAMPION, seed=1, limit=LIMITS[kind] * 3)
+    r = search(eng, s, 1, CHAMPION, SearchSettings(seed=1, limit=LIMITS[kind] * 3))
     proven = {m: v for m, v in zip(r.moves, r.proven) if v == v}
     assert proven, "no root move proven"
     assert all(v in (0.0, 50.0, 100.0) for v in proven.values())

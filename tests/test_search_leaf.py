@@ -12,7 +12,7 @@ import pytest
 from agent.engine import load_engine
 from agent.persona import load_persona
 from agent.search import leaf as L
-from agent.search import search
+from agent.search import SearchSettings, search
 from agent.search.driver_compiled import engine_data
 from gdl.kif import parse_rules
 from test_search_support import ROOT, TicTacToe, compiled, counter_game, persona, reasoner
@@ -44,8 +44,8 @@ def test_both_drivers_same_q_and_visits(name, thesis, no_decisive):
     p = load_persona(name).replace(limit=150)
     g = TicTacToe(TTT, False)
     for state, role in ((g.sm.initial_state(), 0), (g.state("x.. .o. ..x", "o"), 1)):
-        a = search(reasoner(TTT), state, role, p, seed=11, thesis=thesis)
-        b = search(compiled(TTT), state, role, p, seed=11, thesis=thesis)
+        a = search(reasoner(TTT), state, role, p, SearchSettings(seed=11, thesis=thesis))
+        b = search(compiled(TTT), state, role, p, SearchSettings(seed=11, thesis=thesis))
         same_search(a, b)
 
 
@@ -59,7 +59,7 @@ def test_goal_feature_without_a_goal_is_50_on_both_drivers():
                 utility={"lambda": 1.0, "weights": {"goal": 1.0}})
     for make in (reasoner, compiled):
         e = make(NO_GOAL_BEFORE_END)
-        r = search(e, e.initial_state(), 0, p, seed=1, limit=20)
+        r = search(e, e.initial_state(), 0, p, SearchSettings(seed=1, limit=20))
         assert np.allclose(r.q, 50.0), make.__name__
 
 
@@ -72,4 +72,5 @@ def test_drivers_agree_when_the_engine_order_is_not_canonical(tmp_path):
     p = persona(limit=80, rave=300, grave=5, epsilon=0.5, charge_depth=3,
                 utility={"lambda": 0.5, "weights": {"length": -1.0, "own_facts": 0.5}})
     pr = reasoner(scrambled)
-    same_search(search(pr, pr.initial_state(), 0, p, seed=3), search(eng, eng.initial_state(), 0, p, seed=3))
+    same_search(search(pr, pr.initial_state(), 0, p, SearchSettings(seed=3)),
+                search(eng, eng.initial_state(), 0, p, SearchSettings(seed=3)))

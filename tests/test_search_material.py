@@ -13,7 +13,7 @@ from agent.match.rules import Scrambler, read_rules
 from agent.persona import load_persona
 from agent.search import heuristic as H
 from agent.search import material as M
-from agent.search import search
+from agent.search import SearchSettings, search
 from agent.search import tree as T
 from agent.search.driver_compiled import _material_prior
 from agent.search.params import MATERIAL_WEIGHT, P_MATERIAL, build
@@ -166,12 +166,13 @@ def test_params_material_is_live_play_only():
 def test_search_with_material_seeds_the_root_moves(breakthrough, learned):
     champ = load_persona("champion")
     s = breakthrough.initial_state()
-    res = search(breakthrough, s, 0, champ, seed=3, limit=600, material=learned.material)
-    plain = search(breakthrough, s, 0, champ, seed=3, limit=600)
+    res = search(breakthrough, s, 0, champ, SearchSettings(seed=3, limit=600, material=learned.material))
+    plain = search(breakthrough, s, 0, champ, SearchSettings(seed=3, limit=600))
     # every root move tried once counts the prior's simulations as well as its own
     assert res.visits.sum() == plain.visits.sum() + MATERIAL_WEIGHT * len(res.visits)
     assert res.move in breakthrough.legal_moves(s, 0)
     # a persona search for fitting (thesis mode) is the spec's: the same with or without it
-    a = search(breakthrough, s, 0, champ, seed=3, limit=300, thesis=True, material=learned.material)
-    b = search(breakthrough, s, 0, champ, seed=3, limit=300, thesis=True)
+    a = search(breakthrough, s, 0, champ,
+               SearchSettings(seed=3, limit=300, thesis=True, material=learned.material))
+    b = search(breakthrough, s, 0, champ, SearchSettings(seed=3, limit=300, thesis=True))
     assert a.move == b.move and list(a.visits) == list(b.visits)

@@ -104,11 +104,11 @@ def test_a_full_neighbourhood_drops_the_pair_instead_of_growing():
 def test_live_searches_fill_the_table_and_thesis_searches_have_none(thesis, tmp_path):
     pytest.importorskip("pyswip")
     from agent.engine import load_engine
-    from agent.search import driver_compiled
+    from agent.search import SearchSettings, driver_compiled
     from gdl.kif import read_rules_file
     eng = load_engine(read_rules_file(GAMES / "connectFour.kif"), engine="compiled", cache_dir=tmp_path)
-    res = driver_compiled.search(eng, eng.initial_state(), 0, load_persona("champion"), seed=1,
-                                 limit=300, thesis=thesis)
+    res = driver_compiled.search(eng, eng.initial_state(), 0, load_persona("champion"),
+                                 SearchSettings(seed=1, limit=300, thesis=thesis))
     a = res.tree.arrays
     if thesis:
         assert a.nst_key.shape == (1,)

@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from agent.search import search
+from agent.search import SearchSettings, search
 from agent.search import tree as TR
 from agent.search.params import build
 from agent.search.rng import make_rng
@@ -16,7 +16,7 @@ from test_search_support import (RACE, T, counter_game, make, menu_game, needle,
 
 def choices(sm, p, n, limit, **kw):
     s0 = sm.initial_state()
-    return Counter(search(sm, s0, 0, p, seed=s, limit=limit, **kw).move for s in range(n))
+    return Counter(search(sm, s0, 0, p, SearchSettings(seed=s, limit=limit, **kw)).move for s in range(n))
 
 
 def tree_depth(arrays) -> int:
@@ -72,7 +72,7 @@ def test_aggressiveness_changes_move_choice(make):
     assert choices(sm, neutral(), 10, limit=20) == Counter({T("(pick a)"): 10})
     aggr = neutral(aggressiveness=[1.3, 1.0])
     assert choices(sm, aggr, 10, limit=20) == Counter({T("(pick b)"): 10})
-    r = search(sm, sm.initial_state(), 0, aggr, seed=1, limit=20)
+    r = search(sm, sm.initial_state(), 0, aggr, SearchSettings(seed=1, limit=20))
     assert np.allclose(sorted(r.q), [86.0, 91.0])
     # the "others" entry does not touch the deciding role
     assert choices(sm, neutral(aggressiveness=[1.0, 3.0]), 5, limit=20) == Counter({T("(pick a)"): 5})
@@ -82,7 +82,7 @@ def test_defensiveness_scales_poor_results(make):
     sm = make(menu_game({"a": 86, "c": 30}))
     assert choices(sm, neutral(), 5, limit=20) == Counter({T("(pick a)"): 5})
     assert choices(sm, neutral(defensiveness=[3.0, 1.0]), 5, limit=20) == Counter({T("(pick c)"): 5})
-    r = search(sm, sm.initial_state(), 0, neutral(defensiveness=[0.5, 1.0]), seed=1, limit=20)
+    r = search(sm, sm.initial_state(), 0, neutral(defensiveness=[0.5, 1.0]), SearchSettings(seed=1, limit=20))
     assert sorted(r.q) == [15.0, 86.0]
 
 
@@ -90,7 +90,7 @@ def test_middle_band_tosses_a_coin(make):
     sm = make(menu_game({"m": 50, "z": 0}))
     p = neutral(aggressiveness=[2.0, 1.0], defensiveness=[0.0, 1.0])
     # solver off: it would prove this tiny game's root and end the search (test_search_counts.py)
-    r = search(sm, sm.initial_state(), 0, p, seed=1, limit=300, solver=False)
+    r = search(sm, sm.initial_state(), 0, p, SearchSettings(seed=1, limit=300, solver=False))
     q = dict(zip(r.moves, r.q))[T("(pick m)")]
     assert 30 < q < 70          # half the time 100, half 0
 
@@ -102,7 +102,8 @@ def test_tree_discount_prefers_quicker_wins(make):
     assert len(flat) == 2           # both win: nothing to prefer
     quick = choices(sm, neutral(tree_discount=0.9), 30, limit=30, solver=False)
     assert quick == Counter({T("quick"): 30})
-    r = search(sm, sm.initial_state(), 0, neutral(tree_discount=0.9), seed=1, limit=30, solver=False)
+    r = search(sm, sm.initial_state(), 0, neutral(tree_discount=0.9),
+               SearchSettings(seed=1, limit=30, solver=False))
     q = dict(zip(r.moves, r.q))
     assert q[T("quick")] == 90.0 and q[T("slow")] < 90.0 * 0.9
     # the solver also takes the nearest proven win
@@ -111,10 +112,11 @@ def test_tree_discount_prefers_quicker_wins(make):
 
 def test_charge_discount_applies_once_to_charged_results(make):
     sm = make(counter_game(6))
-    r = search(sm, sm.initial_state(), 0, neutral(charge_discount=0.9, horizon=1), seed=1, limit=10)
+    r = search(sm, sm.initial_state(), 0, neutral(charge_discount=0.9, horizon=1),
+               SearchSettings(seed=1, limit=10))
     assert np.allclose(r.q, 90.0)           # every result came from a playout: 100 * 0.9 once
     menu = make(menu_game({"a": 80, "b": 20}))
-    r = search(menu, menu.initial_state(), 0, neutral(charge_discount=0.9), seed=1, limit=10)
+    r = search(menu, menu.initial_state(), 0, neutral(charge_discount=0.9), SearchSettings(seed=1, limit=10))
     assert sorted(r.q) == [20.0, 80.0]      # terminal reached in the tree: not discounted
 
 
@@ -122,8 +124,8 @@ def test_charge_discount_applies_once_to_charged_results(make):
 def test_horizon_limits_tree_depth(make):
     sm = make(counter_game(30))
     s0 = sm.initial_state()
-    shallow = search(sm, s0, 0, persona(horizon=3), seed=1, limit=200)
-    deep = search(sm, s0, 0, persona(horizon=20), seed=1, limit=200)
+    shallow = search(sm, s0, 0, persona(horizon=3), SearchSettings(seed=1, limit=200))
+    deep = search(sm, s0, 0, persona(horizon=20), SearchSettings(seed=1, limit=200))
     assert tree_depth(shallow.tree.arrays) == 3
     assert tree_depth(deep.tree.arrays) > 3
 
@@ -132,11 +134,11 @@ def test_charge_depth_cuts_playouts_to_charge_defaults(make):
     sm = make(counter_game(30))
     s0 = sm.initial_state()
     cut = neutral(horizon=1, charge_depth=5, charge_defaults=[40.0, 35.0])
-    assert np.allclose(search(sm, s0, 0, cut, seed=1, limit=10).q, 40.0)
+    assert np.allclose(search(sm, s0, 0, cut, SearchSettings(seed=1, limit=10)).q, 40.0)
     full = neutral(horizon=1, charge_depth=100)
-    assert np.allclose(search(sm, s0, 0, full, seed=1, limit=10).q, 100.0)
+    assert np.allclose(search(sm, s0, 0, full, SearchSettings(seed=1, limit=10)).q, 100.0)
     zero = neutral(horizon=1, charge_depth=0, charge_defaults=[36.0, 36.0])
-    assert np.allclose(search(sm, s0, 0, zero, seed=1, limit=10).q, 36.0)
+    assert np.allclose(search(sm, s0, 0, zero, SearchSettings(seed=1, limit=10)).q, 36.0)
 
 
 # ------------------------------------------------------------------ playout policy
@@ -147,8 +149,8 @@ def test_epsilon_uses_mast(make, no_decisive):
     sm = needle(make)
     s0 = sm.initial_state()
     base = dict(horizon=1, tree_discount=1.0, charge_discount=1.0, rave=0, grave=0)
-    uniform = search(sm, s0, 0, persona(epsilon=0.0, **base), seed=1, limit=300)
-    mast = search(sm, s0, 0, persona(epsilon=1.0, **base), seed=1, limit=300)
+    uniform = search(sm, s0, 0, persona(epsilon=0.0, **base), SearchSettings(seed=1, limit=300))
+    mast = search(sm, s0, 0, persona(epsilon=1.0, **base), SearchSettings(seed=1, limit=300))
     qa = lambda r: dict(zip(r.moves, r.q))[T("a")]
     assert qa(uniform) < 25 and uniform.move == T("b")
     assert qa(mast) > 60 and mast.move == T("a")
@@ -156,7 +158,7 @@ def test_epsilon_uses_mast(make, no_decisive):
     win_id = t.move_index[0][T("(n 7)")]
     assert t.arrays.mast_q[0, win_id] == 100.0 and t.arrays.mast_n[0, win_id] > 50
     # a colder Gibbs draw exploits harder
-    hot = search(sm, s0, 0, persona(epsilon=1.0, mast_tau=200.0, **base), seed=1, limit=300)
+    hot = search(sm, s0, 0, persona(epsilon=1.0, mast_tau=200.0, **base), SearchSettings(seed=1, limit=300))
     assert qa(hot) < qa(mast)
 
 
@@ -186,8 +188,8 @@ def test_exploration_factor_spreads_visits(make):
     sm = make(menu_game({"a": 99, "b": 90, "c": 80, "d": 70}))
     s0 = sm.initial_state()
     # solver off: it would prove this tiny game's root and end the search (test_search_counts.py)
-    greedy = search(sm, s0, 0, neutral(exploration_factor=1), seed=1, limit=200, solver=False)
-    wide = search(sm, s0, 0, neutral(exploration_factor=140), seed=1, limit=200, solver=False)
+    greedy = search(sm, s0, 0, neutral(exploration_factor=1), SearchSettings(seed=1, limit=200, solver=False))
+    wide = search(sm, s0, 0, neutral(exploration_factor=140), SearchSettings(seed=1, limit=200, solver=False))
     assert greedy.visits.max() > 0.9 * 200
     assert wide.visits.max() < 0.6 * 200 and wide.visits.min() > 15
 
@@ -215,7 +217,7 @@ def test_grave_threshold_picks_the_amaf_reference(make):
     sm = make(counter_game(12))
     s0 = sm.initial_state()
     p = lambda g: persona(grave=g, rave=2000, epsilon=0.0, tree_discount=0.95)
-    trees = {g: search(sm, s0, 0, p(g), seed=4, limit=80).tree.arrays for g in (100, 120, 0)}
+    trees = {g: search(sm, s0, 0, p(g), SearchSettings(seed=4, limit=80)).tree.arrays for g in (100, 120, 0)}
     n = int(min(t.meta[TR.M_SLOTS] for t in trees.values()))
     assert np.array_equal(trees[100].slot_n[:n], trees[120].slot_n[:n])
     assert not np.array_equal(trees[100].slot_n[:n], trees[0].slot_n[:n])
@@ -224,5 +226,6 @@ def test_grave_threshold_picks_the_amaf_reference(make):
 def test_limit_sets_simulations(make):
     sm = make(counter_game(5))
     # solver off: it would prove this tiny game's root and end the search (test_search_counts.py)
-    assert search(sm, sm.initial_state(), 0, persona(limit=37), seed=1, solver=False).simulations == 37
-    assert search(sm, sm.initial_state(), 0, persona(limit=37), seed=1, limit=12, solver=False).simulations == 12
+    s0 = sm.initial_state()
+    assert search(sm, s0, 0, persona(limit=37), SearchSettings(seed=1, solver=False)).simulations == 37
+    assert search(sm, s0, 0, persona(limit=37), SearchSettings(seed=1, limit=12, solver=False)).simulations == 12

@@ -13,7 +13,7 @@ import pytest
 
 from agent.engine import load_engine
 from agent.persona import load_persona
-from agent.search import driver_compiled, driver_sm
+from agent.search import SearchSettings, driver_compiled, driver_sm
 from gdl.kif import read_rules_file
 
 from conftest import needs_shared
@@ -50,9 +50,10 @@ def _check(eng, persona, limit, thesis, plies=8):
     """Both drivers on three states of a walk (the initial state, plies 4 and 8), each role."""
     for i, state in enumerate(_walk_states(eng, plies, 5)):
         for role in range(len(eng.roles)):
-            a = driver_sm.search(eng, state, role, persona, seed=100 + i, limit=limit, thesis=thesis)
-            b = driver_compiled.search(eng, state, role, persona, seed=100 + i, limit=limit,
-                                       thesis=thesis)
+            a = driver_sm.search(eng, state, role, persona,
+                                 SearchSettings(seed=100 + i, limit=limit, thesis=thesis))
+            b = driver_compiled.search(eng, state, role, persona,
+                                       SearchSettings(seed=100 + i, limit=limit, thesis=thesis))
             _same(a, b)
 
 

@@ -18,7 +18,7 @@ from agent.engine import load_engine
 from agent.persona import load_persona
 from agent.search import heuristic as H
 from agent.search import material as M
-from agent.search import search
+from agent.search import SearchSettings, search
 from gdl.kif import parse_rules
 
 CHAIN = """
@@ -70,8 +70,8 @@ def cut_value(evaluation: float, white: int, black: int) -> float:
 def one_playout(eng, material):
     """White's root value after one simulation: the root's move, then a playout from step 1."""
     champ = dataclasses.replace(load_persona("champion"), tree_discount=1.0)
-    res = search(eng, eng.initial_state(), 0, champ, seed=1, limit=1, solver=True,
-                 heuristic=pieces_evaluation(), material=material)
+    res = search(eng, eng.initial_state(), 0, champ,
+                 SearchSettings(seed=1, limit=1, solver=True, heuristic=pieces_evaluation(), material=material))
     assert res.evaluated == 1
     return float(res.q[0]), res.extended
 

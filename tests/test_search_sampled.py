@@ -16,7 +16,7 @@ import pytest
 from agent.engine.nonground import NonGroundEngine
 from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
-from agent.search import driver_sm
+from agent.search import SearchSettings, driver_sm
 from agent.search import tree as T
 from agent.search.params import P_CHARGE_DEPTH, P_EPSILON, build
 from agent.search.rng import make_rng
@@ -76,7 +76,8 @@ def test_the_search_plays_out_legal_moves_to_a_terminal_state():
 
 def test_a_search_on_the_sampler_runs():
     engine = NonGroundEngine(parse_rules(GUARDED))
-    r = driver_sm.search(engine, engine.initial_state(), 0, load_persona("tournament"), seed=3, limit=300)
+    r = driver_sm.search(engine, engine.initial_state(), 0, load_persona("tournament"),
+                         SearchSettings(seed=3, limit=300))
     assert r.simulations > 50     # (the solver may settle the root before the limit)
 
 

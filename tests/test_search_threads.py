@@ -15,7 +15,7 @@ import pytest
 
 from agent.engine import load_engine
 from agent.persona import load_persona
-from agent.search import advance, common, driver_compiled, search
+from agent.search import SearchSettings, advance, common, driver_compiled, search
 from agent.search import tree as T
 from agent.server.cli import add_arguments, config_from_args
 from gdl.kif import parse_term, read_rules_file
@@ -45,7 +45,7 @@ def _root_visits(arrays, me):
 def test_two_threads_search_two_trees_and_count_both(connect_four):
     eng = connect_four
     s0 = eng.initial_state()
-    r = search(eng, s0, 0, load_persona("champion"), seed=3, seconds=0.3, threads=2)
+    r = search(eng, s0, 0, load_persona("champion"), SearchSettings(seed=3, seconds=0.3, threads=2))
     assert r.move in eng.legal_moves(s0, 0)
     assert len(r.tree.helpers) == 1 and r.threads == 2
     main, helper = r.tree.arrays, r.tree.helpers[0].arrays
@@ -65,8 +65,8 @@ def test_merged_root_values_are_visit_weighted(connect_four):
     eng = connect_four
     s0 = eng.initial_state()
     p = load_persona("champion")
-    a = search(eng, s0, 0, p, seed=1, limit=400).tree.arrays
-    b = search(eng, s0, 0, p, seed=2, limit=900).tree.arrays
+    a = search(eng, s0, 0, p, SearchSettings(seed=1, limit=400)).tree.arrays
+    b = search(eng, s0, 0, p, SearchSettings(seed=2, limit=900)).tree.arrays
     qa, na = _root_visits(a, 0)
     qb, nb = _root_visits(b, 0)
     q, n = common.merged_root_stats(a, [b], 0, 0.0, qa, na)
@@ -80,8 +80,8 @@ def test_a_search_of_fixed_size_stays_one_reproducible_tree(connect_four):
     eng = connect_four
     s0 = eng.initial_state()
     p = load_persona("champion")
-    one = search(eng, s0, 0, p, seed=5, limit=500)
-    two = search(eng, s0, 0, p, seed=5, limit=500, threads=2)
+    one = search(eng, s0, 0, p, SearchSettings(seed=5, limit=500))
+    two = search(eng, s0, 0, p, SearchSettings(seed=5, limit=500, threads=2))
     assert two.tree.helpers == []
     assert one.move == two.move and np.array_equal(one.visits, two.visits)
 
@@ -90,7 +90,7 @@ def test_the_helper_trees_move_on_with_the_tree(connect_four):
     eng = connect_four
     s0 = eng.initial_state()
     p = load_persona("champion")
-    r = search(eng, s0, 0, p, seed=7, seconds=0.3, threads=2)
+    r = search(eng, s0, 0, p, SearchSettings(seed=7, seconds=0.3, threads=2))
     other = eng.legal_moves(s0, 1)[0]
     joint = [r.move, other]
     kept = advance(r.tree, joint)
@@ -99,14 +99,14 @@ def test_the_helper_trees_move_on_with_the_tree(connect_four):
     for seed in range(20):
         if kept is not None and kept.helpers and kept.helpers[0].nodes > 1:
             break
-        r = search(eng, s0, 0, p, seed=100 + seed, seconds=0.3, tree=r.tree, threads=2)
+        r = search(eng, s0, 0, p, SearchSettings(seed=100 + seed, seconds=0.3, threads=2), tree=r.tree)
         kept = advance(r.tree, joint)
     assert kept is not None and len(kept.helpers) == 1
     s1 = eng.next_state(s0, joint)
     assert np.array_equal(kept.helpers[0].arrays.state[0], eng.pack(s1))
     before = kept.helpers[0].nodes
     assert before > 1                                   # the helper's subtree was kept
-    r2 = search(eng, s1, 1, p, seed=8, seconds=0.2, tree=kept, threads=2)
+    r2 = search(eng, s1, 1, p, SearchSettings(seed=8, seconds=0.2, threads=2), tree=kept)
     assert r2.move in eng.legal_moves(s1, 1)
     assert r2.tree.helpers[0].nodes >= before           # searched on, not started afresh
 
@@ -122,7 +122,8 @@ def test_an_error_in_a_helper_thread_reaches_the_caller(connect_four, monkeypatc
     monkeypatch.setattr(driver_compiled, "simulate", failing)
     eng = connect_four
     with pytest.raises(RuntimeError, match="broken in a helper"):
-        search(eng, eng.initial_state(), 0, load_persona("champion"), seed=1, seconds=0.3, threads=2)
+        search(eng, eng.initial_state(), 0, load_persona("champion"),
+               SearchSettings(seed=1, seconds=0.3, threads=2))
 
 
 def test_a_win_found_by_the_threads_is_played(tic_tac_toe):
@@ -132,7 +133,7 @@ def test_a_win_found_by_the_threads_is_played(tic_tac_toe):
     for joint in (["(place 1 1)", "noop"], ["noop", "(place 2 2)"], ["(place 1 2)", "noop"],
                   ["noop", "(place 3 3)"]):
         s = eng.next_state(s, [parse_term(m) for m in joint])
-    r = search(eng, s, 0, load_persona("champion"), seed=2, seconds=0.3, threads=2)
+    r = search(eng, s, 0, load_persona("champion"), SearchSettings(seed=2, seconds=0.3, threads=2))
     assert r.move == parse_term("(place 1 3)")
 
 

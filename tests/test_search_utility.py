@@ -8,7 +8,7 @@ import pytest
 from agent.persona import load_persona
 from agent.search import features as F
 from agent.search import leaf as L
-from agent.search import search
+from agent.search import SearchSettings, search
 from test_search_support import RACE, T, TicTacToe, make, persona, reasoner, ROOT
 
 GEMS = """
@@ -66,22 +66,22 @@ def test_features_of_a_tictactoe_state():
 def test_length_weight_makes_a_rusher_or_a_dawdler(make):
     sm = make(RACE)
     s0 = sm.initial_state()
-    rush = search(sm, s0, 0, util({"length": -1.0}), seed=1, limit=30)
+    rush = search(sm, s0, 0, util({"length": -1.0}), SearchSettings(seed=1, limit=30))
     q = dict(zip(rush.moves, rush.q))
     assert rush.move == T("quick") and np.isclose(q[T("quick")], 75.0) and np.isclose(q[T("slow")], 0.0)
-    slow = search(sm, s0, 0, util({"length": 1.0}), seed=1, limit=30)
+    slow = search(sm, s0, 0, util({"length": 1.0}), SearchSettings(seed=1, limit=30))
     assert slow.move == T("slow")
     # lambda = 0.5 mixes the goal back in: both paths win, so length still decides
-    half = search(sm, s0, 0, util({"length": -1.0}, lam=0.5), seed=1, limit=30)
+    half = search(sm, s0, 0, util({"length": -1.0}, lam=0.5), SearchSettings(seed=1, limit=30))
     assert np.isclose(dict(zip(half.moves, half.q))[T("quick")], 87.5)
 
 
 def test_own_facts_make_a_collector(make):
     sm = make(GEMS)
     s0 = sm.initial_state()
-    assert search(sm, s0, 0, util({"own_facts": 1.0}, lam=0.5), seed=1, limit=20).move == T("grab")
-    assert search(sm, s0, 0, util({"own_facts": -1.0}, lam=0.5), seed=1, limit=20).move == T("skip")
-    plain = search(sm, s0, 0, persona(tree_discount=1.0), seed=1, limit=20)
+    assert search(sm, s0, 0, util({"own_facts": 1.0}, lam=0.5), SearchSettings(seed=1, limit=20)).move == T("grab")
+    assert search(sm, s0, 0, util({"own_facts": -1.0}, lam=0.5), SearchSettings(seed=1, limit=20)).move == T("skip")
+    plain = search(sm, s0, 0, persona(tree_discount=1.0), SearchSettings(seed=1, limit=20))
     assert np.allclose(plain.q, 50.0)             # goals alone cannot tell them apart
 
 
@@ -93,6 +93,6 @@ def test_generic_personas_play_tictactoe(name, make):
     eng = make(g.path)
     p = load_persona(name)
     assert p.utility_lambda == 0.5
-    r = search(eng, g.state("x.. .o. ...", "x"), 0, p, seed=1, limit=150)
+    r = search(eng, g.state("x.. .o. ...", "x"), 0, p, SearchSettings(seed=1, limit=150))
     assert r.move in r.moves and r.visits.sum() == 150
     assert np.isnan(r.proven).all()               # the solver is off for utility personas

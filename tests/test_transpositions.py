@@ -12,7 +12,7 @@ import pytest
 
 from agent.engine import load_engine
 from agent.persona import load_persona
-from agent.search import driver_compiled, driver_sm
+from agent.search import SearchSettings, driver_compiled, driver_sm
 from agent.search import tree as T
 from agent.search.common import advance
 from gdl.kif import parse_rules, parse_term, read_rules_file
@@ -71,7 +71,7 @@ OTHER = ["(place 1 3)", "(place 2 2)", "(place 1 1)"]
 
 @pytest.mark.parametrize("driver", DRIVERS, ids=["sm", "compiled"])
 def test_a_transposition_is_one_node(ttt, driver):
-    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"), seed=3, limit=3000)
+    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"), SearchSettings(seed=3, limit=3000))
     a, b = _walk(res.tree, ONE), _walk(res.tree, OTHER)
     assert a >= 0 and a == b, "X 11, O 22, X 13 and X 13, O 22, X 11 reach one node"
     assert res.transpositions > 0
@@ -82,8 +82,8 @@ def test_a_transposition_is_one_node(ttt, driver):
 
 @pytest.mark.parametrize("driver", DRIVERS, ids=["sm", "compiled"])
 def test_thesis_mode_searches_a_tree(ttt, driver):
-    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"), seed=3, limit=3000,
-                        thesis=True)
+    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"),
+                        SearchSettings(seed=3, limit=3000, thesis=True))
     assert res.transpositions == 0
     a, b = _walk(res.tree, ONE), _walk(res.tree, OTHER)
     assert a != b or a < 0
@@ -91,7 +91,7 @@ def test_thesis_mode_searches_a_tree(ttt, driver):
 
 @pytest.mark.parametrize("driver", DRIVERS, ids=["sm", "compiled"])
 def test_a_kept_subtree_keeps_its_transpositions(ttt, driver):
-    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"), seed=5, limit=4000)
+    res = driver.search(ttt, ttt.initial_state(), 0, load_persona("champion"), SearchSettings(seed=5, limit=4000))
     kept = advance(res.tree, (parse_term("(place 1 1)"), parse_term("noop")))
     assert kept is not None
     a = _walk(kept, ["(place 2 2)", "(place 1 3)", "(place 3 3)"], mover_first=1)
@@ -106,7 +106,7 @@ def test_a_kept_subtree_keeps_its_transpositions(ttt, driver):
         assert all(kept.index[s] == n for n, s in enumerate(kept.states))
     # and the next search on the kept tree goes on sharing that node
     state = ttt.next_state(ttt.initial_state(), [parse_term("(place 1 1)"), parse_term("noop")])
-    res2 = driver.search(ttt, state, 1, load_persona("champion"), seed=6, limit=500, tree=kept)
+    res2 = driver.search(ttt, state, 1, load_persona("champion"), SearchSettings(seed=6, limit=500), tree=kept)
     assert _walk(res2.tree, ["(place 2 2)", "(place 1 3)", "(place 3 3)"], mover_first=1) == \
         _walk(res2.tree, ["(place 3 3)", "(place 1 3)", "(place 2 2)"], mover_first=1)
 
@@ -116,7 +116,7 @@ def test_a_cycle_is_not_a_transposition(driver):
     eng = load_engine(parse_rules(RING), engine="compiled")
     s1 = eng.initial_state()
     # without the solver, which would prove the root at once and end the search
-    res = driver.search(eng, s1, 0, load_persona("champion"), seed=1, limit=400, solver=False)
+    res = driver.search(eng, s1, 0, load_persona("champion"), SearchSettings(seed=1, limit=400, solver=False))
     st = res.tree
     # the root's only move leads to pos 2, whose flip leads back to pos 1: a new node, not
     # the root (a link to an ancestor would make the descent go round until the horizon)
@@ -124,8 +124,8 @@ def test_a_cycle_is_not_a_transposition(driver):
     back = _walk(st, ["flip", "flip"])
     assert two > 0 and back > 0 and back != 0
     s2 = eng.next_state(s1, [parse_term("flip")])
-    assert driver.search(eng, s2, 0, load_persona("champion"), seed=1, limit=200,
-                         solver=False).move == parse_term("leave")
+    assert driver.search(eng, s2, 0, load_persona("champion"),
+                         SearchSettings(seed=1, limit=200, solver=False)).move == parse_term("leave")
 
 
 def test_a_full_tree_at_its_memory_budget_is_not_copied_again(monkeypatch):
@@ -138,14 +138,16 @@ def test_a_full_tree_at_its_memory_budget_is_not_copied_again(monkeypatch):
     monkeypatch.setattr(common, "TREE_BYTES", 2 * 1024 * 1024)
     s = c4.initial_state()
     big = 10_000_000
-    t = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=1, seconds=0.5, limit=big).tree
+    t = driver_compiled.search(c4, s, 0, load_persona("tournament"),
+                               SearchSettings(seed=1, seconds=0.5, limit=big)).tree
     grown = 0
     while common.can_grow(t, t.nodes + big + 1) and grown < 5:
-        t2 = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=2 + grown, seconds=0.5,
-                                    limit=big, tree=t).tree
+        t2 = driver_compiled.search(c4, s, 0, load_persona("tournament"),
+                                    SearchSettings(seed=2 + grown, seconds=0.5, limit=big), tree=t).tree
         assert t2 is not t and t2.capacity > t.capacity
         t, grown = t2, grown + 1
     assert t.capacity - t.nodes < driver_compiled.DEFAULT_TIMED_NODES     # nearly full
     assert not common.can_grow(t, t.nodes + big + 1)
-    res = driver_compiled.search(c4, s, 0, load_persona("tournament"), seed=9, seconds=0.2, limit=big, tree=t)
+    res = driver_compiled.search(c4, s, 0, load_persona("tournament"),
+                                 SearchSettings(seed=9, seconds=0.2, limit=big), tree=t)
     assert res.tree is t, "the same tree searched on, not a copy of it"

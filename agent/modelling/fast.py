@@ -59,6 +59,23 @@ class FastSettings:
     move_features: bool = True   # the models read movefeatures' columns (False: as before they existed)
 
 
+@dataclass
+class HeldOutResults:
+    """What the evaluation stage finds on the test decisions (``heldout.py``'s pieces, the
+    champion's and move-frequency's fitted parameters, and which prior model each player
+    is most like); ``run`` writes them into results.json under the keys named beside."""
+    metrics: list               # "metrics": one row per (player, model)
+    paired: list                # "paired": the paired differences against the baselines
+    per_decision: list          # decisions.csv of the report
+    matrix_logp: list           # "matrix": model x player
+    matrix_argmax: list
+    diagonal_max: list          # per player: its own model is the best of its row
+    attribution: list           # "attribution"
+    champion_choice: dict       # "champion_choice": player -> fitted choice parameters
+    move_frequency: dict        # "move_frequency": player -> the n-gram model's parameters
+    most_like: dict             # "most_like": player -> {prior model: mean log-likelihood}
+
+
 class Clock:
     """Wall and CPU seconds of stages; CPU includes this process's live worker processes."""
 
@@ -252,11 +269,12 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         most_like_confidence.update(sure)
         chosen_lp = {lab: [lp[d.chosen] for lp, d in zip(logp_all[lab], test)] for lab in labels}
         attribution = EV.attribution(test, labels, chosen_lp)
-        return rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like
+        return HeldOutResults(metrics=rows, paired=diffs, per_decision=per_decision, matrix_logp=ml,
+                              matrix_argmax=ma, diagonal_max=diagonal, attribution=attribution,
+                              champion_choice=champ_choice, move_frequency=freq, most_like=most_like)
 
     most_like_confidence: dict = {}
-    rows, diffs, per_decision, (ml, ma, diagonal), attribution, champ_choice, freq, most_like = \
-        clock.run("evaluation", evaluate)
+    ev = clock.run("evaluation", evaluate)
     pdir = out / "personas"
     pdir.mkdir(parents=True, exist_ok=True)
     for lab in labels:
@@ -274,18 +292,19 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
                  "test_player_matches": len({d.pm for d in test})},
         "models": {lab: _model_json(models[lab]) for lab in labels},
         "pooled": _model_json(pooled) if pooled is not None else None,
-        "champion_choice": champ_choice, "move_frequency": freq,
-        "metrics": rows, "paired": diffs,
-        "matrix": {"rows": labels, "columns": labels, "logp": ml, "argmax": ma, "diagonal_max": diagonal},
-        "attribution": attribution, "most_like": most_like,
+        "champion_choice": ev.champion_choice, "move_frequency": ev.move_frequency,
+        "metrics": ev.metrics, "paired": ev.paired,
+        "matrix": {"rows": labels, "columns": labels, "logp": ev.matrix_logp, "argmax": ev.matrix_argmax,
+                   "diagonal_max": ev.diagonal_max},
+        "attribution": ev.attribution, "most_like": ev.most_like,
         "most_like_confidence": most_like_confidence, "prior": str(prior) if prior else None,
         "searched_decisions": cache.computed, "cached_decisions": len(keyed) - cache.computed,
         "estimate_seconds": estimate, "stages": clock.stages, "fit_seconds": fit_seconds,
-        "bar": EV.bar(labels, diffs, diagonal, pooled is not None),
-        "floor": _floor(rows),
+        "bar": EV.bar(labels, ev.paired, ev.diagonal_max, pooled is not None),
+        "floor": _floor(ev.metrics),
     }
     from .fastreport import write
-    write(out, result, per_decision, compare)     # results.json among the report's data
+    write(out, result, ev.per_decision, compare)     # results.json among the report's data
     return result
 
 

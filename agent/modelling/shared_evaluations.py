@@ -258,14 +258,14 @@ def evaluate_state(engine, state, role: int, moves, seed: int, plan: dict, calib
     at most), so a short clock costs precision, never the move."""
     import time
 
-    from agent.search import search
+    from agent.search import SearchSettings, search
     runs = {}
     for k, name in enumerate(SEARCHES):
         seconds = None
         if deadline is not None:
             seconds = max(0.0, (deadline - time.monotonic()) / (len(SEARCHES) - k))
         runs[name] = search(engine, state, role, PERSONAS[name](plan["limit"]),
-                            seed=seed, limit=plan["limit"], seconds=seconds, thesis=True)
+                            SearchSettings(seed=seed, limit=plan["limit"], seconds=seconds, thesis=True))
     return _matrix(engine, state, role, seed, moves, runs, calibration, facts), runs
 
 

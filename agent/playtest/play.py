@@ -56,7 +56,7 @@ def play_run(task: dict) -> dict:
     from agent.reasoner.statemachine import goal_vector
     from agent.search import features as F
     from agent.search import leaf as L
-    from agent.search import search
+    from agent.search import SearchSettings, search
 
     engine = engine_for(task["rules_text"], task["rules_key"])
     cal = F.calibrate(engine)          # cached per engine; the same for every persona
@@ -85,15 +85,15 @@ def play_run(task: dict) -> dict:
                 continue
             seed = sub_seed(task["seed"], ply, r)
             if r == me:
-                res = search(engine, s, r, persona, seed=seed, limit=task["limit"])
+                res = search(engine, s, r, persona, SearchSettings(seed=seed, limit=task["limit"]))
                 decisions.append({"ply": ply, "state": sorted(render(f) for f in s),
                                   "move": render(res.move), "n_moves": len(legal[r])})
                 joint.append(res.move)
             elif opponent is None:
                 joint.append(rnd.choice(legal[r]))
             else:
-                joint.append(search(engine, s, r, opponent, seed=seed,
-                                    limit=task["opponent_limit"]).move)
+                joint.append(search(engine, s, r, opponent,
+                                    SearchSettings(seed=seed, limit=task["opponent_limit"])).move)
         s = engine.next_state(s, joint)
         seen.update(s)
         ply += 1

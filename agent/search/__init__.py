@@ -1,7 +1,9 @@
 """The persona Monte Carlo tree search (spec sections 2 and 6.4).
 
-    search(engine, state, role_index, persona, *, seed, limit=None, seconds=None, tree=None,
-           thesis=False, on_progress=None) -> SearchResult(move, moves, q, visits, simulations, ...)
+    search(engine, state, role_index, persona, settings, tree=None, on_progress=None)
+        -> SearchResult(move, moves, q, visits, simulations, ...)
+    SearchSettings(seed, limit=None, seconds=None, solver=True, max_nodes=None, thesis=False,
+                   threads=1, heuristic=None, material=None)
     advance(tree, joint_move) -> tree for the next decision (or None)
     search_batch(engine, items, persona, seed, *, limit=None, thesis=True) -> [SearchResult]
 
@@ -9,10 +11,11 @@
 search runs in numba) or any StateMachine (e.g. ``PrologReasoner``: Python drives the same
 numba tree functions and the same leaf evaluator).  States are frozensets of terms.
 
-``limit`` overrides the persona's simulations per decision; with ``seconds`` alone the search
-runs until the time is up; with both, whichever ends first (live play: a persona plays with
-the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result (without a
-clock: a clock makes any search depend on timing, and ``threads`` are used only on one).
+``settings.limit`` overrides the persona's simulations per decision; with ``seconds`` alone
+the search runs until the time is up; with both, whichever ends first (live play: a persona
+plays with the fewer of its ``limit`` and the clock, spec 6.6).  Same seed, same result
+(without a clock: a clock makes any search depend on timing, and ``threads`` are used only
+on one).
 
 ``thesis=True`` is exactly the search of spec 2.8 (what scoring recorded decisions needs): a
 fresh tree and MAST table, no solver, a final choice by the spec alone.  ``thesis=False``
@@ -35,36 +38,31 @@ from . import leaf as _leaf
 from . import params as _params
 from . import rng as _rng
 from . import tree as _tree
-from .common import SearchResult, SearchTree, advance, is_compiled
+from .common import SearchResult, SearchSettings, SearchTree, advance, is_compiled, settings_of
 from .jitguard import guard as _guard
 
 _guard([_tree, _leaf, _rng], [_tree, _leaf, _rng, _params])
 
-__all__ = ["search", "search_batch", "advance", "SearchResult", "SearchTree", "item_seed"]
+__all__ = ["search", "search_batch", "advance", "SearchResult", "SearchSettings", "SearchTree", "item_seed"]
 
 
-def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
-           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None, material=None, threads: int = 1) -> SearchResult:
-    """One decision for ``role_index`` in ``state``.  ``tree``: a tree from a previous
+def search(engine, state, role_index: int, persona, settings: SearchSettings | None = None,
+           tree: SearchTree | None = None, on_progress=None, **keywords) -> SearchResult:
+    """One decision for ``role_index`` in ``state`` with ``settings`` (``SearchSettings``:
+    seed, budget, switches, the game's evaluation inputs).  ``tree``: a tree from a previous
     result, moved on with ``advance``; used when its root is ``state`` (not in thesis mode).
-    ``solver=False`` turns off the terminal solver (for baselines); ``max_nodes`` bounds
-    the node pool; ``heuristic``: the game's evaluation (``heuristic.learn``), which ends
-    playouts after ``heuristic.EVAL_DEPTH`` plies in live play; ``material``: each role's
-    pieces (``material.Material``, from ``heuristic.Learner``), a prior on the moves the
-    compiled engine's search tries (the state-machine driver has none).  ``threads``: on a clock,
-    the compiled engine searches that many trees of the root at once, one per thread, and
-    the choice reads their root statistics together (root parallelism; the state-machine
-    driver searches on one thread)."""
-    if is_compiled(engine):
-        return _driver_compiled.search(engine, state, role_index, persona, seed=seed, limit=limit,
-                                       seconds=seconds, tree=tree, solver=solver, max_nodes=max_nodes,
-                                       thesis=thesis, on_progress=on_progress, heuristic=heuristic,
-                                       material=material, threads=threads)
-    return _driver_sm.search(engine, state, role_index, persona, seed=seed, limit=limit, seconds=seconds,
-                             tree=tree, solver=solver, max_nodes=max_nodes, thesis=thesis,
-                             on_progress=on_progress, heuristic=heuristic)
+    ``settings.solver=False`` turns off the terminal solver (for baselines); ``max_nodes``
+    bounds the node pool; ``heuristic``: the game's evaluation (``heuristic.learn``), which
+    ends playouts after ``heuristic.EVAL_DEPTH`` plies in live play; ``material``: each
+    role's pieces (``material.Material``, from ``heuristic.Learner``), a prior on the moves
+    the compiled engine's search tries (the state-machine driver has none).  ``threads``: on
+    a clock, the compiled engine searches that many trees of the root at once, one per
+    thread, and the choice reads their root statistics together (root parallelism; the
+    state-machine driver searches on one thread).  ``keywords``: the older form
+    (``seed=``, ``limit=``, ...) of callers not yet moved (``common.settings_of``)."""
+    settings = settings_of(settings, keywords)
+    driver = _driver_compiled if is_compiled(engine) else _driver_sm
+    return driver.search(engine, state, role_index, persona, settings, tree=tree, on_progress=on_progress)
 
 
 def item_seed(seed: int, index: int) -> int:
@@ -97,7 +95,8 @@ def search_batch(engine, items, persona, seed: int, *, limit: int | None = None,
         return _driver_compiled.search_batch(engine, items, persona, limit=limit, solver=solver, thesis=thesis)
     out = []
     for state, role, s in items:
-        r = _driver_sm.search(engine, state, role, persona, seed=s, limit=limit, solver=solver, thesis=thesis)
+        r = _driver_sm.search(engine, state, role, persona,
+                              SearchSettings(seed=s, limit=limit, solver=solver, thesis=thesis))
         r.tree = None
         out.append(r)
     return out

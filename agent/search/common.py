@@ -1,6 +1,6 @@
-"""What both drivers share outside numba: the result of one decision and the reusable
-tree, the final choice at the root (with the one-ply fallback when not one simulation
-finished), and the best-so-far reports of a running search."""
+"""What both drivers share outside numba: the settings of one decision, its result and the
+reusable tree, the final choice at the root (with the one-ply fallback when not one
+simulation finished), and the best-so-far reports of a running search."""
 from __future__ import annotations
 
 import time
@@ -23,6 +23,39 @@ AMAF_BYTES = 64 * 1024 * 1024      # AMAF rows beyond this budget are not alloca
 # allocates gigabytes before its first simulation. Beyond this budget the pool is full and
 # the search degrades as a full pool does (simulations go on from the frontier).
 TREE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The budget and switches of one search (``agent.search.search``), apart from what it
+    searches (engine, state, role, persona) and what it carries between calls (tree,
+    progress reports).  Same settings with a fixed ``limit`` and no clock, same result."""
+    seed: int
+    limit: int | None = None        # simulations; None: the persona's (or the clock alone)
+    seconds: float | None = None    # the clock; with ``limit`` too, whichever ends first
+    solver: bool = True             # False: no terminal solver (baselines)
+    max_nodes: int | None = None    # bound on the node pool
+    thesis: bool = False            # exactly spec 2.8's search (fresh tree, no live-play deviations)
+    threads: int = 1                # on a clock, trees searched at once (compiled engine only)
+    # the game's evaluation inputs: ``heuristic.learn``'s evaluation (ends playouts after
+    # ``heuristic.EVAL_DEPTH`` plies in live play) and each role's pieces
+    # (``material.Material``: a prior on the moves the compiled engine's search tries)
+    heuristic: object = field(default=None, compare=False)
+    material: object = field(default=None, compare=False)
+
+
+def settings_of(settings: SearchSettings | None, keywords: dict) -> SearchSettings:
+    """The settings of a search call: ``settings``, or built from the keywords of the older
+    form ``search(..., seed=, limit=, ...)``.  Kept for agent/hidden/search.py and
+    agent/server/worker.py (not moved yet), and for scripts that run the same call on older
+    checkouts too (scripts/bench_search.py, scripts/chess_search_ab.py)."""
+    if settings is None:
+        return SearchSettings(**keywords)
+    if keywords:
+        raise TypeError(f"search: give SearchSettings or keywords, not both ({', '.join(sorted(keywords))})")
+    if not isinstance(settings, SearchSettings):
+        raise TypeError(f"search: settings must be a SearchSettings, not {type(settings).__name__}")
+    return settings
 
 
 @dataclass

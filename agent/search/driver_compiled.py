@@ -27,8 +27,8 @@ from . import packed as PK
 from . import params as P
 from . import rng as RNG
 from . import tree as T
-from .common import (Progress, SearchResult, SearchTree, amaf_rows, can_grow, compact_into, node_capacity,
-                     root_choice, root_proven, root_settled, searched, share, start_counts)
+from .common import (Progress, SearchResult, SearchSettings, SearchTree, amaf_rows, can_grow, compact_into,
+                     node_capacity, root_choice, root_proven, root_settled, searched, settings_of, share, start_counts)
 from .jitguard import guard
 from .material import MATERIAL_MIX, SHARPNESS
 # numba helpers on packed states, shared with the evaluation's sampler (packed.py)
@@ -368,7 +368,7 @@ def _features(g, vals, state, terminal, length, mobility, me, role_masks, rel_ma
     L.raw_features(gr, terminal, length, mobility, role_facts, rel_counts, me, raw)
 
 
-@njit(cache=True, nogil=True)    # nogil: root-parallel threads (``search(threads=)``) run at once
+@njit(cache=True, nogil=True)    # nogil: root-parallel threads (``SearchSettings.threads``) run at once
 def simulate(g, tree, params, rp, rng, n_sims, vals, w, lo, hi, role_masks, rel_masks, rank, sort, ev_w, ev_b,
              pmasks, wins, stops, best, near):
     """Run ``n_sims`` simulations from node 0 (spec 2.8): how many ran (fewer once the solver
@@ -900,11 +900,12 @@ def _helper(*args):
         shared.stop = True
 
 
-def search(engine, state, role_index: int, persona, *, seed: int, limit: int | None = None,
-           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None, material=None, threads: int = 1) -> SearchResult:
+def search(engine, state, role_index: int, persona, settings: SearchSettings | None = None,
+           tree: SearchTree | None = None, on_progress=None, **keywords) -> SearchResult:
     t0 = time.perf_counter()
+    s = settings_of(settings, keywords)
+    seed, limit, seconds, solver, max_nodes, thesis = s.seed, s.limit, s.seconds, s.solver, s.max_nodes, s.thesis
+    heuristic, material, threads = s.heuristic, s.material, s.threads
     g = engine.game
     data = engine_data(engine)
     R = len(engine.roles)

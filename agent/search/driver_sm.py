@@ -20,8 +20,8 @@ from . import heuristic as H
 from . import leaf as L
 from . import playout_nonground as PN
 from . import tree as T
-from .common import (Progress, SearchResult, SearchTree, amaf_rows, compact_into, node_capacity, root_choice,
-                     root_proven, root_settled, searched, start_counts)
+from .common import (Progress, SearchResult, SearchSettings, SearchTree, amaf_rows, compact_into, node_capacity,
+                     root_choice, root_proven, root_settled, searched, settings_of, start_counts)
 from .params import (P_CHARGE_DEPTH, P_DECISIVE, P_EPSILON, P_EVAL_DEPTH, P_GRAVE, P_HORIZON, P_LIMIT, P_ME,
                      P_NST, P_RAVE, P_SOLVER, P_TRANSPOSE, RP_DEFAULT, RP_LAMBDA, build)
 from .rng import PLAYOUT, make_rng, randint
@@ -481,11 +481,14 @@ def new_sm_tree(sm, state, max_nodes: int, amaf: bool = True, nst: bool = False)
     return st
 
 
-def search(sm, state, role_index: int, persona, *, seed: int, limit: int | None = None,
-           seconds: float | None = None, tree: SearchTree | None = None, solver: bool = True,
-           max_nodes: int | None = None, thesis: bool = False, on_progress=None,
-           heuristic=None) -> SearchResult:
+def search(sm, state, role_index: int, persona, settings: SearchSettings | None = None,
+           tree: SearchTree | None = None, on_progress=None, **keywords) -> SearchResult:
+    """``settings.material`` and ``threads`` are the compiled driver's: this one searches one
+    tree and tries moves without a material prior."""
     t0 = time.perf_counter()
+    s = settings_of(settings, keywords)
+    seed, limit, seconds, solver, max_nodes, thesis = s.seed, s.limit, s.seconds, s.solver, s.max_nodes, s.thesis
+    heuristic = s.heuristic
     engine = sm
     sm = cached(sm)
     R = len(sm.roles)

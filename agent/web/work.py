@@ -157,7 +157,7 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
     import numpy as np
 
     from agent.persona import load_persona
-    from agent.search import search
+    from agent.search import SearchSettings, search
     from gdl.terms import render_spaced
     desc, sm = _machine(text, title)
     state = bv.parse_state(state_texts)
@@ -166,10 +166,11 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
     legal = sm.legal_moves(state, role)
     persona = load_persona(persona_spec)
     engine, kind = _engine(text, title, engine_hint)
-    search(engine, state, role, persona, seed=0, limit=2)   # loads the compiled search code, untimed
+    # loads the compiled search code, untimed
+    search(engine, state, role, persona, SearchSettings(seed=0, limit=2))
     t0 = time.monotonic()
-    res = search(engine, state, role, persona, seed=0, limit=persona.limit,
-                 seconds=min(max(seconds, 0.1), ADVICE_MAX_SECONDS))
+    res = search(engine, state, role, persona,
+                 SearchSettings(seed=0, limit=persona.limit, seconds=min(max(seconds, 0.1), ADVICE_MAX_SECONDS)))
     elapsed = time.monotonic() - t0
     q, visits = np.asarray(res.q, dtype=float), np.asarray(res.visits)
     # Its choice rule (spec 2.7, as it plays live): among the moves with enough visits to
@@ -234,7 +235,7 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     from agent.hidden.prior import UniformPrior
     from agent.hidden.search import ensemble
     from agent.persona import load_persona
-    from agent.search import search
+    from agent.search import SearchSettings, search
     from gdl.kif import parse_term
     from gdl.terms import render_spaced
     desc, sm = _machine(text, title)
@@ -249,7 +250,8 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     believed = time.monotonic() - t0
     legal = [parse_term(m) for m in legal_texts]
     engine, kind = _engine(text, title, engine_hint)   # the search's engine; the belief reads sees on Prolog
-    search(engine, dist[0][0], role, persona, seed=0, limit=2, solver=False)   # loads the search code, untimed
+    # loads the search code, untimed
+    search(engine, dist[0][0], role, persona, SearchSettings(seed=0, limit=2, solver=False))
     t1 = time.monotonic()
     left = max(0.2, budget - believed)
     res = ensemble(engine, dist, role, legal, persona, seed=HIDDEN_SEED, deadline=time.monotonic() + left,
