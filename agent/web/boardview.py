@@ -361,7 +361,7 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
                 out.append(_question(cx, cy, size))
                 continue
             out.append(f'<polygon class="{cls}" data-x="{gx}" data-y="{gy}" points="{pts}" '
-                       f'fill="{fill}" stroke="#8a7355" stroke-width="1"/>')
+                       f'fill="{fill}" stroke="#8a7355" stroke-width="1"' + _close_cell("polygon", cls))
             out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55, (gx, gy),
                                (seen or {}).get((gx, gy), 0)))
     xs, ys = spec.coord_values
@@ -446,7 +446,8 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
                 out.append(_question(x + px / 2, y + px / 2, px))
                 continue
             out.append(f'<rect class="{cls}" data-x="{gx}" data-y="{gy}" x="{x}" y="{y}" '
-                       f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"/>')
+                       f'width="{px}" height="{px}" fill="{shade}" stroke="#8a7355" stroke-width="0.5"'
+                       + _close_cell("rect", cls))
             out.extend(_pieces(view, spec, occupied.get((gx, gy), []), x + px / 2, y + px / 2, px, (gx, gy),
                                (seen or {}).get((gx, gy), 0)))
     if nested:  # thick lines between the inner boards
@@ -467,6 +468,12 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     out.append(_win_line(win, lambda gx, gy: (LABEL_PX + col(gx) * px + px / 2, 1 + row(gy) * px + px / 2), px * 0.14))
     out.append("</svg>")
     return "".join(out)
+
+
+def _close_cell(tag: str, cls: str) -> str:
+    """The end of a cell's element: with a title saying what its mark means (on hover)."""
+    words = "in check" if " check" in cls else "winning line" if " win" in cls else ""
+    return f"><title>{words}</title></{tag}>" if words else "/>"
 
 
 def _marked(marks) -> tuple[set, set]:
