@@ -123,3 +123,13 @@ def test_scrambled_chess_check_on_the_same_cell(shared_dir):
     check = ["(move wp e 2 e 4)", "(move bp f 7 f 5)", "(move wq d 1 h 5)"]
     found = _marks(sm, view, [scr.text(m) for m in check])[0]
     assert found["check"] == [list(view.specs[0].grid_xy((scr.forward["e"], "8")))]
+
+
+def test_a_stroke_only_through_a_straight_line_of_cells():
+    sm, view = _game(_rules(GAMES / "ticTacToe.kif"))
+    st = sm.initial_state()
+    for cells, straight in (([[0, 2], [1, 1], [2, 0]], True), ([[0, 0], [0, 1], [0, 2]], True),
+                            ([[0, 0], [1, 2]], False), ([[0, 0], [2, 2]], False)):
+        svg = bv.render_position(view, st, marks={"win": cells, "check": []})["boards"][0]
+        assert ('class="win-line"' in svg) == straight, cells
+        assert svg.count("<title>winning line</title>") == len(cells)
