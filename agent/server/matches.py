@@ -12,6 +12,12 @@ at once and always has a legal move to send:
       (the referee's, else the player's);
     * if the referee has exactly one legal move, it is sent at once.
 
+In a GDL-II match the referee knows only our view: it follows one history of our moves and
+percepts on a bounded budget per step (``agent.hidden.tracker``), so this step's legal moves
+are known whatever the player does; the player's belief comes first when it has them, each
+decision says which it used (``legal_from``), and an earlier step's legal moves are never
+used (a GDL-I match guesses from them as a last resort).
+
 A watchdog looks at the workers' memory: a referee or player over its cap, or all matches
 together over the server's budget, ends the match (the reason goes into the record); later
 messages for it are still answered.
@@ -33,6 +39,7 @@ from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, n
 
 from .config import ServerConfig
 from .procs import Pool, Proc
+from .worker import REFEREE_SHARE
 from .protocol import Message, info_reply
 
 log = logging.getLogger("ggp.server")
@@ -189,6 +196,7 @@ class Match:
         self.roles: list | None = None
         self.role_index = None
         self.ref_legal: dict = {}     # ply -> legal move texts (our role), from the referee
+        self.ref_how: dict = {}       # ply -> where the GDL-II referee's legal moves come from
         self.ref_terminal: dict = {}  # ply -> goals when the referee found the state terminal
         self.player_legal: dict = {}  # ply -> legal move texts, from the player
         self.over: dict = {}          # ply -> why nothing can be played there (terminal, no legal move)
@@ -273,13 +281,20 @@ class Match:
                 rec.set_moves(ply, info["joint"])
                 rec.set_state(ply, info["state"])
                 self.ref_last = (ply, info["state"])
-            if info["terminal"]:
+            if self.gdl2:
+                # One history consistent with our view (or the closest found): a guess of the
+                # state, never the truth.  Its terminal state does not end our answers (the
+                # manager's PLAY says the match goes on; answering at once sent NIL under
+                # Dresden's GameController: docs/benchmarks/gdl2.md), its legal moves are
+                # this step's fallback, and an empty list is no verdict either.
+                if info["terminal"]:
+                    self.ref_terminal[ply] = info.get("goals")
+                if info.get("legal"):
+                    self.ref_legal[ply] = info["legal"]
+                    self.ref_how[ply] = info.get("how") or "referee"
+            elif info["terminal"]:
                 self.ref_terminal[ply] = info.get("goals")
-                if not self.gdl2:
-                    # GDL-II: the referee's state is one history consistent with our view, a
-                    # guess; the manager's PLAY says the match goes on (answering at once
-                    # there sent NIL under Dresden's GameController: docs/benchmarks/gdl2.md)
-                    self.over[ply] = "terminal"
+                self.over[ply] = "terminal"
             else:
                 self.ref_legal[ply] = info["legal"]
                 if not info["legal"]:
@@ -482,13 +497,24 @@ class Match:
         legal = self.ref_legal.get(ply)
         return legal if legal is not None else self.player_legal.get(ply)
 
+    def gdl2_legal(self, ply: int) -> tuple[list | None, str | None]:
+        """GDL-II: our legal moves at ``ply`` and where they come from.  The player's belief
+        (every history it keeps) first; else the referee's one history (``ref_how``: one
+        consistent with every percept, or the closest found).  Never an earlier step's."""
+        if self.player_legal.get(ply) is not None:
+            return self.player_legal[ply], "player: belief"
+        if self.ref_legal.get(ply) is not None:
+            return self.ref_legal[ply], self.ref_how.get(ply, "referee: initial state" if ply == 0 else "referee")
+        return None, None
+
     def choose(self, req: int, ply: int, received: float) -> tuple[str, dict]:
-        ref = self.ref_legal.get(ply)
-        if self.gdl2 and self.player_legal.get(ply) is not None:
-            # the referee's one sampled history is a fallback, not the truth: the player's
-            # belief (every history it keeps) says what is legal
-            ref = self.player_legal[ply]
-        legal = self.known_legal(ply)
+        source = None
+        if self.gdl2:
+            ref, source = self.gdl2_legal(ply)
+            legal = ref
+        else:
+            ref = self.ref_legal.get(ply)
+            legal = self.known_legal(ply)
         d = self.decisions.get(req)
         best = self.interim.get(req) if d is None else None
         entry = {"ply": ply, "req": req}
@@ -522,6 +548,15 @@ class Match:
             elif legal:
                 move = self.rng.choice(legal)
                 entry["fallback_move"] = "random"
+                if source is not None:
+                    reason += f"; a random legal move of this step, by {source}"
+            elif self.gdl2:
+                # In a GDL-II game an earlier step's moves are likely illegal now (battleship:
+                # PLACE moves sent through the shooting phase), and the referee's history is
+                # bounded to answer every step in time: when even it is missing, say so.
+                move = "nil"
+                entry["fallback_move"] = "none"
+                reason += "; no legal moves known for this step (GDL-II: an earlier step's are not reused)"
             else:
                 older = [self.known_legal(p) for p in range(ply - 1, -1, -1) if self.known_legal(p)]
                 # A state where we had a single move (a noop while another role moves) says
@@ -537,6 +572,8 @@ class Match:
                     reason += "; no legal moves known at all"
         if legal is not None:
             entry["legal"] = legal
+        if source is not None:
+            entry["legal_from"] = source
         entry["move"] = move
         entry["fallback"] = reason is not None
         if reason:
@@ -834,7 +871,7 @@ class MatchManager:
         deadline = received + m.play_clock - cfg.margin(m.play_clock)
         texts = m.joint_texts(msg)
         if texts is not None:
-            self._apply(m, texts)
+            self._apply(m, texts, received)
         m.req += 1
         req, ply = m.req, m.ply
         if m.player is not None:
@@ -889,11 +926,16 @@ class MatchManager:
         m.save()
         return move
 
-    def _apply(self, m: Match, texts) -> None:
+    def _apply(self, m: Match, texts, received: float | None = None, goes_on: bool = True) -> None:
         m.ply += 1
         m.record_step(texts)
         if m.referee is not None:
-            m.referee.send(("step", m.ply, texts if not m.gdl2 else dict(texts, seconds=m.play_clock)))
+            if m.gdl2:
+                # the referee's budget for this step's history, from the PLAY's arrival: our
+                # legal moves must be known well before the reply is due
+                until = (received if received is not None else time.monotonic()) + REFEREE_SHARE * m.play_clock
+                texts = dict(texts, seconds=m.play_clock, goes_on=goes_on, until=until)
+            m.referee.send(("step", m.ply, texts))
 
     async def stop(self, msg: Message, received: float) -> str:
         m = self.matches.get(msg.match_id)
@@ -908,7 +950,7 @@ class MatchManager:
             m.status = "stopping"
             texts = m.joint_texts(msg)
             if texts is not None:
-                self._apply(m, texts)
+                self._apply(m, texts, received, goes_on=False)
             task = asyncio.get_running_loop().create_task(self._finish(m))
             self._finishing.add(task)
             task.add_done_callback(self._finishing.discard)

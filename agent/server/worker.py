@@ -248,20 +248,26 @@ def run_referee(conn, rules_text: str, role_text: str, gdl2: bool = False) -> No
             return
 
 
+REFEREE_SHARE = 0.3   # of the play clock, per GDL-II step, for finding a consistent history
+
+
 def referee_gdl2(conn, sm, role_index: int, description) -> None:
-    """The referee of a GDL-II match knows only what we see: it keeps one history consistent
-    with our moves and percepts (``agent.hidden.belief`` with one particle), enough for our
-    legal moves should the player fail.  It never claims to know the joint move or the
-    state: ``joint`` is None in its reports."""
+    """The referee of a GDL-II match knows only what we see: it follows one history
+    consistent with our moves and percepts where one is found in time, else the closest one
+    (``agent.hidden.tracker``), so that our legal moves for the current step are known
+    whatever the player does.  Each step gets ``until`` (monotonic, from the server: a share
+    of the play clock after the PLAY came) or ``REFEREE_SHARE`` of the clock; a step that
+    waited behind another gets one candidate only, so the referee catches up with the match.
+    It never claims to know the joint move or the state: ``joint`` is None in its reports,
+    and ``how`` says where the legal moves come from."""
     import random as _random
     from gdl.terms import render_spaced
-    from agent.hidden.belief import Belief
     from agent.hidden.player import parse_percepts, respell, symbols_of
-    from agent.hidden.prior import UniformPrior
+    from agent.hidden.tracker import OneHistory
     from agent.reasoner.statemachine import ReasonerError, goal_vector
     from gdl.kif import GdlError, parse_term
 
-    belief = Belief(sm, role_index, UniformPrior(), rng=_random.Random(0), size=1)
+    history = OneHistory(sm, role_index, _random.Random(0))
     symbols = symbols_of(description)
     ply = 0
     while True:
@@ -274,18 +280,30 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
             own = respell(parse_term(view["own"]), symbols) if view.get("own") else None
         except GdlError:
             own = None
+        goes_on = view.get("goes_on", True)
+        until = view.get("until")
+        if until is None:
+            until = time.monotonic() + REFEREE_SHARE * float(view.get("seconds") or 5.0)
+        if conn.poll():   # the next step is already waiting: catch up
+            until = time.monotonic()
         try:
-            notes += belief.observe(own, percepts, time.monotonic() + 0.5 * float(view.get("seconds") or 5.0))
+            notes += history.observe(own, percepts, until, goes_on=goes_on)
             ply += 1
-            state = belief.most_likely()
+            state = history.state
             terminal = sm.is_terminal(state)
             info = {"ply": ply, "joint": None, "state": state_text(state), "terminal": terminal,
-                    "notes": notes}
+                    "notes": notes, "how": history.how(), "tried": history.tried}
             if terminal:
                 info["goals"] = goal_vector(sm.goal_values(state))
-                info["notes"].append("goal values from a history consistent with our percepts")
-            else:
-                info["legal"] = [render_spaced(m) for m in belief.legal()]
+                info["notes"].append("goal values from a history consistent with our percepts"
+                                     if not history.missed else "goal values from the closest history found")
+            if not terminal or goes_on:
+                # a PLAY came: the match goes on, whatever our one history says
+                try:
+                    info["legal"] = [render_spaced(m) for m in history.legal()]
+                except ReasonerError:
+                    if not terminal:
+                        raise
             conn.send(("ref_state", info))
         except ReasonerError as e:
             conn.send(("ref_error", ply + 1, str(e)))
