@@ -234,6 +234,13 @@ def our_record(log_dir: Path, match_id: str) -> dict | None:
     return None
 
 
+def _counts(items) -> dict:
+    out: dict = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
 def record_summary(rec: dict | None) -> dict:
     """What our own record says about our decisions: fallbacks (the server answered
     something else than the player's finished decision) and lenient beliefs."""
@@ -249,6 +256,12 @@ def record_summary(rec: dict | None) -> dict:
         "searched": sum(1 for d in decisions if d.get("belief") is not None),
         "fallbacks": len(fallbacks),
         "fallback_reasons": sorted({d.get("fallback_reason", "") for d in fallbacks}),
+        # which fallback each was ("best so far", "random", "guess", "none") and, in GDL-II,
+        # whose legal moves a random one drew from (the player's belief, the referee's
+        # consistent or closest history)
+        "fallback_kinds": _counts(d.get("fallback_move", "?") for d in fallbacks),
+        "fallback_legal_from": _counts(d["legal_from"].split(" (")[0] for d in fallbacks
+                                       if d.get("legal_from")),
         "lenient": len(lenient),
         # PLAYs the server answered without the player's decision because the player or the
         # referee took the state for terminal (or our role for moveless)
