@@ -274,3 +274,18 @@ def test_a_gdl2_fallback_says_whose_legal_moves_it_drew_from():
                                 "goals": [100, 0], "legal": ["( shoot 3 )"], "notes": [],
                                 "how": "referee: closest history (percepts of 1 step not explained: 2)"}))
     assert 2 not in m.over and m.ref_legal[2] == ["( shoot 3 )"]
+
+
+def test_a_single_move_of_a_closest_history_does_not_answer_at_once():
+    """One legal move in the referee's history is answered at once only when that history
+    explains every percept (or the player's belief says so); a closest history's turn may be
+    wrong, so the player is waited for."""
+    m = _gdl2_match()
+    state = {"ply": 1, "joint": None, "state": "( ( p 1 ) )", "terminal": False, "legal": ["noop"],
+             "notes": [], "how": "referee: closest history (percepts of 1 step not explained: 1)"}
+    m.on_referee(("ref_state", state))
+    assert not m.forced_gdl2(1)
+    m.on_referee(("ref_state", dict(state, ply=2, how="referee: history consistent with every percept")))
+    assert m.forced_gdl2(2)
+    m.player_legal[1] = ["noop"]
+    assert m.forced_gdl2(1)

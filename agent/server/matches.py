@@ -507,6 +507,14 @@ class Match:
             return self.ref_legal[ply], self.ref_how.get(ply, "referee: initial state" if ply == 0 else "referee")
         return None, None
 
+    def forced_gdl2(self, ply: int) -> bool:
+        """GDL-II: whether our one legal move at ``ply`` is known well enough to answer at
+        once: from the player's belief, or from a referee history that explains every
+        percept (the closest history's turn may be wrong: then the player is waited for)."""
+        legal, source = self.gdl2_legal(ply)
+        return (legal is not None and len(legal) == 1
+                and (source == "player: belief" or not source.startswith("referee: closest")))
+
     def choose(self, req: int, ply: int, received: float) -> tuple[str, dict]:
         source = None
         if self.gdl2:
@@ -883,7 +891,9 @@ class MatchManager:
             if m.decisions.get(req) is not None or ply in m.over:
                 return True
             ref = m.ref_legal.get(ply)
-            if ref is not None and len(ref) == 1:
+            if ref is not None and len(ref) == 1 and not m.gdl2:
+                return True
+            if m.gdl2 and m.forced_gdl2(ply):
                 return True
             if req in m.decisions or m.player_status in ("failed", "dead"):
                 # The player has no move for this state (lost, failed): the referee's legal
