@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from agent.decision import Decision, Situation
 from agent.modelling import choicemodel as CM
 from agent.modelling import shared_evaluations as E
 from agent.modelling.modelfile import align, model_of
@@ -51,11 +52,28 @@ def warm(engine, state, role: int, persona) -> None:
         E.evaluate_state(engine, state, role, legal, 0, {**plan, "limit": min(plan["limit"], 20)}, cal, facts)
 
 
+class ModelDecider:
+    """A fitted model as a decider (``agent.decision``): the argmax of its probabilities,
+    with the shared evaluations run within the clock the situation gives."""
+
+    def __init__(self, engine, persona):
+        self.engine = engine
+        self.persona = persona
+
+    def decide(self, situation: Situation, on_best=None) -> Decision:
+        seconds = None if situation.deadline is None else max(0.0, situation.deadline - time.monotonic())
+        d = decide(self.engine, situation.state, situation.role, situation.legal, situation.prev, self.persona,
+                   situation.seed, seconds, history=situation.history)
+        if on_best is not None:
+            on_best(d.move, d.simulations)
+        return d
+
+
 def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seconds: float | None,
-           history=()) -> dict:
-    """The model's move for ``role`` in ``state``: {move, moves, q (the deep search's Q),
-    visits, p (the model's probabilities), simulations}.  ``history``: the match's last
-    steps, oldest first, (state, joint move) each (``movefeatures``: the last moves)."""
+           history=()) -> Decision:
+    """The model's move for ``role`` in ``state``, with the deep search's Q and visits and
+    the model's probability ``p`` of every legal move.  ``history``: the match's last steps,
+    oldest first, (state, joint move) each (``movefeatures``: the last moves)."""
     model, plan = model_of(persona)
     cal, facts = _game_of(engine)
     deadline = None if seconds is None else time.monotonic() + seconds * (1 - LOOKAHEAD_SHARE)
@@ -71,7 +89,7 @@ def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seco
     best = int(np.argmax(lp))
     deep = runs["deep"]
     pos = {m: j for j, m in enumerate(deep.moves)}
-    return {"move": legal[best], "moves": list(legal),
-            "q": [float(deep.q[pos[m]]) for m in legal], "visits": [int(deep.visits[pos[m]]) for m in legal],
-            "p": [float(v) for v in np.exp(lp)],
-            "simulations": int(sum(int(r.simulations) for r in runs.values()))}
+    return Decision(move=legal[best], moves=list(legal),
+                    q=[float(deep.q[pos[m]]) for m in legal], visits=[int(deep.visits[pos[m]]) for m in legal],
+                    p=[float(v) for v in np.exp(lp)],
+                    simulations=int(sum(int(r.simulations) for r in runs.values())))

@@ -10,6 +10,11 @@ Order of work, so that a legal answer always exists before anything slow starts:
   3. search (``agent.search.search``): the persona's ``limit`` simulations or the time left,
      whichever ends first; the best move so far is reported while it runs (``on_best``).
 
+Each decision is asked of a decider (``agent.decision``): ``SearchDecider`` (the persona
+search), ``agent.modelplay.ModelDecider`` (a persona with a fitted model) or
+``FlatMonteCarlo`` (no search, or the search failed); ``Player.decide`` turns its
+``Decision`` into the match record's entry.
+
 Moves from the manager arrive as text in its spelling (possibly scrambled, possibly upper
 case); we parse them, apply them, and answer with a term of our legal move list, rendered
 ggp-base style, so the reply is spelled exactly like the rules we received.
@@ -27,6 +32,7 @@ from gdl.terms import render_spaced
 # RulesRefused: rules we cannot play (unreadable, our role missing, invalid, refused by
 # Prolog): the START gets ``busy``.  One class with the reasoners' own refusals.
 from agent import code_version
+from agent.decision import Decision, Situation
 from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 
 log = logging.getLogger("ggp.player")
@@ -178,40 +184,50 @@ def flat_monte_carlo(sm, state, role_index: int, deadline: float, rng: random.Ra
             stats[m][1] += goal_vector(sm.goal_values(s))[role_index]
             sims += 1
     best = max(legal, key=lambda m: (stats[m][1] / stats[m][0]) if stats[m][0] else -1.0)
-    return {"move": best, "moves": legal,
-            "q": [stats[m][1] / stats[m][0] if stats[m][0] else None for m in legal],
-            "visits": [stats[m][0] for m in legal], "simulations": sims, "playouts": sims,
-            "proven_descents": 0}
+    return Decision(move=best, moves=legal, q=[stats[m][1] / stats[m][0] if stats[m][0] else None for m in legal],
+                    visits=[stats[m][0] for m in legal], simulations=sims, playouts=sims, proven_descents=0)
 
 
 def result_fields(result) -> dict:
-    """Move, per-move Q-values and visits, and simulations from a search result of any shape."""
-    if isinstance(result, dict):
-        get = result.get
-    else:
-        def get(k, default=None):
-            return getattr(result, k, default)
-    out = {"move": get("move")}
-    moves, q, visits = get("moves"), get("q"), get("visits")
-    if moves is not None:
-        out["moves"] = list(moves)
-        if q is not None and len(list(q)) == len(out["moves"]):
-            out["q"] = [None if v is None else float(v) for v in q]
-        if visits is not None and len(list(visits)) == len(out["moves"]):
-            out["visits"] = [int(v) for v in visits]
-    sims = get("simulations", None)
-    if sims is None:
-        sims = get("playouts", None)
-    if sims is None and "visits" in out:
-        sims = sum(out["visits"])
-    out["simulations"] = None if sims is None else int(sims)
-    for k in ("playouts", "proven_descents", "transpositions", "evaluated", "extended"):   # what the simulations were (agent.search)
-        v = get(k, None)
-        if v is not None:
-            out[k] = int(v)
-    if (get("threads", 1) or 1) > 1:    # trees searched at once (root parallelism)
-        out["threads"] = int(get("threads"))
-    return out
+    """Move, per-move Q-values and visits, and simulations from a search result of any shape,
+    as a dict (``Decision.of(result).fields()``; agent/hidden's ensemble speaks this shape)."""
+    return Decision.of(result).fields()
+
+
+class FlatMonteCarlo:
+    """``flat_monte_carlo`` as a decider (``agent.decision``)."""
+
+    def __init__(self, sm):
+        self.sm = sm
+
+    def decide(self, situation: Situation, on_best=None) -> Decision:
+        # (no best-so-far reports: its playouts go round every move, so no move leads early)
+        return flat_monte_carlo(self.sm, situation.state, situation.role, situation.deadline,
+                                random.Random(situation.seed))
+
+
+class SearchDecider:
+    """The persona search (``agent.search``) as a decider: the fewer of the persona's
+    simulations and the time left ("skill = limit", persona-model 6.6), on ``tree`` (moved
+    on from the last decision; the one this search grew is ``self.tree`` afterwards).
+    ``search_fn`` is ``agent.search.search`` (tests put a spy there)."""
+
+    def __init__(self, engine, persona, search_fn, *, tree=None, heuristic=None, material=None,
+                 threads: int = 1):
+        self.engine, self.persona, self.search_fn = engine, persona, search_fn
+        self.tree, self.heuristic, self.material, self.threads = tree, heuristic, material, threads
+
+    def decide(self, situation: Situation, on_best=None) -> Decision:
+        # (agent.search loads the numba search: not at this module's import; Player.load
+        # imported it already, so this costs nothing)
+        from agent.search import SearchSettings
+        settings = SearchSettings(seed=situation.seed, limit=self.persona.limit,
+                                  seconds=max(0.0, situation.deadline - time.monotonic()),
+                                  heuristic=self.heuristic, material=self.material, threads=self.threads)
+        result = self.search_fn(self.engine, situation.state, situation.role, self.persona, settings,
+                                tree=self.tree, on_progress=on_best)
+        self.tree = result.tree
+        return Decision.of(result)
 
 
 class Player:
@@ -400,30 +416,32 @@ class Player:
             from agent.search import item_seed
             self.slices += 1
             seed = item_seed(seed, f"ponder|{self.slices}")
-        fields = None
-        error = None
         if len(legal) == 1 and not ponder:
-            fields = {"move": legal[0], "moves": legal, "simulations": 0, "playouts": 0,
-                      "proven_descents": 0}
+            d = Decision(move=legal[0], moves=legal, simulations=0, playouts=0, proven_descents=0)
             kind = "forced"
             if on_best is not None:
                 on_best(render_spaced(legal[0]), 0)
         else:
             kind = self.search_kind
             try:
-                fields = self._run_search(legal, deadline, seed, on_best)
+                d = Decision.of(self._run_search(legal, deadline, seed, on_best))
             except Exception as e:  # search bugs must not cost the move
                 error = f"{type(e).__name__}: {e}"
                 log.warning("search failed at ply %d: %s", self.ply, error)
                 kind = "flat-mc"
                 try:
-                    fields = flat_monte_carlo(self.sm, self.state, self.role_index, deadline,
-                                              random.Random(seed))
+                    d = flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))
                 except Exception as e2:
                     error += f"; flat-mc: {type(e2).__name__}: {e2}"
-                    fields = {"move": self.rng.choice(legal), "moves": legal}
+                    d = Decision(move=self.rng.choice(legal), moves=legal)
                     kind = "random"
-        move = fields.get("move")
+                d.fallback = error
+        return self._record(d, legal, kind, t0)
+
+    def _record(self, d: Decision, legal: list, kind: str, t0: float) -> dict:
+        """The match record's entry of a decision (texts as the reply spells them)."""
+        error = d.fallback
+        move = d.move
         if move not in legal:  # never reply with something our own rules call illegal
             error = (error + "; " if error else "") + f"search chose a non-legal move {move!r}"
             move = self.rng.choice(legal)
@@ -432,56 +450,52 @@ class Player:
             "legal": [render_spaced(m) for m in legal],
             "move": render_spaced(move),
             "search": kind,
-            "simulations": fields.get("simulations"),
-            "playouts": fields.get("playouts"),
-            "proven_descents": fields.get("proven_descents"),
-            "transpositions": fields.get("transpositions"),
-            "evaluated": fields.get("evaluated"),
-            "extended": fields.get("extended"),     # of them, run on to a quiet state
-            **({"threads": fields["threads"]} if "threads" in fields else {}),
+            "simulations": d.simulations,
+            "playouts": d.playouts,
+            "proven_descents": d.proven_descents,
+            "transpositions": d.transpositions,
+            "evaluated": d.evaluated,
+            "extended": d.extended,     # of them, run on to a quiet state
+            **({"threads": d.threads} if d.threads > 1 else {}),
             "elapsed": round(time.monotonic() - t0, 4),
             "fallback": False,
         }
-        if fields.get("moves") is not None and fields.get("q") is not None:
-            decision["q"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["q"])}
-        if fields.get("moves") is not None and fields.get("visits") is not None:
-            decision["visits"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["visits"])}
-        if fields.get("moves") is not None and fields.get("p") is not None:
-            decision["p"] = {render_spaced(m): v for m, v in zip(fields["moves"], fields["p"])}
+        for key in ("q", "visits", "p"):
+            values = getattr(d, key)
+            if d.moves is not None and values is not None:
+                decision[key] = {render_spaced(m): v for m, v in zip(d.moves, values)}
         if error:
             decision["error"] = error
         return decision
 
-    def _run_search(self, legal, deadline, seed, on_best=None) -> dict:
+    def decider(self):
+        """The decider of this player's persona (``agent.decision``): its fitted model, the
+        persona search, or flat Monte Carlo (no search).  On Prolog a decider shares our
+        query cache (the compiled engine must be passed itself: its driver runs on its
+        arrays)."""
+        engine = self.sm if self.engine is self.prolog else self.engine
         if self.search_kind == "agent.search" and self.persona.model is not None:
-            # a fitted player model (spec 4.6): its columns for this state, then its argmax
-            from agent.modelplay import decide
-            engine = self.sm if self.engine is self.prolog else self.engine
-            fields = decide(engine, self.state, self.role_index, legal, self.prev, self.persona, seed,
-                            max(0.0, deadline - time.monotonic()), history=tuple(self.history))
-            if on_best is not None:
-                on_best(render_spaced(fields["move"]), fields["simulations"])
-            return fields
+            # (the fitting modules and numpy: loaded only for a persona with a model)
+            from agent.modelplay import ModelDecider
+            return ModelDecider(engine, self.persona)
         if self.search_kind == "agent.search":
-            # The fewer of the persona's simulations and the time left ("skill = limit",
-            # persona-model 6.6).  On Prolog the search shares our query cache (the
-            # compiled engine must be passed itself: its driver runs on its arrays).
-            engine = self.sm if self.engine is self.prolog else self.engine
-            progress = None
-            if on_best is not None:
-                def progress(move, sims):
-                    on_best(render_spaced(move), sims)
-            # (agent.search loads the numba search; load() imported it already, this costs nothing)
-            from agent.search import SearchSettings
-            settings = SearchSettings(seed=seed, limit=self.persona.limit,
-                                      seconds=max(0.0, deadline - time.monotonic()),
-                                      heuristic=self.evaluation(), material=self.material(),
-                                      threads=self.threads if self.ponders_between_moves() else 1)
-            result = self._search(engine, self.state, self.role_index, self.persona, settings,
-                                  tree=self.tree, on_progress=progress)
-            self.tree = result.tree
-            return result_fields(result)
-        return flat_monte_carlo(self.sm, self.state, self.role_index, deadline, random.Random(seed))
+            return SearchDecider(engine, self.persona, self._search, tree=self.tree, heuristic=self.evaluation(),
+                                 material=self.material(),
+                                 threads=self.threads if self.ponders_between_moves() else 1)
+        return FlatMonteCarlo(self.sm)
+
+    def _run_search(self, legal, deadline, seed, on_best=None) -> Decision:
+        situation = Situation(state=self.state, role=self.role_index, legal=legal, seed=seed, deadline=deadline,
+                              prev=self.prev, history=tuple(self.history))
+        progress = None
+        if on_best is not None:
+            def progress(move, sims):
+                on_best(render_spaced(move), sims)
+        decider = self.decider()
+        d = decider.decide(situation, progress)
+        if isinstance(decider, SearchDecider):
+            self.tree = decider.tree
+        return d
 
     def _warm_model(self) -> None:
         """A fitted model's one-off costs (its calibration on this engine, its compiled

@@ -193,8 +193,8 @@ def cmd_live(a) -> None:
 
     from agent.engine.loader import load_engine
     from agent.modelling.dataset import load_dataset
-    from agent.modelling.prepare import split
     from agent.modelling.fast import FastSettings
+    from agent.modelling.prepare import split
     from agent.modelplay import decide
     from agent.persona import load_persona
     import csv
@@ -221,7 +221,7 @@ def cmd_live(a) -> None:
             t0 = time.monotonic()
             f = decide(eng, d.state, d.role, list(d.moves), d.prev, persona, 10_000 + i, a.clock)
             elapsed.append(time.monotonic() - t0)
-            agree.append(f["move"] == d.moves[d.chosen])
+            agree.append(f.move == d.moves[d.chosen])
         report = next(r for r in res["metrics"] if r["label"] == lab and r["model"] == "fitted")
         rows.append({"label": lab, "decisions": len(sample), "clock_s": a.clock,
                      "live_aar": round(float(np.mean(agree)), 3),

@@ -245,7 +245,7 @@ def _plays_a_legal_move(persona, ttt_game) -> bool:
     from agent import modelplay
     eng, s0, legal = ttt_game
     d = modelplay.decide(eng, s0, 0, legal, None, persona, seed=1, seconds=0.05)
-    return d["move"] in legal
+    return d.move in legal
 
 
 def _with(text: str, change) -> str:

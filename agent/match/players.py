@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from agent.decision import RandomChoice, Situation
 from gdl.kif import GdlError, parse_term
 from gdl.terms import render_spaced
 
@@ -389,21 +390,23 @@ class RandomPlayer:
     wants_legal = True
 
     def __init__(self, name: str = "random", seed: int | None = None):
-        import random
         self.name = name
         self.legal: list[str] | None = None
-        self.rng = random.Random(seed)
+        self.role = ""
+        self.chooser = RandomChoice(seed)
 
     async def prepare(self) -> None:
         pass
 
     async def start(self, match_id, role, rules_text, start_clock, play_clock) -> None:
-        pass
+        self.role = role
 
     async def play(self, match_id, last_moves, timeout) -> str:
         if not self.legal:
             raise PlayerError("CE", "no legal moves were given")
-        return self.rng.choice(self.legal)
+        # the moves are the referee's texts and there is no state of its own: the one
+        # decision interface (agent.decision) with the texts as moves
+        return self.chooser.decide(Situation(state=None, role=self.role, legal=list(self.legal), seed=0)).move
 
     async def stop(self, match_id, last_moves) -> None:
         pass
