@@ -20,7 +20,7 @@ matches, the adapter's translation is checked on ``--walks`` random walks of eac
 (our Prolog referee's percepts on the KIF against pyggp's views on its own sheet).
 
 One JSON line per finished match goes to ``--out`` (default
-``docs/benchmarks/gdl2-pyggp.jsonl``, rewritten whole through a temporary file; rows of other
+``docs/benchmarks/gdl2-pyggp.jsonl`` (kept compressed: scripts/benchrows.py), rewritten whole through a temporary file; rows of other
 sheets, clocks or book modes are kept; an interrupted run writes nothing): goals, each side's role and errors, pyggp's decisions (search
 iterations and seconds per decision, counted by the adapter), ours (simulations and seconds
 per decision, from our server's record), the load average.
@@ -49,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus" / "gdl2"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import benchrows  # noqa: E402  (rows under docs/ are kept compressed)
+
 ADAPTER = ROOT / "scripts" / "pyggp_player.py"
 RESULTS = ROOT / "docs" / "benchmarks" / "gdl2-pyggp.jsonl"
 CHANCE = "random"
@@ -150,24 +153,6 @@ def check_pyggp(venv: Path, src: Path, games: list[str]) -> Path:
 
 
 # ---------------------------------------------------------------- results
-
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
 
 def error_counts(record: dict, seat: int) -> dict:
     counts: dict = {}
@@ -376,7 +361,7 @@ def run_game(game: str, args, py: Path, server_url: str, server_logs: Path, work
             print(f"  the match runner failed (code {r.returncode}): {last}", flush=True)
     finally:
         stop(adapter)
-    stats = read_jsonl(stats_path)
+    stats = benchrows.read(stats_path)
     rows = []
     for f in sorted(out_dir.glob(f"match.*.{run}.*.json"), key=lambda p: int(p.stem.rsplit(".", 1)[1])):
         rec = json.loads(f.read_text(encoding="utf-8"))
@@ -414,7 +399,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.table:
-        rows = read_jsonl(args.out)
+        rows = benchrows.read(args.out)
         if not rows:
             print(f"no results in {args.out}", file=sys.stderr)
             return 1
@@ -462,8 +447,8 @@ def main(argv=None) -> int:
     finally:
         stop(server)
     done = {key(r) for r in rows}
-    kept = [r for r in read_jsonl(args.out) if key(r) not in done]
-    write_jsonl(args.out, kept + rows)
+    kept = [r for r in benchrows.read(args.out) if key(r) not in done]
+    benchrows.write(args.out, kept + rows)
     print(f"{len(rows)} matches written to {args.out}\n")
     print(table(kept + rows) + "\n\n" + role_table(kept + rows))
     return 0
