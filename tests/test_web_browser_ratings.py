@@ -1,8 +1,9 @@
 """Ratings, personas in words and match titles in a real Chromium (issue 54): the ratings page
 from the navigation, the persona's description under the choice of an opponent, a finished
 match (a resignation) that moves its players' ratings, and its replay titled by players,
-game and date.  Screenshots of the ratings page and of a replay's title go to
-GGP_PERSONA_SCREENSHOTS when it is set, else to the test's log folder (never into docs/).
+game and date.  Screenshots of the ratings page, of a replay's title and of an opponent's
+description go to GGP_PERSONA_SCREENSHOTS when it is set, else to the test's log folder
+(never into docs/).
 The pages without a browser: test_web_ratings.py."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_web_browser import TURN_TIMEOUT_MS, wait_turn_or_end
+from tests.test_web_browser import TURN_TIMEOUT_MS, click_a_move, wait_turn_or_end
 from tests.webbrowser import person_page, require_browser, web_and_browser
 
 TITLE_RE = r"^dana vs champion · ticTacToe · \d{1,2} [A-Z][a-z]{2} \d{4} \d\d:\d\d UTC$"
@@ -72,13 +73,16 @@ def test_a_finished_match_moves_the_ratings_and_its_replay_is_titled(web):
         page.select_option("#persona", "sanguine")
         page.wait_for_function("!document.querySelector('#persona-words').textContent.includes('best move it finds')")
         assert "random move" in page.locator("#persona-words").inner_text()
+        page.locator("#play-form").screenshot(path=str(shots(web) / "persona-words.png"))
 
-        # a match against the champion, resigned at dana's first turn
+        # a match against the champion, resigned at dana's second turn
         page.select_option("#persona", "champion")
         page.fill("#play_clock", "1")
         page.fill("input[name=start_clock]", "5")
         page.click("#start")
         page.wait_for_url("**/play/*")
+        assert wait_turn_or_end(page)
+        click_a_move(page)            # a move and the persona's reply: the match has started for both
         assert wait_turn_or_end(page)
         page.once("dialog", lambda d: d.accept())
         page.click("#resign")

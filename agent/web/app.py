@@ -1163,7 +1163,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         personas = w.personas()
         return w.page("game.html", game=game, roles=gd.roles, style=mine[0] if mine else None,
                       gdl2=gd.gdl2, chance=_chance(gd),
-                      personas=personas, words={spec: w.persona_words(spec)["words"] for _, spec in personas},
+                      personas=personas, words={spec: w.persona_words(spec) for _, spec in personas},
                       defaults=w.defaults, person=person_of(request),
                       pos=pos, legend=bv.legend(gd.view), boards=[s.to_dict() for s in gd.view.specs],
                       warnings=warnings[:MAX_PROBLEMS_SHOWN], more_warnings=max(0, len(warnings) - MAX_PROBLEMS_SHOWN))
