@@ -238,12 +238,57 @@ def test_bad_http_player_errors_are_recorded_with_ggp_base_codes(tmp_path):
     assert received[0] == "( INFO )" and received[1].startswith("( START test.bad.1 nought (( role cross )")
     assert received[2] == "( PLAY test.bad.1 NIL )"
     assert received[-1].startswith("( STOP test.bad.1 (")
-    # events: a start, one move per step, the end
-    assert [e["type"] for e in events] == ["start"] + ["move"] * len(rec["moves"]) + ["end"]
-    assert events[0]["to_move"] == [0] and len(events[0]["legal"][0]) == 9
+    # events: the rules read (the board before the players load), a start, one move per step, the end
+    assert [e["type"] for e in events] == ["opened", "start"] + ["move"] * len(rec["moves"]) + ["end"]
+    assert events[0]["state"] == events[1]["state"] and events[0]["legal"] == events[1]["legal"]
+    assert events[1]["to_move"] == [0] and len(events[1]["legal"][0]) == 9
     assert events[-1]["goals"] == rec["goalValues"]
-    assert all(e["moves"] == m for e, m in zip(events[1:], rec["moves"]))
+    assert all(e["moves"] == m for e, m in zip(events[2:], rec["moves"]))
     replay_ok(tmp_path)
+
+
+def test_a_person_chooses_the_first_move_while_the_other_player_loads(tmp_path):
+    """Issue 54, start at once: once the rules are read the runner offers the person the
+    initial state's moves (event ``opened``); a move chosen then, while the other player is
+    still preparing, is played at the first PLAY without asking again. A move that is not
+    legal is refused at once, as during the match."""
+    from agent.match.players import RandomPlayer
+
+    class SlowToLoad(RandomPlayer):
+        async def prepare(self):
+            await asyncio.sleep(1.0)         # a persona's processes warming up
+
+    events, asked = [], []
+
+    async def main():
+        human = HumanPlayer("alice")
+        orig = human.play
+
+        async def play(match_id, last_moves, timeout):
+            asked.append(human.first_move)   # what was chosen early, when the PLAY comes
+            return await orig(match_id, last_moves, timeout)
+        human.play = play
+
+        def on_event(e):
+            events.append(e)
+            if e["type"] == "opened":
+                with pytest.raises(ValueError):
+                    human.submit("( place 9 9 )")
+                human.submit("( place 2 2 )")
+                assert not human.waiting        # chosen: nothing more is asked before the start
+        stop = asyncio.Event()
+        feeder = asyncio.create_task(human_moves(human, lambda legal: legal[0], stop))
+        try:
+            return await run_match(TICTACTOE, [human, SlowToLoad(seed=1)], start_clock=5, play_clock=1,
+                                   out_dir=tmp_path, on_event=on_event, match_id="test.early.1", seed=5)
+        finally:
+            stop.set()
+            await feeder
+
+    rec = asyncio.run(main())
+    assert [e["type"] for e in events[:2]] == ["opened", "start"]
+    assert rec["moves"][0][0] == "( place 2 2 )" and rec["errors"][1][0] == ""
+    assert asked[0] == "( place 2 2 )" and all(a is None for a in asked[1:])
 
 
 def test_cancel_aborts_every_player_and_writes_the_record(tmp_path):

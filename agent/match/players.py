@@ -313,11 +313,19 @@ class HumanPlayer:
         self.rules_text = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: asyncio.Future | None = None
+        self.first_legal: list[str] | None = None   # a first move may be chosen early (offer_first)
+        self.first_move: str | None = None          # ... and was: played at the first PLAY
 
     @property
     def waiting(self) -> bool:
-        """True while a move is asked for."""
-        return self._pending is not None and not self._pending.done()
+        """True while a move is asked for, or a first move may be chosen before it is."""
+        return (self._pending is not None and not self._pending.done()) or self.first_legal is not None
+
+    def offer_first(self, legal: list[str]) -> None:
+        """The runner's offer, before the match's START: the person may choose their first
+        move among ``legal`` (the initial state's) while the other players load; it is
+        played at the first PLAY that asks for a move, if still legal then."""
+        self.first_legal = [canonical_move(m) or m for m in legal]
 
     async def prepare(self) -> None:
         pass
@@ -326,6 +334,10 @@ class HumanPlayer:
         self.role, self.rules_text = role, rules_text
 
     async def play(self, match_id, last_moves, timeout) -> str:
+        early, self.first_move, self.first_legal = self.first_move, None, None
+        if early is not None and (self.legal is None or early in self.legal):
+            self.legal = None
+            return early
         self._loop = asyncio.get_running_loop()
         self._pending = self._loop.create_future()
         try:
@@ -344,10 +356,15 @@ class HumanPlayer:
         move = canonical_move(move_text)
         if move is None:
             raise ValueError(f"{move_text!r} is not a move (a GDL term)")
+        loop, pending = self._loop, self._pending
+        if (pending is None or pending.done()) and self.first_legal is not None:
+            if move not in self.first_legal:
+                raise ValueError(f"{move} is not a legal move here")
+            self.first_move, self.first_legal = move, None    # played at the first PLAY
+            return
         legal = self.legal
         if legal is not None and move not in legal:
             raise ValueError(f"{move} is not a legal move here")
-        loop, pending = self._loop, self._pending
         if pending is None or pending.done() or loop is None:
             raise ValueError("no move is asked for now")
 

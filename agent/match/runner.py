@@ -324,6 +324,15 @@ class _Match:
 
     async def start(self) -> None:
         row = [""] * self.n
+        if not self.gdl2:
+            # GDL-I: the initial state and its legal moves are every player's from the rules,
+            # so a person may choose a first move while the other players load (a persona's
+            # processes, its compiled engine): the page shows the board at once.
+            for i in self.seated:
+                legal = self.info["legal"][i]
+                if self.players[i].is_human and len(legal) > 1 and hasattr(self.players[i], "offer_first"):
+                    self.players[i].offer_first(list(legal))
+            self.emit({"type": "opened", "gdl2": False, "roles": list(self.roles), **self._state_event()})
 
         async def prepare(p):
             if hasattr(p, "prepare"):

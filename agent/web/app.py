@@ -488,6 +488,9 @@ class WebApp:
         if e.get("gdl2"):
             return self.on_hidden_event(s, e)
         kind = e.get("type")
+        if kind == "opened":     # the rules are read: the board, and maybe a first move, at once
+            s.roles = s.roles or e["roles"]
+            s.state, s.legal, s.to_move = e["state"], e["legal"], e["to_move"]
         if kind == "start":
             s.roles, s.players = e["roles"], e["players"]
             s.status = "playing"
@@ -834,7 +837,10 @@ class WebApp:
         """The match's position drawn, with the click map of the person's moves; drawn once
         per position (in a ``play`` worker), however many polls ask meanwhile."""
         ply, state, legal, to_move, status = s.ply, list(s.state), list(s.legal), list(s.to_move), s.status
-        key = (ply, status, tuple(to_move))
+        # the person's moves are clickable while playing, and before the START's end while a
+        # first move may be chosen early (the runner's offer_first)
+        offer = s.human_role in to_move and (status == "playing" or getattr(s.human, "first_legal", None) is not None)
+        key = (ply, status, tuple(to_move), offer)
         if not state:
             return {"boards": [], "others": [], "clicks": []}
         if key in s.cache:
@@ -842,7 +848,7 @@ class WebApp:
         fut = s.pending.get(key)
         if fut is None:
             me = s.human_role
-            mine = legal[me] if me < len(legal) and me in to_move and status == "playing" else []
+            mine = legal[me] if offer and me < len(legal) else []
             fut = s.pending[key] = asyncio.ensure_future(self.work.run(
                 "play", work.position, s.data.text, s.data.title, s.data.view, state, s.prev_state, me, mine))
         try:
@@ -1292,7 +1298,7 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
         s = w.plays.get(sid)
         if s is None:
             return JSONResponse({"error": "no such match"}, status_code=404)
-        if s.status == "starting" or (not s.gdl2 and not s.state):
+        if (s.gdl2 and s.status == "starting") or (not s.gdl2 and not s.state):   # GDL-I: the board shows once the rules are read
             return JSONResponse({"error": "the match has not started yet: no position to look at"}, status_code=409)
         try:
             return await w.advice(s)

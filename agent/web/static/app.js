@@ -74,7 +74,8 @@ const GGP = (() => {
     function render(s) {
       const turn = s.to_move.map((r) => s.roles[r]).join(", ");
       const live = s.status === "starting" || s.status === "playing";
-      if (s.status === "starting") $("status").textContent = `Starting the match: ${s.starting_phase || "…"} (${s.waiting_for_start || 0} s). Your clock starts with the first position.`;
+      if (s.status === "starting" && s.your_turn) $("status").textContent = `Your move (${s.roles[s.human_role]}): it is played as soon as the match starts (${s.starting_phase || "…"}, ${s.waiting_for_start || 0} s).`;
+      else if (s.status === "starting") $("status").textContent = `Starting the match: ${s.starting_phase || "…"} (${s.waiting_for_start || 0} s). Your clock starts with the first position.`;
       else if (s.status === "playing") $("status").textContent = s.your_turn ? `Your move (${s.roles[s.human_role]})`
         : s.gdl2 ? "Waiting for the other roles (you have no choice to make now)" : (turn ? `Waiting for ${turn}` : "Waiting…");
       else $("status").textContent = s.status === "over" ? "The match is over" : "The match was aborted";
