@@ -37,6 +37,7 @@ def load_base(rev: str):
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("board_base", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["board_base"] = mod          # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
