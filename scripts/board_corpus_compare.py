@@ -2,12 +2,14 @@
 every corpus game: which games' first board changed, appeared or went.
 
     .venv/bin/python scripts/board_corpus_compare.py --base REV [--games ../shared/corpus/games]
-        [--seconds 1] [--out FILE.jsonl]
+        [--seconds 1] --out FILE.jsonl [--words]
 
 ``--base`` is a git revision whose gdl/board.py is "before" (loaded as a module of its own);
 "after" is the working tree's.  Each game: the rules on the Prolog reasoner, the initial state
 plus random walks for about ``--seconds`` (``sample_states``), then both ``detect_board`` on
-those states, so the sampling cannot make a difference.  One JSON line per game goes to
+those states, so the sampling cannot make a difference.  ``--words`` renames the integers
+first (goal values kept), as a scrambler that renamed numbers would: only the rules' facts
+can order the coordinates then.  One JSON line per game goes to
 ``--out`` as it comes (an interrupted run resumes); the summary is printed.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from agent.reasoner.prolog import PrologReasoner  # noqa: E402
 from agent.web.catalogue import list_games  # noqa: E402
 from gdl import board as after  # noqa: E402
-from gdl.kif import read_rules_file  # noqa: E402
+from gdl.kif import parse_rules, read_rules_file  # noqa: E402
 
 
 def load_base(rev: str):
@@ -47,9 +50,25 @@ def summary(specs) -> list:
              "values": [list(v) for v in s.coord_values]} for s in specs[:3]]
 
 
-def one(path: str, seconds: float, before) -> dict:
+_INT = re.compile(r"(?<=[\s(])(\d+)(?=[\s)])")
+_GOAL_VALUE = re.compile(r"\(\s*goal\s+[^\s()]+\s+(\d+)\s*\)", re.I)
+
+
+def as_words(text: str) -> str:
+    """The rules with every integer renamed to a word (``n7``), except the goal heads'
+    values: as a scrambler that renamed numbers too would leave them, so that only the rules'
+    facts (chains, arithmetic) can order them.  GDL has no arithmetic of its own, so a
+    consistent renaming keeps the game."""
+    goals = set(_GOAL_VALUE.findall(text))
+    return _INT.sub(lambda m: m.group(1) if m.group(1) in goals else f"n{m.group(1)}", text)
+
+
+def one(path: str, seconds: float, before, words: bool = False) -> dict:
     try:
-        d = read_rules_file(path)
+        if words:
+            d = parse_rules(as_words(Path(path).read_text()), path)
+        else:
+            d = read_rules_file(path)
         sm = PrologReasoner(d)
         try:
             states = after.sample_states(sm, walks=4, steps=80, seconds=seconds)
@@ -66,6 +85,8 @@ def main(argv=None) -> int:
     ap.add_argument("--games", default=str(ROOT.parent / "shared" / "corpus" / "games"))
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--out", required=True, help="JSON lines, one per game (resumed when present)")
+    ap.add_argument("--words", action="store_true",
+                    help="rename every integer but goal values to a word first (``as_words``)")
     args = ap.parse_args(argv)
     before = load_base(args.base)
     games = list_games([args.games])
@@ -82,7 +103,7 @@ def main(argv=None) -> int:
         for k, g in enumerate(games):
             if g.key in done:
                 continue
-            r = {"key": g.key, **one(g.path, args.seconds, before)}
+            r = {"key": g.key, **one(g.path, args.seconds, before, args.words)}
             f.write(json.dumps(r) + "\n")
             f.flush()
             done[g.key] = r

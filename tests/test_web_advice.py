@@ -25,12 +25,15 @@ def test_moves_within_noise_are_one_group_and_a_clear_best_stands_alone():
     # 9-20 simulations each and values 10 apart: nothing told apart
     pm, tied = confidence.judge([55, 50, 45, 30], [20, 12, 9, 0], 0, 0, 100)
     assert tied == {0, 1, 2} and pm[3] is None
-    text = confidence.verdict(["a", "b", "c"], 1, 41, 4)
+    text = confidence.verdict(["a", "b", "c"], 1, 4, (20, 12, 9))
     assert "too few simulations to tell these moves apart" in text.lower() and "not ranked" in text
-    assert "1 move was not tried" in text
+    assert "from 9 to 20 simulations each" in text and "1 move was not tried" in text
     # thousands of simulations and a gap of 30: the best stands alone, nothing to say
     pm, tied = confidence.judge([80, 50, 45], [3000, 2000, 1500], 0, 0, 100)
-    assert tied == {0} and confidence.verdict(["a"], 0, 6500, 3) is None
+    assert tied == {0} and confidence.verdict(["a"], 0, 3, (3000,)) is None
+    # one simulation at 89 is not better than 963 at 29: it is unknown, in the choice's group
+    pm, tied = confidence.judge([28.7, 89.2, 0.0, 31.3], [963, 1, 1, 32], 0, 0, 100)
+    assert tied == {0, 1, 2, 3}
     # a proven value has no error
     pm, tied = confidence.judge([100, 60], [30, 30], 0, 0, 100, proven=[100.0, float("nan")])
     assert pm[0] == 0.0 and pm[1] > 0

@@ -109,7 +109,7 @@ def test_scrambled_knightthrough_has_its_board(web, page, tmp_path):
     assert page.locator("#boards svg.board rect.cell").count() == 64
     # the column labels (drawn after the cells, then the row labels) are the number words
     # in their order, left to right as the rules count (shortened, perhaps)
-    labels = [t.strip() for t in page.locator("#boards svg.board > text").all_inner_texts()]
+    labels = [t.strip() for t in page.locator("#boards svg.board > text").evaluate_all("els => els.map((e) => e.textContent)")]
     assert len(labels) == 16
     assert all(w.startswith(t) and t for w, t in zip(NUMBER_WORDS[1:9], labels[:8]))
     assert all(w.startswith(t) and t for w, t in zip(NUMBER_WORDS[1:9], labels[8:]))

@@ -409,7 +409,12 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
         return hex_svg(view, spec, state, index, highlight, seen, flip, marks)
     w, h = spec.width, spec.height
     px = max(20, min(CELL_PX, int(440 / max(w, h))))
-    W, H = LABEL_PX + w * px + 2, LABEL_PX + h * px + 2
+    xs, ys = (spec.coord_values[2], spec.coord_values[3]) if nested_of(spec) else spec.coord_values[:2]
+    fs = min(11, px * .4)
+    # the row labels' column is as wide as the longest label (up to 4 letters) needs: "ocho"
+    # and "cuat" were clipped at the edge in 18 px
+    lx = max(LABEL_PX, int(0.62 * fs * max(len(v[:4]) for v in ys)) + 8)
+    W, H = lx + w * px + 2, LABEL_PX + h * px + 2
     occupied = cells(spec, state)
     nested = len(spec.coord_args) == 4
     sub_w = len(spec.coord_values[2]) if nested else w
@@ -428,7 +433,7 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
         return gy if flip else h - 1 - gy
     for gy in range(h):
         for gx in range(w):
-            x, y = LABEL_PX + col(gx) * px, 1 + row(gy) * px
+            x, y = lx + col(gx) * px, 1 + row(gy) * px
             shade = "#f0d9b5" if (gx + gy) % 2 else "#e4c89c"
             if nested and ((gx // sub_w) + (gy // sub_h)) % 2:
                 shade = "#d9e4ef" if (gx + gy) % 2 else "#c9d7e6"
@@ -452,22 +457,24 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
                                (seen or {}).get((gx, gy), 0)))
     if nested:  # thick lines between the inner boards
         for k in range(0, w + 1, sub_w):
-            x = LABEL_PX + k * px
+            x = lx + k * px
             out.append(f'<line x1="{x}" y1="1" x2="{x}" y2="{1 + h * px}" stroke="#333" stroke-width="3"/>')
         for k in range(0, h + 1, sub_h):
             y = 1 + k * px
-            out.append(f'<line x1="{LABEL_PX}" y1="{y}" x2="{LABEL_PX + w * px}" y2="{y}" stroke="#333" stroke-width="3"/>')
-    xs, ys = (spec.coord_values[2], spec.coord_values[3]) if nested else (spec.coord_values[0], spec.coord_values[1])
-    fs = min(11, px * .4)
+            out.append(f'<line x1="{lx}" y1="{y}" x2="{lx + w * px}" y2="{y}" stroke="#333" stroke-width="3"/>')
     for gx in range(w):
-        out.append(f'<text x="{LABEL_PX + col(gx) * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
+        out.append(f'<text x="{lx + col(gx) * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
                    f'fill="#555">{escape(xs[gx % len(xs)][:4])}</text>')
     for gy in range(h):
-        out.append(f'<text x="{LABEL_PX / 2}" y="{1 + row(gy) * px + px / 2 + 4}" text-anchor="middle" '
+        out.append(f'<text x="{lx / 2}" y="{1 + row(gy) * px + px / 2 + 4}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy % len(ys)][:4])}</text>')
-    out.append(_win_line(win, lambda gx, gy: (LABEL_PX + col(gx) * px + px / 2, 1 + row(gy) * px + px / 2), px * 0.14))
+    out.append(_win_line(win, lambda gx, gy: (lx + col(gx) * px + px / 2, 1 + row(gy) * px + px / 2), px * 0.09))
     out.append("</svg>")
     return "".join(out)
+
+
+def nested_of(spec: BoardSpec) -> bool:
+    return len(spec.coord_args) == 4
 
 
 def _close_cell(tag: str, cls: str) -> str:
@@ -494,7 +501,7 @@ def _win_line(win: set, centre, width: float) -> str:
         return ""
     (ax, ay), (bx, by) = centre(x0, y0), centre(x1, y1)
     return (f'<line class="win-line" x1="{ax:.1f}" y1="{ay:.1f}" x2="{bx:.1f}" y2="{by:.1f}" stroke="#1e7b3a" '
-            f'stroke-width="{max(3.0, width):.1f}" stroke-linecap="round" opacity="0.75" pointer-events="none"/>')
+            f'stroke-width="{max(3.0, width):.1f}" stroke-linecap="round" opacity="0.6" pointer-events="none"/>')
 
 
 def changed_cells(view: BoardView, before, after) -> list:

@@ -209,7 +209,8 @@ def _advice_rows(desc, view, names: dict, texts: list, q, visits, best, likely: 
              "choice": i == best, "likely": i in likely, "tied": len(tied) > 1 and i in tied}
             for i, m in enumerate(texts)]
     untried = sum(1 for v in visits if v == 0)
-    note = confidence.verdict(sorted(rows[i]["label"] for i in tied), untried, simulations, legal)
+    note = confidence.verdict(sorted(rows[i]["label"] for i in tied), untried, legal,
+                              tuple(int(visits[i]) for i in tied))
     ordered = confidence.rows_in_order(rows, tied, order)
     return {"moves": ordered[:max(10, len(tied))], "uncertain": note,
             "also": [r["label"] for r in ordered if r["likely"] and not r["choice"] and not r["tied"]][:6]}
