@@ -289,3 +289,19 @@ def test_a_single_move_of_a_closest_history_does_not_answer_at_once():
     assert m.forced_gdl2(2)
     m.player_legal[1] = ["noop"]
     assert m.forced_gdl2(1)
+
+
+def test_a_closest_history_takes_a_percepts_fact_of_a_shape_it_never_held():
+    """A blind board's first hit names a fact (``hit``) no state of the history held yet;
+    the rules' ``next`` heads say it is a state fact, so the closest history takes it, and
+    the later steps whose percepts repeat it can be explained again (battleship under the
+    manager: every step after our first hit went unexplained before)."""
+    from agent.hidden.belief import patch
+    from agent.hidden.tracker import fluent_shapes
+    shapes = fluent_shapes(read_rules_file(SHEET))
+    assert shapes == {("step", 2), ("ship", 4), ("shot", 4), ("hit", 4)}
+    state = frozenset({("step", "3"), ("ship", "first", "1", "1")})
+    seen = frozenset({("shot", "first", "3", "3"), ("hit", "first", "3", "3")})
+    predicted = frozenset({("shot", "first", "3", "3")})
+    assert patch(state, predicted, seen) == state                       # the state's shapes only
+    assert patch(state, predicted, seen, shapes) == state | {("hit", "first", "3", "3")}

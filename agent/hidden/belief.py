@@ -79,7 +79,7 @@ def _shape(t) -> tuple:
     return (t[0], len(t)) if isinstance(t, tuple) else (t, 0)
 
 
-def patch(state: frozenset, predicted: frozenset, percepts: frozenset) -> frozenset:
+def patch(state: frozenset, predicted: frozenset, percepts: frozenset, shapes=None) -> frozenset:
     """A lenient history's next state made to agree with the percepts where they name
     state facts: a fact the history predicted we would see and we did not is dropped, a
     percept of a fact's shape (name and arity of a fact of the state) that the history did
@@ -87,8 +87,9 @@ def patch(state: frozenset, predicted: frozenset, percepts: frozenset) -> frozen
     board's "cell c r x", whose turn it is); where they do not, nothing changes.  The state
     is then only a guess, but its turn and what we saw of it are the ones we saw: a closest
     history whose stone of ours had gone where the opponent's was kept our turn and answered
-    NOOP."""
-    shapes = {_shape(f) for f in state}
+    NOOP.  ``shapes``: the (name, arity) pairs a state fact may have (default: those of
+    ``state``'s own facts)."""
+    shapes = {_shape(f) for f in state} | set(shapes or ())
     drop = {t for t in predicted - percepts if t in state}
     add = {t for t in percepts - predicted if _shape(t) in shapes}
     return (state - drop) | add if drop or add else state

@@ -51,6 +51,21 @@ def _contains_run(seq: tuple, run: tuple) -> bool:
     return n > 0 and any(seq[i:i + n] == run for i in range(len(seq) - n + 1))
 
 
+def fluent_shapes(description) -> frozenset:
+    """(name, arity) of every fact a state of the rules can hold: the heads of ``next``
+    rules and the ``init`` facts.  A percept of one of these shapes names a state fact, so a
+    closest history's state takes it (``belief.patch``), even when the history never held a
+    fact of that shape: the first hit of a blind board's shot, which every later step's
+    percepts repeat."""
+    shapes = set()
+    for r in description.rules:
+        h = r.head
+        if isinstance(h, tuple) and len(h) == 2 and h[0] in ("next", "init"):
+            t = h[1]
+            shapes.add((t[0], len(t)) if isinstance(t, tuple) else (t, 0))
+    return frozenset(shapes)
+
+
 def _jaccard(a: frozenset, b: frozenset) -> float:
     if not a and not b:
         return 1.0
@@ -61,8 +76,9 @@ class OneHistory:
     """One history consistent with our view where one is found in time; else the closest
     one found, patched (see the module docstring)."""
 
-    def __init__(self, sm, role_index: int, rng: random.Random | None = None):
+    def __init__(self, sm, role_index: int, rng: random.Random | None = None, shapes=None):
         self.sm = sm
+        self.shapes = shapes            # fluent_shapes of the rules (None: the state's own)
         self.role_index = role_index
         self.rng = rng or random.Random(0)
         self.n_roles = len(sm.roles)
@@ -121,7 +137,7 @@ class OneHistory:
         if nxt is None:
             nxt = self.sm.next_state(state, jm)
         if rank < 2.0:
-            nxt = patch(nxt, seen, percepts)
+            nxt = patch(nxt, seen, percepts, self.shapes)
             self.missed.append(self.steps + 1)
             notes.append(f"step {self.steps + 1}: no joint move of {self.tried} tried explains our "
                          f"percepts; the closest one, its state patched to what we saw")

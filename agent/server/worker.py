@@ -263,11 +263,11 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
     import random as _random
     from gdl.terms import render_spaced
     from agent.hidden.player import parse_percepts, respell, symbols_of
-    from agent.hidden.tracker import OneHistory
+    from agent.hidden.tracker import OneHistory, fluent_shapes
     from agent.reasoner.statemachine import ReasonerError, goal_vector
     from gdl.kif import GdlError, parse_term
 
-    history = OneHistory(sm, role_index, _random.Random(0))
+    history = OneHistory(sm, role_index, _random.Random(0), shapes=fluent_shapes(description))
     symbols = symbols_of(description)
     ply = 0
     while True:
