@@ -305,3 +305,51 @@ def test_a_closest_history_takes_a_percepts_fact_of_a_shape_it_never_held():
     predicted = frozenset({("shot", "first", "3", "3")})
     assert patch(state, predicted, seen) == state                       # the state's shapes only
     assert patch(state, predicted, seen, shapes) == state | {("hit", "first", "3", "3")}
+
+
+class _Conn:
+    """A referee's pipe stand-in: the steps to read, what the referee sent."""
+
+    def __init__(self, steps):
+        self.steps, self.sent = list(steps), []
+
+    def recv(self):
+        if not self.steps:
+            raise EOFError
+        return self.steps.pop(0)
+
+    def poll(self):
+        return False
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def test_a_gdl2_referee_whose_history_cannot_go_on_does_not_end_the_match():
+    """A GDL-I referee's failure ends the match (it knew the true state); a GDL-II referee's
+    history is a guess: when it cannot go on, the steps are still answered (no legal moves,
+    said so) and the player's belief gives our moves."""
+    import pytest
+    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
+    from agent.server.worker import referee_gdl2
+
+    class Failing(CachedStateMachine):
+        def legal_moves(self, state, role):
+            if ("step", "1") in state:
+                raise ReasonerError("out of limits")
+            return super().legal_moves(state, role)
+
+    desc = read_rules_file(SHEET)
+    sm = Failing(PrologReasoner(desc))
+    step = {"own": "( place 1 1 )", "percepts": ["( ship first 1 1 )"], "seconds": 5.0}
+    conn = _Conn([("step", k, dict(step)) for k in (1, 2, 3)])
+    with pytest.raises(EOFError):
+        referee_gdl2(conn, sm, 0, desc)
+    kinds = [m[0] for m in conn.sent]
+    assert kinds == ["ref_state"] * 3, conn.sent
+    infos = [m[1] for m in conn.sent]
+    assert [i["ply"] for i in infos] == [1, 2, 3]
+    assert all("legal" not in i for i in infos)
+    assert "cannot go on at step 1" in infos[0]["notes"][0]
+    assert all(i["how"].startswith("referee: lost") for i in infos)

@@ -112,8 +112,8 @@ class OneHistory:
         self.tried = 0
         failure = None
         for jm in self._candidates(per_role, new):
-            if self.tried and time.monotonic() >= deadline:
-                break
+            if (best is not None or self.tried >= 3) and time.monotonic() >= deadline:
+                break   # one candidate that could be computed, at least (3 tries past the deadline)
             self.tried += 1
             try:
                 seen = self.sm.sees(state, jm, self.role_index)

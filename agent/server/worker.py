@@ -270,6 +270,7 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
     history = OneHistory(sm, role_index, _random.Random(0), shapes=fluent_shapes(description))
     symbols = symbols_of(description)
     ply = 0
+    lost = None    # why the history cannot go on, once it cannot
     while True:
         msg = conn.recv()
         if msg[0] != "step":
@@ -286,9 +287,14 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
             until = time.monotonic() + REFEREE_SHARE * float(view.get("seconds") or 5.0)
         if conn.poll():   # the next step is already waiting: catch up
             until = time.monotonic()
+        if lost is not None:
+            ply += 1
+            conn.send(("ref_state", {"ply": ply, "joint": None, "state": state_text(history.state),
+                                     "terminal": False, "notes": [], "how": lost}))
+            continue
+        ply += 1
         try:
             notes += history.observe(own, percepts, until, goes_on=goes_on)
-            ply += 1
             state = history.state
             terminal = sm.is_terminal(state)
             info = {"ply": ply, "joint": None, "state": state_text(state), "terminal": terminal,
@@ -306,8 +312,16 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
                         raise
             conn.send(("ref_state", info))
         except ReasonerError as e:
-            conn.send(("ref_error", ply + 1, str(e)))
-            return
+            # One history is only a guess of the state: when it cannot go on (a query beyond
+            # Prolog's limits, a closest history where a role has no move), the match does not
+            # end for it (a GDL-I referee's failure does: it knew the true state); the
+            # player's belief gives our legal moves from here, and the record says so.
+            lost = f"referee: lost at step {ply} ({str(e)[:200]})"
+            conn.send(("ref_state", {"ply": ply, "joint": None, "state": state_text(history.state),
+                                     "terminal": False, "how": lost,
+                                     "notes": [f"the referee's history cannot go on at step {ply} "
+                                               f"({str(e)[:200]}); our legal moves come from the "
+                                               f"player only from here"]}))
 
 
 QUICK_INFERENCES = 50_000_000
