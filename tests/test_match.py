@@ -397,6 +397,47 @@ def test_referee_requests_have_a_time_limit():
     asyncio.run(_slow_referee())
 
 
+def test_a_spare_referee_process_opens_the_next_match_and_ends_when_no_longer_kept():
+    """The web page keeps one referee process loaded ahead of its matches (issue 54: a
+    process start and the reasoner's import were most of a match's wait for its board): the
+    next match's rules go to it, it referees as a fresh one does, another is started for the
+    match after, and ``keep_spare(False)`` ends it."""
+    import time
+
+    from agent.match import referee as R
+
+    async def two_matches():
+        infos, processes = [], []
+        for _ in range(2):
+            for _ in range(600):               # the spare is started in the background
+                if R._spare is not None:
+                    break
+                await asyncio.sleep(0.1)
+            spare = R._spare
+            ref, info = await R.Referee.open(read_rules(TICTACTOE)[0], timeout=120)
+            assert spare is not None and ref.process is spare[0]   # the spare took the rules
+            after = await ref.step(info["legal"][0][:1] + ["noop"], timeout=60)
+            infos.append((info, after))
+            processes.append(ref.process)
+            ref.close()
+        return infos, processes
+
+    R.keep_spare(True)
+    try:
+        infos, processes = asyncio.run(two_matches())
+    finally:
+        R.keep_spare(False)
+    assert processes[0] is not processes[1]
+    (first, after), _ = infos
+    assert first["roles"] == ["cross", "nought"] and len(first["legal"][0]) == 9 and not first["terminal"]
+    assert len(after["legal"][1]) == 8 and infos[0] == infos[1]
+    for _ in range(50):                        # none left running
+        if R._spare is None:
+            break
+        time.sleep(0.1)
+    assert R._spare is None
+
+
 def test_human_submit_is_checked():
     human = HumanPlayer()
     with pytest.raises(ValueError, match="no move is asked"):

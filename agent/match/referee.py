@@ -21,6 +21,66 @@ _CTX = multiprocessing.get_context("spawn")
 MEMORY_LIMIT_BYTES = 4 * 1024 ** 3   # the compiled engine's process peaks near 0.6 GB on breakthrough
 MODES = ("standby", "auto", "prolog")
 
+# A spare referee process, started ahead with its code imported, waiting for a match's rules:
+# starting a process and importing the reasoner took 3.5-7.6 s at a load of 13, most of the
+# time from a person's "Play" to the board.  Kept only where ``keep_spare(True)`` was called
+# (the web page); otherwise each match starts its own process, as before.
+_spare: tuple | None = None           # (process, connection)
+_keep = False
+_spare_lock = threading.Lock()
+
+
+def _spawn(rules_text: str | None, mode: str | None) -> tuple:
+    parent, child = _CTX.Pipe(duplex=True)
+    process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True,
+                           name="ggp-persona-referee")
+    process.start()
+    child.close()
+    return process, parent
+
+
+def _refill() -> None:
+    global _spare
+    with _spare_lock:
+        if not _keep or _spare is not None:
+            return
+        _spare = _spawn(None, None)
+
+
+def keep_spare(on: bool) -> None:
+    """Keep one referee process warm for the next match (``on``), or end the spare."""
+    global _keep, _spare
+    with _spare_lock:
+        _keep, old = on, (None if on else _spare)
+        if not on:
+            _spare = None
+    if old is not None:
+        _end(*old)
+    if on:
+        threading.Thread(target=_refill, daemon=True, name="referee-spare").start()
+
+
+def _take_spare() -> tuple | None:
+    global _spare
+    with _spare_lock:
+        got, _spare = _spare, None
+    if got is not None and not got[0].is_alive():
+        _end(*got)
+        got = None
+    if _keep:
+        threading.Thread(target=_refill, daemon=True, name="referee-spare").start()
+    return got
+
+
+def _end(process, conn) -> None:
+    try:
+        conn.close()
+    except OSError:
+        pass
+    if process.is_alive():
+        process.kill()
+        process.join(2)
+
 
 class RefereeError(Exception):
     """The referee cannot go on (rules failing at run time, a limit, a dead process)."""
@@ -61,7 +121,7 @@ def _seer(referee, description):
     return PrologReasoner(description)
 
 
-def _main(conn, rules_text: str, mode: str) -> None:
+def _main(conn, rules_text: str | None, mode: str | None) -> None:
     try:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
@@ -74,6 +134,11 @@ def _main(conn, rules_text: str, mode: str) -> None:
         from agent.reasoner.statemachine import CachedStateMachine
         from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
         from gdl.gdl2 import is_gdl2
+        if rules_text is None:      # a spare: the code is loaded; now the match's rules
+            msg = conn.recv()
+            if msg[0] != "rules":
+                return
+            rules_text, mode = msg[1], msg[2]
         budget = STANDBY_BUDGET if mode == "standby" else DEFAULT_BUDGET
         description = parse_rules_text(rules_text)
         referee = open_referee(description, budget, engine=mode)
@@ -126,12 +191,14 @@ class Referee:
         return ref, info
 
     def _start(self, rules_text: str, timeout: float, mode: str) -> dict:
-        parent, child = _CTX.Pipe(duplex=True)
-        self.process = _CTX.Process(target=_main, args=(child, rules_text, mode), daemon=True,
-                                    name="ggp-persona-referee")
-        self.process.start()
-        child.close()
-        self.conn = parent
+        spare = _take_spare()
+        if spare is not None:
+            try:
+                spare[1].send(("rules", rules_text, mode))
+            except (OSError, ValueError):
+                _end(*spare)
+                spare = None
+        self.process, self.conn = spare if spare is not None else _spawn(rules_text, mode)
         return self._answer(timeout, "loading the rules")
 
     def _answer(self, timeout: float, what: str) -> dict:

@@ -39,6 +39,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from agent.match import referee
 from agent.match.players import HumanPlayer, PlayerSpecError, make_player
 from agent.match.rules import read_rules
 from agent.match.runner import MatchError, Stop, role_view, run_match
@@ -1065,7 +1066,9 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
     @asynccontextmanager
     async def lifespan(_app):
         w.work.warm()       # the workers import the reasoner now, not on the first page
+        referee.keep_spare(True)   # each match's referee process is started ahead of it
         yield
+        referee.keep_spare(False)
         await w.close()
     api = FastAPI(title="ggp-persona web", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     api.state.web = w
