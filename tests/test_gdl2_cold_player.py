@@ -353,3 +353,20 @@ def test_a_gdl2_referee_whose_history_cannot_go_on_does_not_end_the_match():
     assert all("legal" not in i for i in infos)
     assert "cannot go on at step 1" in infos[0]["notes"][0]
     assert all(i["how"].startswith("referee: lost") for i in infos)
+
+
+def test_a_gdl2_belief_without_legal_moves_is_answered_from_the_referee():
+    """A lenient belief whose closest histories all ended knows no legal move; the player
+    says so ("over"), but in GDL-II that is a guess and the PLAY says the match goes on: the
+    referee's legal moves of this step answer, not nil (battleship under the manager)."""
+    m = _gdl2_match()
+    m.on_referee(("ref_state", {"ply": 1, "joint": None, "state": "( ( p 1 ) )", "terminal": False,
+                                "legal": ["( shoot 1 )", "( shoot 2 )"], "notes": [],
+                                "how": "referee: closest history (percepts of 1 step not explained: 1)"}))
+    m.on_player(("legal", 1, []))
+    m.on_player(("over", 2, 1, "no legal move"))
+    assert 1 not in m.over
+    move, entry = m.choose(2, 1, time.monotonic())
+    assert move in ("( shoot 1 )", "( shoot 2 )") and entry["fallback_move"] == "random"
+    assert entry["legal_from"].startswith("referee: closest history")
+    assert entry["fallback_reason"].startswith("the player's belief knows no legal move here")

@@ -365,7 +365,12 @@ class Match:
             self.decisions.setdefault(msg[1], None)
         elif kind == "over":  # nothing to search: the state is terminal, or we have no legal move
             self.decisions.setdefault(msg[1], None)
-            self.over.setdefault(msg[2], msg[3])
+            if not self.gdl2:
+                self.over.setdefault(msg[2], msg[3])
+            # GDL-II: the belief's verdict is a guess (a lenient belief whose closest histories
+            # all ended knows no legal move), and the manager's PLAY says the match goes on:
+            # the referee's legal moves answer (answering nil at once sent illegal NILs in
+            # battleship under Dresden's GameController: docs/benchmarks/gdl2.md)
         elif kind == "lost":
             # The player could not follow the match (a joint move it cannot apply): it waits
             # for the referee's states, and meanwhile the referee's legal moves are played.
@@ -501,7 +506,7 @@ class Match:
         """GDL-II: our legal moves at ``ply`` and where they come from.  The player's belief
         (every history it keeps) first; else the referee's one history (``ref_how``: one
         consistent with every percept, or the closest found).  Never an earlier step's."""
-        if self.player_legal.get(ply) is not None:
+        if self.player_legal.get(ply):      # an empty list is no verdict (see on_player "over")
             return self.player_legal[ply], "player: belief"
         if self.ref_legal.get(ply) is not None:
             return self.ref_legal[ply], self.ref_how.get(ply, "referee: initial state" if ply == 0 else "referee")
@@ -544,6 +549,8 @@ class Match:
         else:
             if d is None:
                 reason = "player late" if self.player_status not in ("failed", "dead") else "player unavailable"
+                if self.gdl2 and self.player_legal.get(ply) == []:
+                    reason = "the player's belief knows no legal move here"
             else:
                 reason = f"player's move {d['move']} is not legal by the referee"
                 entry["player_move"] = d["move"]
