@@ -17,6 +17,14 @@ import asyncio
 import multiprocessing
 import threading
 
+from gdl.gdl2 import RANDOM, is_gdl2
+from gdl.kif import parse_term
+from gdl.terms import render_spaced
+from agent.reasoner.statemachine import CachedStateMachine, goal_vector
+
+# Imports inside functions: the reasoner (SWI-Prolog) and the engines are loaded in the
+# referee's own process only (``_main``), never in the runner's, which may be a web server.
+
 _CTX = multiprocessing.get_context("spawn")
 MEMORY_LIMIT_BYTES = 4 * 1024 ** 3   # the compiled engine's process peaks near 0.6 GB on breakthrough
 MODES = ("standby", "auto", "prolog")
@@ -87,9 +95,6 @@ class RefereeError(Exception):
 
 
 def _describe(sm, state) -> dict:
-    from gdl.gdl2 import RANDOM
-    from gdl.terms import render_spaced
-    from agent.reasoner.statemachine import goal_vector
     n = len(sm.roles)
     facts = sorted(render_spaced(f) for f in state)
     info = {"state": facts, "state_text": "( " + "".join(f + " " for f in facts) + ")",
@@ -108,7 +113,6 @@ def _describe(sm, state) -> dict:
 
 def _percepts(seer, state, joint) -> list[list[str]]:
     """Every role's percepts of ``joint`` made in ``state``, each role's texts sorted."""
-    from gdl.terms import render_spaced
     return [sorted(render_spaced(p) for p in seer.sees(state, joint, i)) for i in range(len(joint))]
 
 
@@ -128,12 +132,8 @@ def _main(conn, rules_text: str | None, mode: str | None) -> None:
     except (ImportError, ValueError, OSError):
         pass
     try:
-        from gdl.kif import parse_term
-        from gdl.terms import render_spaced
         from agent.player import parse_rules_text
-        from agent.reasoner.statemachine import CachedStateMachine
         from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
-        from gdl.gdl2 import is_gdl2
         if rules_text is None:      # a spare: the code is loaded; now the match's rules
             msg = conn.recv()
             if msg[0] != "rules":

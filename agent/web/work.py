@@ -16,15 +16,28 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import multiprocessing
+import random
 import re
 import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from agent.reasoner.statemachine import CachedStateMachine
+from gdl.board import detect_board
+from gdl.gdl2 import is_gdl2
+from gdl.kif import parse_rules, parse_term
+from gdl.terms import render, render_spaced
 
 from . import boardview as bv
 from . import confidence, marks
+
+# Imports inside functions: SWI-Prolog (pyswip binds it to the thread that first uses it), the
+# engines and search (numba), the GDL-II belief and the modelling stack are loaded in the
+# worker processes that run these functions, never in the web server's own process.
 
 MAX_GAMES = 8           # state machines kept per worker process
 ADVICE_MAX_SECONDS = 30.0
@@ -42,8 +55,6 @@ def digest(text: str) -> str:
 
 def _machine(text: str, title: str = "rules"):
     from agent.reasoner.prolog import PrologReasoner
-    from agent.reasoner.statemachine import CachedStateMachine
-    from gdl.kif import parse_rules
     key = digest(text)
     if key in _machines:
         _machines.move_to_end(key)
@@ -71,8 +82,6 @@ def load_game(text: str, title: str) -> dict:
     """Roles and boards of a game (found from the initial state and a few random walks);
     whether it is a GDL-II game, and its initial state (fact texts: the rules give it to
     every role, so a GDL-II page may draw it)."""
-    from gdl.gdl2 import is_gdl2
-    from gdl.terms import render
     desc, sm = _machine(text, title)
     return {"roles": [str(r) for r in desc.roles], "view": bv.build_view(desc, sm),
             "gdl2": is_gdl2(desc), "init": sorted(render(f) for f in sm.initial_state())}
@@ -158,7 +167,6 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
 
     from agent.persona import load_persona
     from agent.search import SearchSettings, search
-    from gdl.terms import render_spaced
     desc, sm = _machine(text, title)
     state = bv.parse_state(state_texts)
     if sm.is_terminal(state):
@@ -228,7 +236,6 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     the unseen moves uniform) is rebuilt from them, and its most likely states are searched
     by the persona (``agent.hidden.search.ensemble``: the persona's own search on each
     state, the Q-values pooled), as it plays a GDL-II match itself."""
-    import random
 
     import numpy as np
 
@@ -237,8 +244,6 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     from agent.hidden.search import ensemble
     from agent.persona import load_persona
     from agent.search import SearchSettings, search
-    from gdl.kif import parse_term
-    from gdl.terms import render_spaced
     desc, sm = _machine(text, title)
     persona = load_persona(persona_spec)
     t0 = time.monotonic()
@@ -296,7 +301,6 @@ def clean_message(e) -> str:
 
 
 def _library(folders):
-    from pathlib import Path
 
     from agent.archive import GameLibrary
     folders = [Path(p) for p in folders]
@@ -309,8 +313,6 @@ def replay(data: dict, source: str, folders) -> dict:
     on the rules is ``replay_verdict``)."""
     from agent.archive import _Terms
     from agent.reasoner.prolog import PrologReasoner
-    from agent.reasoner.statemachine import CachedStateMachine
-    from gdl.board import detect_board
     desc = _library(folders).description(data)
     terms = _Terms()
     raw_states = data.get("states") or []
@@ -432,8 +434,6 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: l
     play most like: the models of an earlier fit of the game (the first of the ``fits``
     folders that applies to these rules), or else the preset personas scored by the GA scorer.  Progress lines go to ``out_dir/progress.txt``; the
     answer is plain data for the page (also kept as ``out_dir/style.json``)."""
-    import json
-    from pathlib import Path
 
     import numpy as np
 
