@@ -16,11 +16,17 @@ nothing.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import multiprocessing
 import os
+import signal
+import socket
+import subprocess
 import sys
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
@@ -90,8 +96,6 @@ def _die_with_parent() -> None:
     """Pool worker initializer: on Linux, end this worker when the process that started it
     dies (a killed fit left its workers searching for an hour otherwise)."""
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))   # PR_SET_PDEATHSIG
         except OSError:      # no libc by that name: the worker ends when it next reads its queue
@@ -150,7 +154,7 @@ def _run_pool(fn, tasks, workers, done, advance) -> None:
 
 def _run_dask(fn, tasks, scheduler, done, advance) -> None:
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, as_completed   # an optional backend, loaded only when asked for
     except ImportError as e:  # an optional backend: say what to install
         raise RuntimeError("the Dask backend needs dask[distributed] installed") from e
     try:
@@ -186,10 +190,6 @@ class local_dask_cluster:
         self.procs: list = []
 
     def __enter__(self) -> str:
-        import socket
-        import subprocess
-        import time
-        from pathlib import Path
         dask = Path(sys.executable).with_name("dask")
         if not dask.is_file():
             raise RuntimeError("the dask command (dask[distributed]) is not installed in this environment")
@@ -204,7 +204,7 @@ class local_dask_cluster:
             for _ in range(self.n_workers):
                 self.procs.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1",
                                                     "--nworkers", "1", "--no-dashboard"], **quiet))
-            from distributed import Client
+            from distributed import Client   # (as above)
             deadline = time.monotonic() + self.timeout
             while True:
                 try:
@@ -220,7 +220,6 @@ class local_dask_cluster:
             raise
 
     def __exit__(self, *exc) -> None:
-        import subprocess
         for p in reversed(self.procs):
             p.terminate()
         for p in self.procs:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.decision import RandomChoice, Situation
-from gdl.kif import GdlError, parse_term
+from gdl.kif import GdlError, parse_term, read_first
 from gdl.terms import render_spaced
 
 
@@ -107,7 +108,7 @@ class HttpPlayer:
         self.play_clock = 10.0
 
     async def _send(self, body: str, timeout: float) -> str:
-        import httpx
+        import httpx   # 0.1-0.2 s, for players over HTTP only
         limit = httpx.Timeout(timeout, connect=min(self.CONNECT_TIMEOUT, timeout))
         headers = {"Accept": "text/delim", "Sender": "GAMESERVER", "Receiver": self.receiver,
                    "Content-Type": "text/acl"}
@@ -135,7 +136,6 @@ class HttpPlayer:
             reply = await self._send("( INFO )", 5.0)
         except PlayerError as e:
             raise PlayerError(e.code, f"no GGP player answers at {self.url} ({e.detail})") from None
-        from gdl.kif import read_first
         try:
             node = read_first(reply)
         except GdlError:
@@ -214,11 +214,11 @@ class PersonaPlayer:
             await self.manager.players.wait_warm(self.WARM_TIMEOUT)
 
     async def _start_manager(self) -> None:
+        # the server's match manager and its process pools, for persona players only
         from agent.server.config import ServerConfig
         from agent.server.matches import MatchManager
         log_dir = self.log_dir
         if log_dir is None:
-            import tempfile
             self._tmp = tempfile.TemporaryDirectory(prefix="ggp-persona-player-")
             log_dir = Path(self._tmp.name)
         log_dir.mkdir(parents=True, exist_ok=True)

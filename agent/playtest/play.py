@@ -20,7 +20,13 @@ import random
 
 import numpy as np
 
+from agent.persona import persona_from_dict
+from agent.reasoner.statemachine import goal_vector
+from gdl.kif import parse_rules, parse_term
 from gdl.terms import render
+
+# Imports inside functions: the engines and the search (numba) load in the pool's worker
+# processes that run the tasks, not in the process that hands them out.
 
 _ENGINES: dict = {}     # per worker process: rules key -> engine
 
@@ -34,7 +40,6 @@ def engine_for(rules_text: str, key: str, budget: float = 60.0):
     hit = _ENGINES.get(key)
     if hit is None:
         from agent.engine import load_engine
-        from gdl.kif import parse_rules
         hit = _ENGINES[key] = load_engine(parse_rules(rules_text, key), budget_seconds=budget)
     return hit
 
@@ -52,8 +57,6 @@ def outcome(goals: list, role: int) -> str:
 def play_run(task: dict) -> dict:
     """Task keys: rules_text, rules_key, persona (dict), role, opponent (dict or "random"),
     limit, opponent_limit, seed, max_plies."""
-    from agent.persona import persona_from_dict
-    from agent.reasoner.statemachine import goal_vector
     from agent.search import features as F
     from agent.search import leaf as L
     from agent.search import SearchSettings, search
@@ -142,9 +145,7 @@ def agreement_task(task: dict) -> list:
     have recorded (departure from persona-model 5.1's single search, see README).
     Task keys: rules_text, rules_key, persona (B, dict), role, limit, seed, [seeds],
     items [(state facts rendered, move rendered)] (the recorded move is compared by the caller)."""
-    from agent.persona import persona_from_dict
     from agent.search import item_seed, search_batch
-    from gdl.kif import parse_term
 
     engine = engine_for(task["rules_text"], task["rules_key"])
     persona = persona_from_dict(task["persona"], "persona")
