@@ -38,7 +38,7 @@ from gdl.gdl2 import RANDOM
 from gdl.kif import GdlError, parse_term, read_first, read_rules_file, rules_from_nodes
 from gdl.terms import render_spaced
 
-from agent.reasoner.statemachine import ReasonerError
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
 
 REFEREE_BUDGET = 60.0  # seconds to build and check a game's compiled engine (offline: generous)
 MEMORY_MB = 4096       # default memory cap of a replaying process (--memory-mb)
@@ -53,7 +53,7 @@ def limit_memory(memory_mb: int | None) -> None:
         return
     cap = int(memory_mb) * 1024 * 1024
     try:
-        from agent.reasoner.prolog import set_memory_limits
+        from agent.reasoner.prolog import set_memory_limits   # SWI-Prolog: loaded where records are checked
         set_memory_limits(stack_limit=cap // 2, table_space=cap // 4)
     except Exception:  # no Prolog here: the data limit still holds
         pass
@@ -389,13 +389,12 @@ class Replayer:
         self.terms = _Terms()
 
     def machine(self, data: dict):
-        from agent.reasoner.statemachine import CachedStateMachine
         key = self.library.key_for(data)
         sm = self._machines.get(key)
         if sm is None:
             desc = self.library.description(data)
             if self.reasoner is None:
-                from agent.referee import open_referee
+                from agent.referee import open_referee   # the referee's engines (numba), only when asked for
                 base = open_referee(desc, self.budget, engine=self.engine).sm
             else:
                 base = self.reasoner(desc)
@@ -405,7 +404,6 @@ class Replayer:
     def seer(self, data: dict):
         """The machine that answers ``sees`` for a GDL-II record: the game's machine when it
         has it, else a Prolog reasoner (the reference; the engines are getting ``sees``)."""
-        from agent.reasoner.statemachine import CachedStateMachine
         key = self.library.key_for(data)
         seer = self._seers.get(key)
         if seer is None:
@@ -413,7 +411,7 @@ class Replayer:
             if callable(getattr(sm.sm, "sees", None)):
                 seer = sm
             else:
-                from agent.reasoner.prolog import PrologReasoner
+                from agent.reasoner.prolog import PrologReasoner   # SWI-Prolog, only when needed
                 seer = CachedStateMachine(PrologReasoner(self.library.description(data)))
             self._seers[key] = seer
         return seer

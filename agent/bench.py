@@ -16,7 +16,7 @@ PLAYOUT_CAP = 10_000  # joint moves; a longer playout means the game does not te
 
 def _compiled_runner(engine, seed: int):
     """A function (n) -> (playouts, total depth, goal sum) over the numba kernel."""
-    from .engine import kernels as K
+    from .engine import kernels as K   # numba kernels: only for the compiled engine's figures
 
     K.seed(seed)
     g, init = engine.game, engine.game.init_state

@@ -66,7 +66,7 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
     server's match has a grounder process of its own; a standby referee grounding an
     exploding game after Prolog ran out of stack doubled its memory and held the match for
     15 s more), else the non-ground engine."""
-    from agent.reasoner.prolog import PrologReasoner
+    from agent.reasoner.prolog import PrologReasoner   # SWI-Prolog, in the process that referees
 
     if engine not in ("auto", "standby", "prolog"):
         raise ValueError(f"engine must be auto, standby or prolog, not {engine!r}")
@@ -94,7 +94,7 @@ def exact_compiled(desc, prolog, until: float, cache_dir=None, walks: int = CHEC
     left = until - time.monotonic()
     if left <= 0.5:
         return None, "no time left to build the compiled engine", 0
-    from agent.engine import load_engine
+    from agent.engine import load_engine   # the compiled engine (numba), only when it is tried
     try:
         compiled = load_engine(desc, engine="compiled", budget_seconds=left * (1 - CHECK_SHARE),
                                cache_dir=cache_dir, build=build)

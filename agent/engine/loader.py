@@ -67,7 +67,7 @@ def load_engine(desc: Description, *, budget_seconds: float = 30.0, cache_dir=No
 
 
 def _nonground(desc, info, t0):
-    from .nonground import NonGroundEngine
+    from .nonground import NonGroundEngine   # its numba kernels, only for games that do not ground
     sm = NonGroundEngine(desc)
     sm.info = dict(info, engine="nonground", build_seconds=round(time.monotonic() - t0, 3),
                    relations=len(sm.c.rel_keys), flat_rules=len(sm.c.flat.rules))
@@ -75,7 +75,7 @@ def _nonground(desc, info, t0):
 
 
 def _prolog(desc, info):
-    from ..reasoner.prolog import PrologReasoner
+    from ..reasoner.prolog import PrologReasoner   # SWI-Prolog, only when asked for
     sm = PrologReasoner(desc)
     sm.info = info
     return sm

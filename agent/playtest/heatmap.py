@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from gdl.board import content_text, detect_board, matches, sample_states  # noqa: E402
 from gdl.kif import parse_term  # noqa: E402
 
 MAX_CONTENTS = 4        # grids per board: the contents most often true
@@ -17,14 +18,12 @@ MAX_CONTENTS = 4        # grids per board: the contents most often true
 
 def boards(description, sm) -> list:
     """Board specs of a game, best first (empty when none is found)."""
-    from gdl.board import detect_board, sample_states
     return detect_board(description, sample_states(sm))
 
 
 def board_shares(spec, shares: dict) -> dict:
     """content -> 2-D array [row, column] of fact shares on the board (0 where never true);
     ``shares`` maps rendered facts to shares."""
-    from gdl.board import content_text, matches
     out: dict = {}
     for text, share in shares.items():
         fact = parse_term(text)

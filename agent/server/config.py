@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import tomlio
 from ..compute import default_workers
 
 DEFAULT_PORT = 9147
@@ -137,7 +138,6 @@ def default_memory_budget_mb() -> int:
 def load_persona_rules(path, base: str | None = None) -> tuple[list, str | None]:
     """Rules and the optional default from a TOML file; persona file paths in it are taken
     relative to the config file's folder."""
-    from agent import tomlio
     path = Path(path)
     try:
         data = tomlio.load_file(path)

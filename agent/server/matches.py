@@ -25,12 +25,16 @@ messages for it are still answered.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
 import re
 import time
 import zlib
+from pathlib import Path
+
+import psutil
 
 from agent.player import (DEFAULT_PERSONA, RulesRefused, load_persona_spec, parse_rules_text, persona_dict,
                           role_index_of)
@@ -104,8 +108,6 @@ def mark_interrupted(log_dir, live: set, paths=None) -> list:
     they have been left alone for ``idle_limit``; returns ``[(when due, path)]`` for the
     ones not due yet.  Only the first bytes of each record are read, unless it is a
     candidate (our writer puts both flags at the start)."""
-    import json
-    from pathlib import Path
     pending = []
     now = time.time()
     files = paths if paths is not None else sorted(Path(log_dir).glob("*.json"))
@@ -1031,8 +1033,6 @@ class MatchManager:
         """Resident memory of every worker, every ``memory_poll`` seconds: a worker over its cap
         is killed (a referee or player ends its match, a grounder only its engine build), and
         when all workers together pass the budget the match using most is ended."""
-        import psutil
-
         cfg = self.config
         cap = cfg.worker_memory_mb * 1024 * 1024
         budget = cfg.memory_budget_mb * 1024 * 1024

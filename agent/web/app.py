@@ -21,6 +21,7 @@ separate pools by kind of work: a replay or an advice never delays another perso
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -40,9 +41,12 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from agent.match import referee
+from agent.matchlog import atomic_write_bytes
+from agent.persona import PersonaError, parse_persona
 from agent.match.players import HumanPlayer, PlayerSpecError, make_player
 from agent.match.rules import read_rules
 from agent.match.runner import MatchError, Stop, role_view, run_match
+from gdl.gdl2 import random_index
 from gdl.kif import Problem
 
 from . import boardview as bv
@@ -379,7 +383,6 @@ class WebApp:
                 if res.get("clone"):       # kept relative to its folder (no machine paths in it)
                     res["clone"] = str(Path(res["clone"]).relative_to(job.folder))
                 res.pop("report", None)
-                from agent.matchlog import atomic_write_bytes
                 atomic_write_bytes(job.folder / "style.json", json.dumps(res, indent=1).encode())
                 job.result = res
             except Exception as e:   # shown as a sentence on the page
@@ -1047,7 +1050,6 @@ class WebApp:
 
 def _chance(gd: GameData) -> int | None:
     """GDL-II's random role's index (played by the referee), or None."""
-    from gdl.gdl2 import random_index
     return random_index(gd.roles) if gd.gdl2 else None
 
 
@@ -1061,9 +1063,8 @@ def _error_page(app: WebApp, title: str, problems, status: int = 400):
 
 def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defaults) -> FastAPI:
     w = WebApp(game_folders, persona_folders, log_dir, **defaults)
-    from contextlib import asynccontextmanager
 
-    @asynccontextmanager
+    @contextlib.asynccontextmanager
     async def lifespan(_app):
         w.work.warm()       # the workers import the reasoner now, not on the first page
         referee.keep_spare(True)   # each match's referee process is started ahead of it
@@ -1132,7 +1133,6 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
 
     @api.post("/persona-upload")
     async def persona_upload(persona: UploadFile = File(...)):
-        from agent.persona import PersonaError, parse_persona
         data = await persona.read(MAX_PERSONA_BYTES + 1)
         source = Path(persona.filename or "persona.toml").name[:80]
         try:
@@ -1141,7 +1141,6 @@ def create_app(game_folders=(), persona_folders=(), log_dir="match_logs", **defa
             p = parse_persona(data.decode("utf-8"), source)
         except (PersonaError, UnicodeDecodeError, ValueError) as e:
             return _error_page(w, f"{source} is not a persona", [Problem("error", work.clean_message(e), source)])
-        from agent.matchlog import atomic_write_bytes
         stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(source).stem)[:40] or "persona"
         path = Path(w.persona_tmp.name) / f"{stem}-{uuid.uuid4().hex[:6]}.toml"
         atomic_write_bytes(path, data)
