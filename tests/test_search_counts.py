@@ -183,7 +183,10 @@ def test_reused_tree_on_a_clock_is_not_rebuilt_while_it_has_room(c4):
     from agent.search import advance
     champion = load_persona("champion")
     s = c4.initial_state()
-    res = driver_compiled.search(c4, s, 0, champion, SearchSettings(seed=1, limit=200_000, seconds=0.05))
+    # a tree with room, made by a fixed number of simulations (a 0.05 s clock ran only one at
+    # a load of 10, and the move played then had no node to keep)
+    res = driver_compiled.search(c4, s, 0, champion, SearchSettings(seed=1, limit=2_000, seconds=600,
+                                                                   max_nodes=150_000))
     joint = [res.move, c4.legal_moves(s, 1)[0]]
     kept = advance(res.tree, joint)
     assert kept is not None and kept.capacity - kept.nodes >= driver_compiled.DEFAULT_TIMED_NODES
