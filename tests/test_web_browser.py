@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from tests.webbrowser import person_page, person_records, require_browser, web_and_browser
+from tests.webbrowser import (TURN_TIMEOUT_MS, person_page, person_records, require_browser, start_match,
+                              upload_sheet, wait_turn_or_end, web_and_browser)
 
 GAMES = Path(__file__).resolve().parents[1] / "games"
 PERSONA = "phlegmatic"
-TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes to warm up (up to 300 s)
 
 
 @pytest.fixture(scope="module")
@@ -37,25 +37,6 @@ def page(web):
     pg = person_page(browser, server.url, "alice")
     yield pg
     pg.context.close()
-
-
-def start_match(page, key: str, role: int = 0):
-    page.goto(f"/game?key={key}")
-    page.select_option("#role", str(role))
-    page.select_option("#persona", PERSONA)
-    page.fill("#play_clock", "1")
-    page.fill("input[name=start_clock]", "5")
-    page.click("#start")
-    page.wait_for_url("**/play/*")
-
-
-def wait_turn_or_end(page) -> bool:
-    """True when it is the person's turn (and the board is clickable), False at the end."""
-    page.wait_for_function(
-        "document.querySelector('#status').dataset.state === 'your-turn' && "
-        "document.querySelectorAll('.cell.clickable').length > 0 "
-        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
-    return page.locator("#result").is_hidden()
 
 
 def click_a_move(page) -> None:
@@ -88,15 +69,6 @@ def check_result_and_record(page, logs: Path, role: int = 0) -> dict:
     assert record["isPlayerHuman"] == [r == role for r in range(2)]
     assert not any(e for row in record["errors"] for e in row)   # every click was a legal move
     return record
-
-
-def upload_sheet(page, path, text: str) -> None:
-    """Write a rule sheet, upload it from the start page and wait for its game page."""
-    path.write_text(text)
-    page.goto("/")
-    page.set_input_files("#rules-file", str(path))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
 
 
 def test_tictactoe_whole_match_by_clicking(web, page):

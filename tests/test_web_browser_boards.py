@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from tests.webbrowser import person_page, require_browser, web_and_browser
+from tests.webbrowser import (TURN_TIMEOUT_MS, person_page, require_browser, start_match, upload_sheet,
+                              wait_turn_or_end, web_and_browser)
 
 GAMES = Path(__file__).resolve().parents[1] / "games"
-TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes to warm up
 KNIGHT_THROUGH = "corpus/games/base/games/knightThrough/v0/knightThrough.kif"
 NUMBER_WORDS = "naught uno dos tres cuatro cinco seis siete ocho".split()
 
@@ -40,35 +40,10 @@ def shots(web) -> Path:
     return Path(os.environ.get("GGP_PERSONA_SCREENSHOTS", "") or web[2])
 
 
-def upload(page, path: Path, text: str) -> None:
-    path.write_text(text)
-    page.goto("/")
-    page.set_input_files("#rules-file", str(path))
-    page.click("#upload-form button")
-    page.wait_for_url("**/game?key=upload/*")
-
-
-def start(page, persona: str = "phlegmatic") -> None:
-    page.select_option("#role", "0")
-    page.select_option("#persona", persona)
-    page.fill("#play_clock", "1")
-    page.fill("input[name=start_clock]", "5")
-    page.click("#start")
-    page.wait_for_url("**/play/*")
-
-
-def wait_turn_or_end(page) -> bool:
-    page.wait_for_function(
-        "document.querySelector('#status').dataset.state === 'your-turn' && "
-        "document.querySelectorAll('.cell.clickable').length > 0 "
-        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
-    return page.locator("#result").is_hidden()
-
-
 def test_a_won_tictactoe_shows_its_winning_line(web, page):
     # the person clicks the first open cell each turn: the persona wins (a draw: play again)
     page.goto("/game?key=games/ticTacToe")
-    start(page)
+    start_match(page)
     for attempt in range(4):
         if attempt:                                      # the same game and persona again
             first = page.url
@@ -101,9 +76,9 @@ def test_scrambled_knightthrough_has_its_board(web, page, tmp_path):
     # its numbers renamed too: only the (plus 1 ?x ?y) facts order the coordinates
     scrambled = re.sub(r"(?<=[\s(])([1-8])(?=[\s)])", lambda m: NUMBER_WORDS[int(m.group(1))], scrambled)
     assert "cell" not in scrambled and " 3 " not in scrambled
-    upload(page, tmp_path / "riddle.kif", scrambled)
+    upload_sheet(page, tmp_path / "riddle.kif", scrambled)
     assert page.locator("svg.board rect.cell").count() == 64
-    start(page)
+    start_match(page)
     assert wait_turn_or_end(page)
     page.wait_for_selector("#boards svg.board .cell.clickable")      # drawn by app.js
     assert page.locator("#boards svg.board rect.cell").count() == 64
@@ -126,7 +101,7 @@ def test_scrambled_knightthrough_has_its_board(web, page, tmp_path):
 
 def test_advice_names_moves_as_the_buttons_and_says_when_it_cannot_tell(web, page):
     page.goto("/game?key=games/connectFour")
-    start(page)
+    start_match(page)
     assert wait_turn_or_end(page)
     page.click("#advice-btn")
     page.wait_for_selector("#advice-table", timeout=TURN_TIMEOUT_MS)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_web_browser import TURN_TIMEOUT_MS, click_a_move, start_match, wait_turn_or_end
+from tests.test_web_browser import click_a_move
+from tests.webbrowser import TURN_TIMEOUT_MS, start_match, wait_turn_or_end
 from tests.webbrowser import person_page, require_browser, web_and_browser
 
 SILENCE = 10          # the persona's silence limit in this file (seconds)
@@ -213,7 +214,7 @@ def test_a_draw_offer_is_refused_or_accepted_by_the_persona_s_own_search(people,
     """In a position it wins whatever happens the persona refuses a draw (and says its
     search's value); in one it loses whatever happens it accepts: the match ends drawn,
     recorded so."""
-    from tests.test_web_browser import upload_sheet
+    from tests.webbrowser import upload_sheet
     _, _, logs = people
     upload_sheet(page, tmp_path / "pick.kif", PICK)
     key = page.url.split("key=")[1]

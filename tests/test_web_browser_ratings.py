@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_web_browser import TURN_TIMEOUT_MS, click_a_move, wait_turn_or_end
+from tests.test_web_browser import click_a_move
+from tests.webbrowser import TURN_TIMEOUT_MS, wait_turn_or_end
 from tests.webbrowser import person_page, require_browser, web_and_browser
 
 TITLE_RE = r"^dana vs champion · ticTacToe · \d{1,2} [A-Z][a-z]{2} \d{4} \d\d:\d\d UTC$"

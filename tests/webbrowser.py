@@ -156,3 +156,36 @@ def person_records(folder: Path, person: str, n: int = 6, seed: int = 0, game: s
         out.append(path)
     return out
 
+
+# ------------------------------------------------------------------ a person's page
+TURN_TIMEOUT_MS = 400_000      # the first persona move waits for its processes to warm up (up to 300 s)
+
+
+def upload_sheet(page, path, text: str) -> None:
+    """Write a rule sheet, upload it from the start page and wait for its game page."""
+    path.write_text(text)
+    page.goto("/")
+    page.set_input_files("#rules-file", str(path))
+    page.click("#upload-form button")
+    page.wait_for_url("**/game?key=upload/*")
+
+
+def start_match(page, key: str | None = None, role: int = 0, persona: str = "phlegmatic") -> None:
+    """Start a match from the game page of ``key`` (None: the page already open)."""
+    if key is not None:
+        page.goto(f"/game?key={key}")
+    page.select_option("#role", str(role))
+    page.select_option("#persona", persona)
+    page.fill("#play_clock", "1")
+    page.fill("input[name=start_clock]", "5")
+    page.click("#start")
+    page.wait_for_url("**/play/*")
+
+
+def wait_turn_or_end(page) -> bool:
+    """True when it is the person's turn (and the board is clickable), False at the end."""
+    page.wait_for_function(
+        "document.querySelector('#status').dataset.state === 'your-turn' && "
+        "document.querySelectorAll('.cell.clickable').length > 0 "
+        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
+    return page.locator("#result").is_hidden()
