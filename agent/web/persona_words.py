@@ -109,20 +109,27 @@ def _impressions(p: Persona) -> str:
             f"({how}, judged {where}).")
 
 
+def _biases(a: float, d: float) -> list[tuple[str, str]]:
+    """The personality bias (spec 2.6) in words: (trait, its explanation) for the
+    aggressiveness ``a`` and the defensiveness ``d`` of a role, when they are far from 1."""
+    out = []
+    if a >= 2.0:
+        out.append(("very bold", "promising positions look better to it than they are, and it chases them"))
+    elif a >= 1.3:
+        out.append(("bold", "it rates promising positions above their worth"))
+    elif a <= 0.7:
+        out.append(("modest", "it rates promising positions below their worth"))
+    if d <= 0.6:
+        out.append(("cautious", "bad positions look worse to it than they are, so it steers away from risk"))
+    elif d >= 1.4:
+        out.append(("careless of danger", "bad positions look less bad to it than they are"))
+    return out
+
+
 def _temper(p: Persona) -> str:
     """The personality bias (spec 2.6) on its own role, and the charge default."""
     a, d = p.aggressiveness[0], p.defensiveness[0]
-    parts = []
-    if a >= 2.0:
-        parts.append("very bold (promising positions look better to it than they are, and it chases them)")
-    elif a >= 1.3:
-        parts.append("bold (it rates promising positions above their worth)")
-    elif a <= 0.7:
-        parts.append("modest (it rates promising positions below their worth)")
-    if d <= 0.6:
-        parts.append("cautious (bad positions look worse to it than they are, so it steers away from risk)")
-    elif d >= 1.4:
-        parts.append("careless of danger (bad positions look less bad to it than they are)")
+    parts = [f"{trait} ({why})" for trait, why in _biases(a, d)]
     if not parts:
         mood = "Even-tempered: it takes good and bad positions at their worth"
     else:
@@ -217,17 +224,7 @@ def summary(p: Persona) -> str:
     c = p.exploration_factor
     traits.append("trusts its first impressions" if c <= 50 else "gives unlikely moves a second look" if c <= 90
                   else "explores widely")
-    a, d = p.aggressiveness[0], p.defensiveness[0]
-    if a >= 2.0:
-        traits.append("very bold")
-    elif a >= 1.3:
-        traits.append("bold")
-    elif a <= 0.7:
-        traits.append("modest")
-    if d <= 0.6:
-        traits.append("cautious")
-    elif d >= 1.4:
-        traits.append("careless of danger")
+    traits += [trait for trait, _ in _biases(p.aggressiveness[0], p.defensiveness[0])]
     if p.utility_lambda > 0:
         # its two weightiest aims; "goes for the win" only when it is the only one (most have it)
         weights = sorted((x for x in p.utility_weights.items() if x[0] in _WANTS and x[1]), key=lambda x: -abs(x[1]))
