@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
+from tests import webbrowser
 from tests.webbrowser import person_page, require_browser, web_and_browser
 
 GDL2 = SHARED / "corpus" / "gdl2"
@@ -62,11 +63,7 @@ def start_match(page, key: str, role: int) -> None:
 
 def wait_turn_or_end(page) -> bool:
     """True when the person has a move to make (buttons shown), False at the end."""
-    page.wait_for_function(
-        "document.querySelector('#status').dataset.state === 'your-turn' && "
-        "document.querySelectorAll('#moves button.move').length > 0 "
-        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
-    return page.locator("#result").is_hidden()
+    return webbrowser.wait_turn_or_end(page, "#moves button.move", TURN_TIMEOUT_MS)
 
 
 def wait_next_step(page, steps: int) -> None:

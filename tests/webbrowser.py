@@ -182,10 +182,11 @@ def start_match(page, key: str | None = None, role: int = 0, persona: str = "phl
     page.wait_for_url("**/play/*")
 
 
-def wait_turn_or_end(page) -> bool:
-    """True when it is the person's turn (and the board is clickable), False at the end."""
+def wait_turn_or_end(page, clickable: str = ".cell.clickable", timeout_ms: int = TURN_TIMEOUT_MS) -> bool:
+    """True when it is the person's turn (and ``clickable`` is there: the board's cells, or
+    the move buttons), False at the end."""
     page.wait_for_function(
         "document.querySelector('#status').dataset.state === 'your-turn' && "
-        "document.querySelectorAll('.cell.clickable').length > 0 "
-        "|| !document.querySelector('#result').hidden", timeout=TURN_TIMEOUT_MS)
+        f"document.querySelectorAll('{clickable}').length > 0 "
+        "|| !document.querySelector('#result').hidden", timeout=timeout_ms)
     return page.locator("#result").is_hidden()
