@@ -33,7 +33,7 @@ checkout during a run would reach later matches: play from a frozen copy instead
 (its numba cache is compiled once, in OUT/code/.cache/numba: minutes on a busy machine).
 
 One JSON line per finished match is added to ``--out`` (default
-``docs/benchmarks/gdl2-dresden.jsonl``; the file is rewritten whole through a temporary file):
+``docs/benchmarks/gdl2-dresden.jsonl``, kept compressed by scripts/benchrows.py; the file is rewritten whole through a temporary file):
 game, seat, goals, the manager's error lines that name our player (illegal move, timed
 out), the others, and from our own record the decisions, fallbacks and lenient decisions.
 A rerun skips the (game, match index) pairs already there for the same commit, clocks and
@@ -70,6 +70,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import benchrows  # noqa: E402  (rows under docs/ are kept compressed)
 
 RESULTS = ROOT / "docs" / "benchmarks" / "gdl2-dresden.jsonl"
 CORPUS = SHARED / "corpus" / "gdl2"
@@ -101,34 +103,16 @@ def goal_max(kif_text: str) -> int:
     return max(values, default=100) or 100
 
 
-def load_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                sys.exit(f"bench_gdl2_dresden: {path}:{n} is not JSON; fix or move the file")
-    return rows
-
-
 def append_row(path: Path, row: dict) -> None:
-    """Rewrite the results with one more line, through a temporary file (never half a file),
-    under an exclusive lock on the folder: series run at once each add to the file as it is
-    then, never to a copy read before another series' row."""
+    """The results with one more row (``benchrows``: compressed under docs/, rewritten whole
+    through a temporary file, never half a file), under an exclusive lock on the folder:
+    series run at once each add to the file as it is then, never to a copy read before
+    another series' row."""
     path.parent.mkdir(parents=True, exist_ok=True)
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(dfd, fcntl.LOCK_EX)
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if old and not old.endswith("\n"):
-            old += "\n"
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(old + json.dumps(row, sort_keys=True) + "\n")
-        os.replace(tmp, path)
+        benchrows.write(path, benchrows.read(path) + [row])
     finally:
         os.close(dfd)     # releases the lock
 
@@ -704,7 +688,7 @@ def main(argv=None) -> int:
     if unknown:
         print(f"bench_gdl2_dresden: no sheet {', '.join(unknown)} in {a.corpus}", file=sys.stderr)
         return 2
-    rows = load_rows(a.out)
+    rows = benchrows.read(a.out)
     if a.table:
         commit = a.commit or (rows[-1].get("commit") if rows else None)
         print(tables([r for r in rows if same_run(r, commit, a.start, a.play, a.opponent)], games))
@@ -791,7 +775,7 @@ def main(argv=None) -> int:
         if opp is not None:
             opp.stop()
     # every series' rows of this run, not only this one's
-    print(tables([r for r in load_rows(a.out) if same_run(r, a.commit, a.start, a.play, a.opponent)],
+    print(tables([r for r in benchrows.read(a.out) if same_run(r, a.commit, a.start, a.play, a.opponent)],
                  games))
     return 0
 
