@@ -220,10 +220,13 @@ def test_the_servers_player_learns_the_evaluation_in_the_start_clock_and_plays_w
     learned = next(i for i, t in enumerate(texts) if t.startswith("player: evaluation from"))
     switched = texts.index("player switched to CompiledEngine at ply 0")
     assert learned < switched, texts
-    # and the first move's search ended playouts with it (24 plies: the tree pondered between
-    # READY and the first PLAY cannot have proven the root, as it did at 12)
+    # and the first searched move's playouts ended with it (24 plies: the tree pondered between
+    # READY and the first PLAY cannot have proven the root, as it did at 12); on a 1 s clock a
+    # starved player may send its first moves unsearched, and each such move says why
     searched = [x for x in d["x-decisions"] if x.get("search") == "agent.search"]
-    assert searched and searched[0]["ply"] == 0 and searched[0].get("evaluated", 0) > 0, (searched[:1], notes)
+    assert searched and searched[0].get("evaluated", 0) > 0, (searched[:1], notes)
+    before = [x for x in d["x-decisions"] if x.get("ply", 0) < searched[0]["ply"]]
+    assert all(x.get("unsearched") or len(x.get("legal") or []) <= 1 for x in before), before
     # the record says which code played (the package version, and the commit in a checkout)
     from agent import code_version
     assert d.get("x-code") == code_version(), d.get("x-code")

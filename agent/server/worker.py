@@ -17,11 +17,20 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sys
+import threading
 import time
 
 from agent.player import (MODEL_HISTORY, Player, RulesRefused, parse_rules_text, resolve_joint,
                           role_index_of, state_text, validate_rules)
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from gdl.kif import GdlError, parse_term, read_first
+from gdl.terms import render_spaced
+
+# Imports inside functions: SWI-Prolog, the engines and the search (numba) and the GDL-II
+# player load in the player and referee processes that run these functions, not in the
+# server's own process, which imports this module for their entry points.
 
 # A tiny two-role game that still takes every code path of a match: Prolog, the engine, a
 # search, a second search on the same tree, a move, a search on the advanced tree.
@@ -59,7 +68,6 @@ def exit_when_orphaned(parent: int, poll: float = 1.0, getppid=os.getppid, exit=
 def proc_main(conn, nice: int = 0, log_level: int = logging.INFO, full_warm: bool = True,
               limits: dict | None = None) -> None:
     """Entry point of every worker process."""
-    import threading
     threading.Thread(target=exit_when_orphaned, args=(os.getppid(),), daemon=True,
                      name="orphan-watch").start()
     logging.basicConfig(level=log_level, stream=sys.stderr,
@@ -170,9 +178,7 @@ BIG_RULES = 1 << 20      # characters of rules beyond which a referee yields the
 BIG_RULES_NICE = 5
 
 def run_referee(conn, rules_text: str, role_text: str, gdl2: bool = False) -> None:
-    from gdl.terms import render_spaced
     from agent.referee import STANDBY_BUDGET, open_referee
-    from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
 
     log = logging.getLogger("ggp.referee")
     t0 = time.monotonic()
@@ -260,14 +266,10 @@ def referee_gdl2(conn, sm, role_index: int, description) -> None:
     waited behind another gets one candidate only, so the referee catches up with the match.
     It never claims to know the joint move or the state: ``joint`` is None in its reports,
     and ``how`` says where the legal moves come from."""
-    import random as _random
-    from gdl.terms import render_spaced
     from agent.hidden.player import parse_percepts, respell, symbols_of
     from agent.hidden.tracker import OneHistory, fluent_shapes
-    from agent.reasoner.statemachine import ReasonerError, goal_vector
-    from gdl.kif import GdlError, parse_term
 
-    history = OneHistory(sm, role_index, _random.Random(0), shapes=fluent_shapes(description))
+    history = OneHistory(sm, role_index, random.Random(0), shapes=fluent_shapes(description))
     symbols = symbols_of(description)
     ply = 0
     lost = None    # why the history cannot go on, once it cannot
@@ -333,9 +335,7 @@ def send_initial_legal(conn, desc, role_index: int) -> None:
     exploding rules that took longer than the start clock, so the first PLAY had no legal
     move.  A reasoner with only the recursive relations tabled and no probe asks just the two
     queries needed.  Its failures are left for the full reasoner to report."""
-    from gdl.terms import render_spaced
     from agent.reasoner.prolog import PrologReasoner
-    from agent.reasoner.statemachine import ReasonerError
     try:
         quick = PrologReasoner(desc, inference_limit=QUICK_INFERENCES, table="recursive")
     except ReasonerError:
@@ -379,7 +379,6 @@ def run_grounder(conn, rules_text: str, budget: float, nice: int = 0, cap: float
     an idle one; a game not compiled by then gets the non-ground engine (``cpu_watch``), and
     the clock only bounds the whole by ``cap``.  Without ``cap`` (tests, tools) grounding
     has ``GROUNDING_SHARE`` of the budget in seconds on the clock, as it had."""
-    import threading
     if nice:
         try:
             os.nice(nice)  # no more urgent than the search it is building for
@@ -524,7 +523,6 @@ def observe_joint(player, move_texts) -> tuple[list, bool]:
     engine cannot represent, the player stays on Prolog for the rest of the match.  Returns
     the notes and whether the player switched to Prolog; raises ``ReasonerError`` when Prolog
     cannot compute the state either (the caller then waits for the referee's)."""
-    from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
     try:
         return player.observe(move_texts), False
     except ReasonerError as e:
@@ -566,7 +564,6 @@ def legal_or_none(player) -> list:
 
 def parse_state_text(text: str) -> frozenset:
     """A state as the referee renders it (``( ( cell 1 1 b ) ( control x ) )``)."""
-    from gdl.kif import parse_term, read_first
     node = read_first(text)
     if node is None or node.is_atom:
         raise ValueError(f"a state must be a list: {text[:80]!r}")
@@ -574,8 +571,6 @@ def parse_state_text(text: str) -> frozenset:
 
 
 def run_player(conn, cfg: dict) -> None:
-    from gdl.terms import render_spaced
-    from agent.reasoner.statemachine import ReasonerError
 
     log = logging.getLogger("ggp.player")
     kind = Player
