@@ -205,11 +205,21 @@ def add_warm(sub) -> None:
 
 
 def cmd_warm(args) -> int:
-    from agent.server.worker import warm
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from agent.server.worker import WARM_PARTS, warm
     t0 = time.perf_counter()
-    compiled = warm()
+    compiled = 0
+    if (os.cpu_count() or 1) > 1:
+        # the two halves at once, one process each (a fresh cache: 182 s instead of 336 s on
+        # 2 cores), then the whole warm-up here, which finds them in the cache
+        with ProcessPoolExecutor(len(WARM_PARTS), mp_context=multiprocessing.get_context("spawn")) as pool:
+            compiled = sum(pool.map(warm, [True] * len(WARM_PARTS), WARM_PARTS))
+    compiled += warm()
     where = os.environ.get("NUMBA_CACHE_DIR") or "beside the code (__pycache__)"
-    print(f"warm: {compiled} functions compiled in {time.perf_counter() - t0:.1f} s; numba's cache: {where}")
+    print(f"warm: {compiled} numba compilations in {time.perf_counter() - t0:.1f} s (a function the two "
+          f"halves share counts twice); numba's cache: {where}")
     return 0
 
 

@@ -117,11 +117,12 @@ def test_help_lists_every_command(capsys):
 
 
 def test_warm_runs_what_a_match_runs_and_says_what_it_compiled(capsys, caplog):
-    """`warm` (the test command runs it first): the server's own warm-up, complete (a broken
-    piece would log "warm-up incomplete"), with the count of functions numba compiled."""
+    """`warm` (the test command runs it first): the server's own warm-up, its two halves in
+    two processes, then whole, complete (a broken piece would log "warm-up incomplete"),
+    with the count of numba's compilations."""
     assert main(["warm"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("warm: ") and "functions compiled in" in out
+    assert out.startswith("warm: ") and "numba compilations in" in out
     assert "warm-up incomplete" not in caplog.text
 
 

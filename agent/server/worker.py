@@ -113,43 +113,51 @@ def apply_limits(limits: dict | None) -> None:
         set_memory_limits(**prolog)
 
 
-def warm(full: bool = True) -> int:
+WARM_PARTS = ("compiled", "others")   # what ``warm`` runs: the two halves, or both (None)
+
+
+def warm(full: bool = True, part: str | None = None) -> int:
     """Import and run everything a match needs while no clock is running: numba loads (or,
     the first time ever, compiles) the engine and search code here, not during a PLAY.
-    Returns how many functions numba compiled (none when its cache had them all)."""
+    ``part``: only the compiled engine's search and evaluation (``compiled``), or only the
+    non-ground engine and the GDL-II player (``others``), so that two processes can compile
+    the two halves at once (``ggp-persona warm``).  Returns how many functions numba
+    compiled (none when its cache had them all)."""
     from numba.core import event
     with event.install_recorder("numba:compile") as compiles:
-        _warm_run(full)
+        _warm_run(full, part)
     return sum(1 for _, e in compiles.buffer if e.is_start)
 
 
-def _warm_run(full: bool) -> None:
+def _warm_run(full: bool, part: str | None = None) -> None:
     p = Player(WARM_RULES, "a", 1.0, None, seed=1, use_engine=False, use_search=full)
     try:
         p.prepare()
         if not full:
             return
-        p.load()                                   # searching on Prolog, as a match begins
-        p.decide(time.monotonic() + 0.05, ponder=True)
-        p.decide(time.monotonic() + 0.05)
-        p.upgrade(30.0)                            # then on the compiled engine
-        p.decide(time.monotonic() + 0.05)
-        p.observe(["( go 0 )", "wait"])
-        p.decide(time.monotonic() + 0.05)
-        # the game's evaluation: its numba sampler compiles here, not in a start clock's
-        # learning budget (where a first compile once took all of it)
-        from agent.search.heuristic import Learner
-        Learner(p.engine, playouts=16, seconds=None).step()
-        from agent.engine.nonground import NonGroundEngine   # for games that do not ground
-        ng = NonGroundEngine(p.description)
-        s = ng.initial_state()
-        ng.next_state(s, [ng.legal_moves(s, 0)[0], ng.legal_moves(s, 1)[0]])
-        ng.random_playout(s, seed=1)
-        # the search's own playouts on it (the rules' guarded move gives it a sampler)
-        from agent.persona import load_persona
-        from agent.search import driver_sm
-        driver_sm.search(ng, s, 0, load_persona("tournament"), seed=1, limit=8)
-        _warm_gdl2()
+        if part in (None, "compiled"):
+            p.load()                                   # searching on Prolog, as a match begins
+            p.decide(time.monotonic() + 0.05, ponder=True)
+            p.decide(time.monotonic() + 0.05)
+            p.upgrade(30.0)                            # then on the compiled engine
+            p.decide(time.monotonic() + 0.05)
+            p.observe(["( go 0 )", "wait"])
+            p.decide(time.monotonic() + 0.05)
+            # the game's evaluation: its numba sampler compiles here, not in a start clock's
+            # learning budget (where a first compile once took all of it)
+            from agent.search.heuristic import Learner
+            Learner(p.engine, playouts=16, seconds=None).step()
+        if part in (None, "others"):
+            from agent.engine.nonground import NonGroundEngine   # for games that do not ground
+            ng = NonGroundEngine(p.description)
+            s = ng.initial_state()
+            ng.next_state(s, [ng.legal_moves(s, 0)[0], ng.legal_moves(s, 1)[0]])
+            ng.random_playout(s, seed=1)
+            # the search's own playouts on it (the rules' guarded move gives it a sampler)
+            from agent.persona import load_persona
+            from agent.search import driver_sm
+            driver_sm.search(ng, s, 0, load_persona("tournament"), seed=1, limit=8)
+            _warm_gdl2()
     except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
         logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
     finally:
