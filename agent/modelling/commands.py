@@ -10,6 +10,9 @@ import os
 import sys
 from pathlib import Path
 
+# Imports inside functions: each subcommand (dataset, fit, the GA's fit, attribute) loads its
+# own stack (numba, SWI-Prolog, matplotlib) when it runs, not when the parser is built.
+
 CACHE_DIR = Path(".cache") / "modelling"
 
 

@@ -32,6 +32,7 @@ import itertools
 import json
 import pickle
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -256,9 +257,7 @@ def evaluate_state(engine, state, role: int, moves, seed: int, plan: dict, calib
     """One decision in live play: (matrix, search results by name).  With a ``deadline``
     (monotonic), each search stops at its share of the time left (the plan's simulations
     at most), so a short clock costs precision, never the move."""
-    import time
-
-    from agent.search import SearchSettings, search
+    from agent.search import SearchSettings, search   # the numba search, in the workers that evaluate
     runs = {}
     for k, name in enumerate(SEARCHES):
         seconds = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.persona import Persona
+from agent.persona import Persona, PersonaError, load_persona
 
 
 def _times_in_ten(p: float) -> str:
@@ -238,7 +238,6 @@ def summary(p: Persona) -> str:
 def words_of_spec(spec: str) -> dict:
     """``{"words": describe, "summary": summary}`` of a preset name or persona file; a file
     that cannot be read says so in both."""
-    from agent.persona import PersonaError, load_persona
     try:
         p = load_persona(spec)
     except (PersonaError, OSError, ValueError) as e:
