@@ -93,7 +93,7 @@ class PersonaOpponent:
         import zlib
 
         from agent.engine.loader import load_engine
-        from agent.player import parse_rules_text, role_index_of
+        from agent.matchtext import parse_rules_text, role_index_of
         description = parse_rules_text(rules_text)
         if rules_text not in self._games:
             self._games[rules_text] = load_engine(description)
@@ -104,7 +104,7 @@ class PersonaOpponent:
         self.ply = 0
 
     async def play(self, match_id, last_moves, timeout) -> str:
-        from agent.player import resolve_joint
+        from agent.matchtext import resolve_joint
         from agent.search import SearchSettings, search
         from gdl.terms import render_spaced
         if last_moves is not None:

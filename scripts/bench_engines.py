@@ -71,7 +71,7 @@ def serve_game(key: str, root: Path, seconds: float, warmup: float, budget: floa
     from agent.bench import bench_engine
     from agent.engine import load_engine
     from agent.engine.ground import GroundingError
-    from agent.player import parse_rules_text
+    from agent.matchtext import parse_rules_text
     from agent.server.worker import WARM_RULES
     from gdl.kif import read_rules_file
 

@@ -9,7 +9,7 @@ import pytest
 
 from agent.archive import GameLibrary, Record, Replayer, iter_records, main, replay_paths
 from agent.matchlog import MatchRecord
-from agent.player import state_text
+from agent.matchtext import state_text
 from gdl.terms import render_spaced
 
 from conftest import ROOT, SHARED, needs_shared

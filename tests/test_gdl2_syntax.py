@@ -354,7 +354,7 @@ def test_check_reports_gdl2_errors_of_a_prolog_sheet(tmp_path, capsys):
 
 def test_the_match_runner_sends_a_prolog_sheet_as_kif():
     from agent.match.rules import read_rules
-    from agent.player import parse_rules_text
+    from agent.matchtext import parse_rules_text
     text = (DATA / "kuhn_poker.pl").read_text(encoding="utf-8")
     rules_list, desc = read_rules(text, "kuhn_poker.pl")
     assert rules_list.startswith("( ( role first ) ( role second ) ( role random ) ")

@@ -297,7 +297,7 @@ class _Player:
         self.description = type("D", (), {"roles": ["a", "b"]})()
 
     def observe(self, texts):
-        from agent.player import resolve_joint
+        from agent.matchtext import resolve_joint
         joint, notes = resolve_joint(self.sm, self.state, texts, 2)
         self.state = self.sm.next_state(self.state, joint)
         self.ply += 1

@@ -20,6 +20,7 @@ import threading
 from gdl.gdl2 import RANDOM, is_gdl2
 from gdl.kif import parse_term
 from gdl.terms import render_spaced
+from agent.matchtext import parse_rules_text
 from agent.reasoner.statemachine import CachedStateMachine, goal_vector
 
 # Imports inside functions: the reasoner (SWI-Prolog) and the engines are loaded in the
@@ -132,7 +133,6 @@ def _main(conn, rules_text: str | None, mode: str | None) -> None:
     except (ImportError, ValueError, OSError):
         pass
     try:
-        from agent.player import parse_rules_text
         from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
         if rules_text is None:      # a spare: the code is loaded; now the match's rules
             msg = conn.recv()

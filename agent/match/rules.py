@@ -17,6 +17,8 @@ import re
 
 from gdl.kif import GdlError, Node, parse_rules, read_nodes, rules_from_nodes, syntax_of
 
+from agent.matchtext import validate_rules
+
 # GDL's words keep their meaning: GDL-II's ``sees`` and the ``random`` role too
 NEVER_SCRAMBLED = {"init", "true", "next", "role", "does", "goal", "legal", "terminal", "base",
                    "input", "random", "sees", "_", "<=", "not", "distinct", "or"}
@@ -36,7 +38,6 @@ def read_rules(text: str, source: str = "<rules>"):
     """``(rules_list_text, description)`` from a rule sheet (KIF, comments allowed, or Prolog
     syntax) or a rules list as a START carries it.  Invalid rules raise ``RulesError`` listing
     the problems."""
-    from agent.player import validate_rules
     try:
         if syntax_of(text) == "prolog":  # a START carries KIF: the rules rendered as one list
             from gdl.prolog_syntax import render_kif_rules

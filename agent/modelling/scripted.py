@@ -15,7 +15,7 @@ at once.
 from __future__ import annotations
 
 from agent.engine.loader import load_engine
-from agent.player import parse_rules_text, resolve_joint, role_index_of
+from agent.matchtext import parse_rules_text, resolve_joint, role_index_of
 from gdl.terms import render_spaced
 
 from . import movefeatures as MF

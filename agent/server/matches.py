@@ -36,8 +36,8 @@ from pathlib import Path
 
 import psutil
 
-from agent.player import (DEFAULT_PERSONA, RulesRefused, load_persona_spec, parse_rules_text, persona_dict,
-                          role_index_of)
+from agent.matchtext import parse_rules_text, role_index_of
+from agent.player import DEFAULT_PERSONA, RulesRefused, load_persona_spec, persona_dict
 from gdl.gdl2 import text_is_gdl2
 from agent.matchlog import MatchRecord, atomic_write_json, create_record_file, now_ms
 

@@ -22,9 +22,9 @@ import sys
 import threading
 import time
 
-from agent.player import (MODEL_HISTORY, Player, RulesRefused, parse_rules_text, resolve_joint,
-                          role_index_of, state_text, validate_rules)
-from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, goal_vector
+from agent.matchtext import parse_rules_text, resolve_joint, role_index_of, state_text, validate_rules
+from agent.player import MODEL_HISTORY, Player
+from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
 from gdl.kif import GdlError, parse_term, read_first
 from gdl.terms import render_spaced
 
