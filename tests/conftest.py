@@ -245,8 +245,6 @@ SLOW: dict[str, str] = {
     "test_modelling.py::test_cli_bad_input_is_one_clear_line": "starts the command line many times",
     "test_modelling_dask.py": "starts a Dask scheduler and two worker processes (about 12 s) for each test; "
                               "test_shared_support.py keeps the Dask client's errors in the fast tier",
-    "test_shared_support.py::test_unreachable_scheduler_is_a_clear_error":
-        "waits out the connection timeout to a scheduler that is not there",
     "test_shared_support.py::test_the_pool_is_kept_between_calls": "starts a process pool",
     "test_playtest.py::test_command_writes_the_report": "a playtest run through the command line",
     "test_playtest.py::test_same_seed_same_runs_in_process_and_in_a_pool": "playtests in a process pool",
