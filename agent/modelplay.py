@@ -23,6 +23,7 @@ from agent.decision import Decision, Situation
 from agent.modelling import choicemodel as CM
 from agent.modelling import shared_evaluations as E
 from agent.modelling.modelfile import align, model_of
+from agent.modeltable import ModelError
 
 LOOKAHEAD_SHARE = 0.25        # of the time left, kept for the look-ahead and the model
 
@@ -85,7 +86,7 @@ def decide(engine, state, role: int, legal: list, prev, persona, seed: int, seco
         # argmax would take the first NaN: the first legal move every time, silently.  The
         # loader's bounds keep this from happening; should it, the player's search fallback
         # plays and the decision records this error.
-        raise CM.ModelError(f"{persona.name}: the model's probabilities are not finite numbers here")
+        raise ModelError(f"{persona.name}: the model's probabilities are not finite numbers here")
     best = int(np.argmax(lp))
     deep = runs["deep"]
     pos = {m: j for j, m in enumerate(deep.moves)}

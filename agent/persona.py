@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from agent import tomlio
+from agent.modeltable import ModelError, check_table
 
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
 KINDS = ("fitted", "procedural", "champion")
@@ -174,9 +175,8 @@ def _model(m, source: str):
     unknown = sorted(set(m) - {"plan", "fit"})
     if unknown:
         raise PersonaError(f"{source}: unknown field model.{unknown[0]} (allowed: plan, fit)")
-    from agent.modelling.choicemodel import ChoiceModel, ModelError
     try:
-        ChoiceModel.from_dict(m["fit"], f"{source}: model")
+        check_table(m["fit"], f"{source}: model")
     except ModelError as e:
         raise PersonaError(str(e)) from None
     limit = m["plan"].get("limit")

@@ -14,6 +14,7 @@ from agent.modelling import choicemodel as CM
 from agent.modelling import movefeatures as MF
 from agent.modelling.dataset import Decision
 from agent.modelling.scripted import choose
+from agent.modeltable import ModelError, check_table
 from conftest import ROOT
 from gdl.kif import parse_rules, read_rules_file, parse_term
 from gdl.terms import render_spaced
@@ -170,7 +171,7 @@ def test_model_table_has_the_move_columns_and_is_checked():
     assert m.move_names == list(MF.NAMES)
     assert [n for n in m.names if n.startswith("move:")] == [f"move:{n}" for n in MF.NAMES]
     table = m.to_dict()
-    CM.check_table(table)
+    check_table(table)
     again = CM.ChoiceModel.from_dict(table)
     assert np.allclose(again.log_probs(shared[0], ds[0].state, None, ds[0].moves, mx[0]),
                        m.log_probs(shared[0], ds[0].state, None, ds[0].moves, mx[0]))
@@ -181,8 +182,8 @@ def test_model_table_has_the_move_columns_and_is_checked():
 
     def refused(change, field):
         t = {**table, **change}
-        with pytest.raises(CM.ModelError, match=field):
-            CM.check_table(t)
+        with pytest.raises(ModelError, match=field):
+            check_table(t)
 
     refused({"move": table["move"][:-1] + ["leftmost_by_name"]}, "move feature")
     refused({"move": table["move"][:1] + table["move"][:-1]}, "repeat")
@@ -190,22 +191,22 @@ def test_model_table_has_the_move_columns_and_is_checked():
     refused({"move": "x"}, "move must be a list of strings")
     board = {"relation": "cell", "arity": 3, "coord_args": [0, 1], "coord_values": [["1", "2"], ["1", "2"]],
              "content_args": [2], "background": ""}
-    CM.check_table({**table, "board": board})
+    check_table({**table, "board": board})
     refused({"board": {**board, "coord_args": [0, 3]}}, "board.coord_args")
     refused({"board": {**board, "coord_values": [["1", "1"], ["1", "2"]]}}, "board.coord_values")
     refused({"board": {**board, "extra": 1}}, "board must have")
     refused({"board": []}, "board must be a table")
     t2 = {k: v for k, v in table.items() if k != "board"}
-    with pytest.raises(CM.ModelError, match="no board"):
-        CM.check_table(t2)
+    with pytest.raises(ModelError, match="no board"):
+        check_table(t2)
     # a model fitted before the move features (version 1) still loads and plays
     old, ds1, sh1, _ = _model(movex=False)
     t1 = {k: v for k, v in old.to_dict().items() if k not in ("move", "board")}
     t1["version"] = 1
     m1 = CM.ChoiceModel.from_dict(t1)
     assert m1.move_names == [] and np.isfinite(m1.log_probs(sh1[0], ds1[0].state, None, ds1[0].moves)).all()
-    with pytest.raises(CM.ModelError, match="version 1"):
-        CM.check_table({**t1, "move": []})
+    with pytest.raises(ModelError, match="version 1"):
+        check_table({**t1, "move": []})
 
 
 def test_player_keeps_as_much_history_as_the_features_read():

@@ -35,22 +35,17 @@ from scipy.optimize import minimize
 
 from gdl.terms import render
 
+# the table's words and its check are the persona file's (``agent.modeltable``)
+from agent.modeltable import EPS_MIN, FREQ_COLUMNS, MODEL_VERSION, check_table
+
 from . import movefeatures as MF
 from .baselines import MoveCounts
 
-EPS_MIN = 0.01
-EPS_GRID = (0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2, 0.3, 0.5, 0.75, 1.0)   # 1: no signal, uniform
+EPS_GRID = (EPS_MIN, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2, 0.3, 0.5, 0.75, 1.0)   # 1: no signal, uniform
 L2_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 CV_FOLDS = 3
 MAX_TOKENS = 400
 MIN_TOKEN_COUNT = 3
-FREQ_COLUMNS = ("freq_move", "freq_after_prev", "freq_in_state",
-                "logfreq_move", "logfreq_after_prev", "logfreq_in_state")
-MODEL_VERSION = 2             # 2: move features (``move``, ``board``); 1 (none) still loads
-
-
-class ModelError(ValueError):
-    """A model record that cannot be used (from a persona file)."""
 
 
 # ------------------------------------------------------------------------------ columns
@@ -261,97 +256,6 @@ class ChoiceModel:
         return cls(d["shared"], d["tokens"], MoveCounts.from_dict(d["counts"]), d["mean"], d["scale"],
                    d["weights"], d["epsilon"], d.get("info"), d.get("move", []),
                    MF.MoveView.from_dict(d.get("board", {}), source))
-
-
-# ------------------------------------------------------------------------------ the loader's checks
-# Bounds on a model's numbers: a fitted table is far inside them (|mean| < 10, scale from 1e-9,
-# the fit's floor, |weights| < 10), and inside them every score of a move stays a finite number.
-MAX_ABS = 1e12
-MIN_SCALE = 1e-9
-MAX_WEIGHT = 1e6
-COUNT_LEVELS = 3
-
-
-def _numbers(d: dict, key: str, n: int, lo: float, hi: float, source: str) -> None:
-    """``d[key]`` is a flat list of ``n`` finite numbers in [lo, hi]."""
-    v = d[key]
-    if not isinstance(v, list) or len(v) != n:
-        size = f"{len(v)} values" if isinstance(v, list) else type(v).__name__
-        raise ModelError(f"{source}: {key} must be a list of {n} numbers (one per column), found {size}")
-    for i, x in enumerate(v):
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
-            raise ModelError(f"{source}: {key}[{i}] = {_short(x)} must be a number")
-        if not math.isfinite(x) or not lo <= x <= hi:
-            raise ModelError(f"{source}: {key}[{i}] = {x!r} must be a finite number in [{lo:g}, {hi:g}]")
-
-
-def _short(x) -> str:
-    text = repr(x)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _strings(d: dict, key: str, source: str) -> None:
-    v = d[key]
-    if not isinstance(v, list) or not all(isinstance(t, str) for t in v):
-        raise ModelError(f"{source}: {key} must be a list of strings")
-
-
-def _check_counts(c, source: str) -> None:
-    """The move counts (``baselines.MoveCounts.to_dict``): ``counts`` and ``totals``, three
-    levels each (the move alone, after the previous joint move, in the state), tables of
-    whole non-negative counts."""
-    if not isinstance(c, dict) or set(c) != {"counts", "totals"}:
-        raise ModelError(f"{source}: counts must be a table with counts and totals (and nothing else)")
-    for key in ("counts", "totals"):
-        levels = c[key]
-        if not isinstance(levels, list) or len(levels) != COUNT_LEVELS or not all(isinstance(t, dict) for t in levels):
-            raise ModelError(f"{source}: counts.{key} must be {COUNT_LEVELS} tables (one per level)")
-        for lvl, table in enumerate(levels):
-            for k, n in table.items():
-                if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < 2 ** 53:
-                    raise ModelError(f"{source}: counts.{key}[{lvl}] {_short(k)} = {_short(n)} "
-                                     f"must be a whole number of moves, at least 0")
-
-
-def check_table(d, source: str = "<model>") -> None:
-    """Raise ``ModelError`` (one line naming the field) unless ``d`` is a whole fitted model:
-    version, names, sizes consistent (one mean, scale and weight per column), numbers finite
-    and within bounds, epsilon in [EPS_MIN, 1], counts of the right shape."""
-    if not isinstance(d, dict):
-        raise ModelError(f"{source}: not a fitted model (a table expected)")
-    version = d.get("version")
-    if isinstance(version, bool) or version not in (1, MODEL_VERSION):
-        raise ModelError(f"{source}: model version {_short(version)} is not {MODEL_VERSION} (or 1)")
-    need = ("shared", "tokens", "mean", "scale", "weights", "epsilon", "counts") + (("move", "board") if version >= 2 else ())
-    missing = [k for k in need if k not in d]
-    if missing:
-        raise ModelError(f"{source}: not a fitted model (no {', '.join(missing)})")
-    if version < 2 and ("move" in d or "board" in d):
-        raise ModelError(f"{source}: a version 1 model has no move features (move, board)")
-    _strings(d, "shared", source)
-    _strings(d, "tokens", source)
-    move = d.get("move", [])
-    if version >= 2:
-        _strings(d, "move", source)
-        unknown = [n for n in move if n not in MF.INDEX]
-        if unknown:
-            raise ModelError(f"{source}: move feature {_short(unknown[0])} is not one of movefeatures.NAMES")
-        if len(set(move)) != len(move):
-            raise ModelError(f"{source}: move features must not repeat")
-        try:
-            MF.check_table(d["board"], source)
-        except MF.ViewError as e:
-            raise ModelError(str(e)) from None
-    k = len(d["shared"]) + len(move) + len(d["tokens"]) + len(FREQ_COLUMNS)
-    _numbers(d, "mean", k, -MAX_ABS, MAX_ABS, source)
-    _numbers(d, "scale", k, MIN_SCALE, MAX_ABS, source)
-    _numbers(d, "weights", k, -MAX_WEIGHT, MAX_WEIGHT, source)
-    eps = d["epsilon"]
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not EPS_MIN <= eps <= 1:
-        raise ModelError(f"{source}: epsilon = {_short(eps)} must lie in [{EPS_MIN}, 1]")
-    if not isinstance(d.get("info", {}), dict):
-        raise ModelError(f"{source}: info must be a table")
-    _check_counts(d["counts"], source)
 
 
 def _training_matrices(decisions, shared, vocab_index, fold, movex=None):

@@ -41,21 +41,10 @@ import numpy as np
 
 from gdl.board import BoardSpec, cells, detect_board, move_cells, sample_states
 
+# the columns' names and the board table's check are the persona file's (read without numpy)
+from agent.modeltable import ARGS, INDEX, NAMES, check_board
+
 HISTORY = 8          # steps of history kept with a decision (enough for the mover's and one opponent's last move)
-ARGS = 3             # move arguments ranked
-
-_CELL = ("cell", "x", "y", "x_rank", "y_rank", "x_min", "x_max", "y_min", "y_max",
-         "centre_dx", "centre_dy", "centre_dist", "centre_nearest", "edge_dist", "on_edge", "dx", "dy")
-_LAST = ("same_cell", "same_x", "same_y", "adjacent", "dist", "nearest")
-NAMES = (_CELL + tuple(f"own_{n}" for n in _LAST) + ("own_same_piece",)
-         + tuple(f"opp_{n}" for n in _LAST)
-         + ("same_as_opp", "same_as_own", "captures", "captured")
-         + tuple(f"arg{k}_{n}" for k in range(1, ARGS + 1) for n in ("rank", "min", "max")))
-INDEX = {n: i for i, n in enumerate(NAMES)}
-
-
-class ViewError(ValueError):
-    """A board table that cannot be used (from a persona file)."""
 
 
 # ------------------------------------------------------------------------------ the view
@@ -93,45 +82,12 @@ class MoveView:
 
     @classmethod
     def from_dict(cls, d, source: str = "<model>") -> "MoveView":
-        check_table(d, source)
+        check_board(d, source)
         if not d:
             return cls(None)
         return cls(BoardSpec(d["relation"], d["arity"], tuple(d["coord_args"]),
                              tuple(tuple(v) for v in d["coord_values"]), tuple(d["content_args"]),
                              (), d["background"] or None))
-
-
-def check_table(d, source: str = "<model>") -> None:
-    """Raise ``ViewError`` (one line naming the field) unless ``d`` is a board table: empty
-    (no board), or a relation, its arity, 2 or 4 coordinate positions each with its ordered
-    values (distinct texts), the content positions, the background text."""
-    if not isinstance(d, dict):
-        raise ViewError(f"{source}: board must be a table")
-    if not d:
-        return
-    need = {"relation", "arity", "coord_args", "coord_values", "content_args", "background"}
-    if set(d) != need:
-        raise ViewError(f"{source}: board must have exactly {', '.join(sorted(need))}")
-    if not isinstance(d["relation"], str) or not d["relation"]:
-        raise ViewError(f"{source}: board.relation must be a name")
-    if not isinstance(d["background"], str):
-        raise ViewError(f"{source}: board.background must be a text")
-    n = d["arity"]
-    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 64:
-        raise ViewError(f"{source}: board.arity must be a whole number in [2, 64]")
-    coords, content = d["coord_args"], d["content_args"]
-    for key, v in (("coord_args", coords), ("content_args", content)):
-        if not isinstance(v, list) or not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n
-                                              for k in v):
-            raise ViewError(f"{source}: board.{key} must be argument positions below the arity {n}")
-    if len(coords) not in (2, 4) or len(set(coords) | set(content)) != len(coords) + len(content):
-        raise ViewError(f"{source}: board.coord_args must be 2 or 4 positions, none among content_args")
-    vals = d["coord_values"]
-    if (not isinstance(vals, list) or len(vals) != len(coords)
-            or not all(isinstance(v, list) and 2 <= len(v) <= 64 and len(set(v)) == len(v)
-                       and all(isinstance(t, str) for t in v) for v in vals)):
-        raise ViewError(f"{source}: board.coord_values must be one list of 2 to 64 distinct texts "
-                        f"per coordinate")
 
 
 # ------------------------------------------------------------------------------ the columns
