@@ -29,6 +29,13 @@ loaded machine).  The paired score of predictive against uniform is 1 on a seed 
 predictive scored more, 0.5 where equal, 0 where less; its interval is Wilson's on that
 share.  The belief's probability of the true state after every step is kept per ply.
 
+``--search predicted``: each prior's player decides as the server's does with a database
+(``agent.hidden.search.on_belief``): a learned prior (predictive, other database) is also the
+opponent's predicted moves in an exact search where the tree fits the simulations' budget
+(``agent.hidden.predicted``); the uniform player keeps the determinised ensemble.  Without it
+(``ensemble``, the first runs) every prior's player searches the ensemble, so only the
+sampling differs.
+
 Rows go to ``docs/benchmarks/gdl2-belief.jsonl`` (kind ``duel``) as they are made; a rerun
 skips the seeds already there, so an interrupted run resumes.
 """
@@ -53,6 +60,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agent.hidden.belief import Belief  # noqa: E402
 from agent.hidden.player import parse_percepts  # noqa: E402
 from agent.hidden.prior import UniformPrior, from_records  # noqa: E402
+from agent.hidden.search import ensemble, on_belief  # noqa: E402
+from agent.search import search  # noqa: E402
 from agent.reasoner.statemachine import CachedStateMachine, goal_vector  # noqa: E402
 from agent.stats import mean_ci, proportion_ci  # noqa: E402
 from gdl.gdl2 import RANDOM  # noqa: E402
@@ -138,9 +147,11 @@ class SearchSeat:
     of ``persona``'s search, ``sims`` simulations a decision.  ``ptrue`` collects the
     probability the belief gave the true state after each step (when the loop knows it)."""
 
-    def __init__(self, engine, prior, persona, sims: int, name: str, fixed_seed: int | None = None):
+    def __init__(self, engine, prior, persona, sims: int, name: str, fixed_seed: int | None = None,
+                 method: str = "ensemble"):
         self.engine, self.prior, self.persona, self.sims, self.name = engine, prior, persona, sims, name
         self.fixed_seed = fixed_seed
+        self.method = method     # "predicted": as the server's player decides (on_belief)
 
     def reset(self, sm, role_index: int, match_seed: int) -> None:
         self.sm, self.role = sm, role_index
@@ -150,15 +161,20 @@ class SearchSeat:
         self.ptrue: list = []
         self.illegal = 0
         self.decisions = 0
+        self.predicted = 0
 
     def choose(self, legal: list, step: int):
-        from agent.hidden.search import ensemble
-        from agent.search import search
         mine = self.belief.legal() or legal
-        r = ensemble(self.engine, self.belief.distribution(), self.role, mine, self.persona,
-                     seed=self.seed * 1000 + step, deadline=time.monotonic() + 120.0,
-                     search_fn=search, limit=self.sims)
+        if self.method == "predicted":
+            r = on_belief(self.engine, self.belief.distribution(), self.role, mine, self.persona, self.prior,
+                          step, seed=self.seed * 1000 + step, deadline=time.monotonic() + 120.0,
+                          search_fn=search, limit=self.sims)
+        else:
+            r = ensemble(self.engine, self.belief.distribution(), self.role, mine, self.persona,
+                         seed=self.seed * 1000 + step, deadline=time.monotonic() + 120.0,
+                         search_fn=search, limit=self.sims)
         self.decisions += 1
+        self.predicted += r.get("method") == "predicted"
         if r["move"] in legal:
             return r["move"]
         self.illegal += 1
@@ -387,7 +403,8 @@ def code_version() -> str:
         return "unknown"
 
 
-def play(games, kind: str, matches: int, sims: int, persona_name: str, start: int = 0) -> None:
+def play(games, kind: str, matches: int, sims: int, persona_name: str, start: int = 0,
+         method: str = "ensemble") -> None:
     from agent.persona import load_persona
     persona = load_persona(persona_name)
     done = done_keys()
@@ -400,7 +417,7 @@ def play(games, kind: str, matches: int, sims: int, persona_name: str, start: in
             task = progress.add_task(f"{game} vs {kind}", total=matches - start, info="")
             score = []
             for m in range(start, matches):
-                key = f"duel|{game}|{kind}|{sims}|{m}"
+                key = f"duel|{game}|{kind}|{sims}|{m}" if method == "ensemble" else f"duel-{method}|{game}|{kind}|{sims}|{m}"
                 if key in done:
                     progress.advance(task)
                     continue
@@ -409,15 +426,18 @@ def play(games, kind: str, matches: int, sims: int, persona_name: str, start: in
                 theirs = next(i for i in seats if i != me)
                 row = {"key": key, "kind": "duel", "game": game, "opponent": kind, "sims": sims,
                        "persona": persona_name, "match": m, "role": str(sm.roles[me]), "engine": ekind,
-                       "database": pred.source, "other_database": oth.source, "code": code_version()}
+                       "database": pred.source, "other_database": oth.source, "code": code_version(),
+                       "search": method}
                 t0 = time.perf_counter()
                 for name, prior in priors.items():
-                    ours = SearchSeat(engine, prior, persona, sims, name)
+                    ours = SearchSeat(engine, prior, persona, sims, name, method=method)
                     goals, steps = play_match(sm, {me: ours, theirs: opp}, seed=m)
                     row[name] = goals[me]
                     row[f"{name}_opp"] = goals[theirs]
                     row[f"{name}_ptrue"] = ours.ptrue
                     row[f"{name}_decisions"] = ours.decisions
+                    if ours.predicted:
+                        row[f"{name}_predicted"] = ours.predicted
                     if ours.illegal:
                         row[f"{name}_illegal"] = ours.illegal
                 row["seconds"] = round(time.perf_counter() - t0, 2)
@@ -441,31 +461,33 @@ def tables() -> None:
     if not rs_all:
         print("no rows yet")
         return
-    groups = sorted({(r["game"], r["opponent"], r["sims"]) for r in rs_all})
-    out = ["| game | opponent | sims/decision | matches | predictive vs uniform | other database vs uniform | "
+    def group(r) -> tuple:
+        return (r["game"], r["opponent"], r["sims"], r.get("search", "ensemble"))
+    groups = sorted({group(r) for r in rs_all})
+    out = ["| game | opponent | search | sims/decision | matches | predictive vs uniform | other database vs uniform | "
            "W-D-L (predictive vs uniform) | mean goal: uniform / predictive / other |",
-           "|---|---|---|---|---|---|---|---|"]
-    for g, opp, sims in groups:
-        rs = [r for r in rs_all if (r["game"], r["opponent"], r["sims"]) == (g, opp, sims)]
+           "|---|---|---|---|---|---|---|---|---|"]
+    for g, opp, sims, how in groups:
+        rs = [r for r in rs_all if group(r) == (g, opp, sims, how)]
         w = sum(r["predictive"] > r["uniform"] for r in rs)
         l_ = sum(r["predictive"] < r["uniform"] for r in rs)
         means = " / ".join(f"{sum(r[k] for r in rs) / len(rs):.1f}" for k in PRIORS)
-        out.append(f"| {g} | {opp} | {sims} | {len(rs)} | {fmt(paired(rs, 'predictive', 'uniform'))} | "
+        out.append(f"| {g} | {opp} | {how} | {sims} | {len(rs)} | {fmt(paired(rs, 'predictive', 'uniform'))} | "
                    f"{fmt(paired(rs, 'other', 'uniform'))} | {w}-{len(rs) - w - l_}-{l_} | {means} |")
     out += ["", "By seat:", "",
-            "| game | opponent | our role | matches | predictive vs uniform | other database vs uniform |",
-            "|---|---|---|---|---|---|"]
-    for g, opp, sims in groups:
-        rs = [r for r in rs_all if (r["game"], r["opponent"], r["sims"]) == (g, opp, sims)]
+            "| game | opponent | search | our role | matches | predictive vs uniform | other database vs uniform |",
+            "|---|---|---|---|---|---|---|"]
+    for g, opp, sims, how in groups:
+        rs = [r for r in rs_all if group(r) == (g, opp, sims, how)]
         for role in sorted({r["role"] for r in rs}):
             rr = [r for r in rs if r["role"] == role]
-            out.append(f"| {g} | {opp} | {role} | {len(rr)} | {fmt(paired(rr, 'predictive', 'uniform'))} | "
+            out.append(f"| {g} | {opp} | {how} | {role} | {len(rr)} | {fmt(paired(rr, 'predictive', 'uniform'))} | "
                        f"{fmt(paired(rr, 'other', 'uniform'))} |")
     out += ["", "Probability the belief gives the true state after each step (mean over matches, "
             "95 % t interval; each prior in its own matches):", "",
-            "| game | opponent | ply | n | uniform | predictive | other database |", "|---|---|---|---|---|---|---|"]
-    for g, opp, sims in groups:
-        rs = [r for r in rs_all if (r["game"], r["opponent"], r["sims"]) == (g, opp, sims)]
+            "| game | opponent | search | ply | n | uniform | predictive | other database |", "|---|---|---|---|---|---|---|---|"]
+    for g, opp, sims, how in groups:
+        rs = [r for r in rs_all if group(r) == (g, opp, sims, how)]
         plies = max(len(r[f"{k}_ptrue"]) for r in rs for k in PRIORS)
         for ply in range(plies):
             cells, ns = [], []
@@ -475,9 +497,9 @@ def tables() -> None:
                 cells.append(fmt(mean_ci(vals)) if vals else "")
             if min(ns) < 10:
                 continue
-            out.append(f"| {g} | {opp} | {ply + 1} | {min(ns)} | " + " | ".join(cells) + " |")
+            out.append(f"| {g} | {opp} | {how} | {ply + 1} | {min(ns)} | " + " | ".join(cells) + " |")
         allv = {k: [p for r in rs for p in r[f"{k}_ptrue"]] for k in PRIORS}
-        out.append(f"| {g} | {opp} | all | {len(allv['uniform'])} | " + " | ".join(fmt(mean_ci(allv[k])) for k in PRIORS) + " |")
+        out.append(f"| {g} | {opp} | {how} | all | {len(allv['uniform'])} | " + " | ".join(fmt(mean_ci(allv[k])) for k in PRIORS) + " |")
     print("\n".join(out))
 
 
@@ -494,6 +516,9 @@ def main(argv=None) -> int:
     ap.add_argument("--database", type=int, default=DATABASE, help="matches in each database")
     ap.add_argument("--records", type=Path, default=RECORDS, help="where the databases' records go")
     ap.add_argument("--out", type=Path, default=OUT, help="the rows' file")
+    ap.add_argument("--search", choices=["ensemble", "predicted"], default="ensemble",
+                    help="predicted: a learned prior also predicts the opponent in the search, as the "
+                         "server's player does with a database (agent.hidden.search.on_belief)")
     ap.add_argument("--in-process", action="store_true",
                     help="record the databases in this process (the runner's record fields, the compiled "
                          "engine as referee) instead of through the match runner, whose referee process a "
@@ -512,7 +537,7 @@ def main(argv=None) -> int:
                 for g in args.games:
                     databases(g, args.opponent, persona, args.sims, progress)
         elif args.what == "play":
-            play(args.games, args.opponent, args.matches, args.sims, args.persona, args.start)
+            play(args.games, args.opponent, args.matches, args.sims, args.persona, args.start, args.search)
     except KeyboardInterrupt:
         console.print("interrupted: rerun the same command to resume")
         return 130

@@ -218,6 +218,8 @@ SLOW: dict[str, str] = {
     "test_gdl2_server.py": "every test plays whole GDL-II matches through a server process (10-20 s of "
                            "warm-up); test_gdl2_match.py keeps GDL-II matches in the fast tier",
     "test_gdl2_match.py::test_persona_player_in_a_gdl2_match": "a GDL-II match with our search player",
+    "test_gdl2_predicted.py::test_a_server_given_records_predicts_in_a_gdl2_match":
+        "a server process of its own and a whole GDL-II match through it",
     "test_gdl2_engines.py::test_compiled_engine_agrees_with_prolog_on_every_state[battleship]":
         "every reachable state of battleship on both engines",
     "test_gdl2_engines.py::test_compiled_engine_agrees_with_prolog_on_every_state[phantom_connect_4x4]":

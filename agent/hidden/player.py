@@ -24,7 +24,7 @@ from agent.reasoner.statemachine import goal_vector
 
 from .belief import Belief
 from .prior import UniformPrior
-from .search import ensemble, goal_range
+from .search import goal_range, on_belief
 
 log = logging.getLogger("ggp.player")
 
@@ -86,6 +86,7 @@ class HiddenPlayer(Player):
         self.belief: Belief | None = None
         self.symbols: dict | None = None
         self.timing: dict = {}     # what the ensemble learned of its searches' lateness
+        self.method: str | None = None   # how the last decision searched (search.on_belief)
 
     def prepare(self) -> list:
         legal = super().prepare()
@@ -157,19 +158,23 @@ class HiddenPlayer(Player):
             "states": len(dist),
             "lenient": self.belief.lenient,
             "rebuilt": self.belief.rebuilt,
+            "method": self.method,
             "top": [[state_digest(s), round(p, 5)] for s, p in dist[:TOP_STATES]],
         }
         return decision
 
     def _run_search(self, legal, deadline, seed, on_best=None) -> dict:
         dist = self.belief.distribution()
+        self.method = None
         if self.search_kind == "agent.search" and self.persona.model is None:
             engine = self.sm if self.engine is self.prolog else self.engine
             if on_best is not None:   # a fallback before any search: not always the first move
                 on_best(render_spaced(random.Random(seed).choice(legal)), 0)
-            fields = ensemble(engine, dist, self.role_index, legal, self.persona, seed=seed,
-                              deadline=deadline, search_fn=self._search, limit=self.persona.limit,
-                              timing=self.timing, goal_span=self.goal_span)
+            fields = on_belief(engine, dist, self.role_index, legal, self.persona, self.prior,
+                               len(self.belief.steps), seed=seed, deadline=deadline,
+                               search_fn=self._search, limit=self.persona.limit,
+                               timing=self.timing, goal_span=self.goal_span)
+            self.method = fields.get("method")
             if on_best is not None:
                 on_best(render_spaced(fields["move"]), fields["simulations"])
             return fields

@@ -22,15 +22,20 @@ states are keys and nothing else: no game knowledge.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
+from pathlib import Path
 
 from gdl.gdl2 import RANDOM
 from gdl.kif import GdlError, parse_term, read_first
-from gdl.terms import render_spaced
+from gdl.terms import render, render_spaced
 
+from agent.matchtext import parse_rules_text
 from agent.modelling.baselines import state_key
+from agent.reasoner.statemachine import RulesRefused
 
+MAX_RECORDS = 500               # of a folder's records read for one match, the newest first
 FLOOR = 0.1                     # the uniform share of every predictive probability
 ALPHA = 2.0                     # pseudo-counts a level borrows from the one below it
 
@@ -123,3 +128,48 @@ def _state(text: str) -> frozenset:
     if node is None or node.is_atom:
         raise ValueError(f"a state must be a list: {text[:80]!r}")
     return frozenset(parse_term(repr(n)) for n in node.items)
+
+
+def rules_identity(description) -> str:
+    """The same rules however a manager cases, spaces or orders them (GDL is not case
+    sensitive): the parsed rules, each rendered in lower case, sorted and hashed (the symbols as the rules name them: scrambled rules of the
+    same game are other rules)."""
+    lines = sorted((render(r.head) + " :- " + " & ".join(render(b) for b in r.body)).lower()
+                   for r in description.rules)
+    return hashlib.sha1("\n".join(lines).encode()).hexdigest()
+
+
+def from_folder(folder, description, roles: list) -> tuple[MoveFrequencyPrior | None, list]:
+    """The predictive prior of a GDL-II match from a folder of recorded matches: every Match
+    JSON record under ``folder`` (the newest ``MAX_RECORDS``) whose rules (``x-rules``) are
+    these rules and which a host kept whole (every role's moves; a player's own record of a
+    GDL-II match, with ``x-role``, holds only what it saw).  ``None`` where no record fits;
+    the notes say what was read and skipped."""
+    want = rules_identity(description)
+    try:
+        paths = sorted(Path(folder).rglob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError as e:
+        return None, [f"records folder {folder}: {e.strerror or e}"]
+    used, skipped = [], 0
+    for path in paths[:MAX_RECORDS]:
+        try:
+            with open(path, encoding="utf-8") as f:
+                record = json.load(f)
+            if not isinstance(record, dict) or "x-role" in record or not record.get("moves"):
+                continue
+            if rules_identity(parse_rules_text(record.get("x-rules") or "")) != want:
+                continue
+            if any(not isinstance(jm, list) or len(jm) != len(roles) for jm in record["moves"]):
+                skipped += 1
+                continue
+            used.append(path)
+        except (OSError, ValueError, GdlError, RulesRefused, RecursionError):
+            skipped += 1
+    notes = [f"records folder {folder}: {len(used)} whole records of these rules"
+             + (f", {skipped} unreadable or partial skipped" if skipped else "")]
+    if not used:
+        return None, notes
+    try:
+        return from_records(used, roles), notes
+    except (OSError, ValueError, GdlError) as e:
+        return None, notes + [f"records folder {folder}: {e}"]

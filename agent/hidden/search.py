@@ -26,12 +26,15 @@ import time
 
 import numpy as np
 
+from . import predicted
+
 SAMPLES = 8          # distinct states searched per decision, at most
 MIN_SLICE = 0.02     # seconds: fewer states when the clock cannot give each this much
 TIE = 0.01           # of the game's goal range: pooled values this close count as equal
 OVER = 0.01          # seconds a search is assumed to return late until one is measured
 OVER_DECAY = 0.75    # a measured lateness is forgotten at this rate per search and decision
 OVER_SHARE = 0.25    # of the time to the deadline, at most, kept for the searches' lateness
+PREDICTED_SHARE = 0.5  # of the time to the deadline, at most, for the search against the prediction
 
 
 def goal_range(description) -> float:
@@ -116,3 +119,25 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
             "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
             "proven_descents": 0, "samples": len(searched),
             "sample_mass": round(float(sum(searched)), 4)}
+
+
+def on_belief(engine, distribution: list, role_index: int, legal: list, persona, prior, step: int, *,
+              seed: int, deadline: float, search_fn, limit: int | None = None,
+              timing: dict | None = None, goal_span: float = 100.0) -> dict:
+    """Our move on the belief, as every GDL-II player of ours decides it: against the
+    predicted opponent (``predicted``) where the prior was learned from an opponent's
+    matches and the trees from the sampled states fit (as many states as the persona's
+    simulations, ``limit``, and half the time), else the determinised ensemble of the
+    persona's search.  ``step``: joint moves made so far.  The fields say which (``method``)."""
+    if getattr(prior, "kind", "") == "predictive":
+        now = time.monotonic()
+        fields = predicted.values(engine, distribution, role_index, legal, prior, step,
+                                  deadline=now + PREDICTED_SHARE * max(0.0, deadline - now), seed=seed,
+                                  goal_span=goal_span,
+                                  nodes=predicted.NODES if limit is None else min(predicted.NODES, limit))
+        if fields is not None:
+            return fields
+    fields = ensemble(engine, distribution, role_index, legal, persona, seed=seed, deadline=deadline,
+                      search_fn=search_fn, limit=limit, timing=timing, goal_span=goal_span)
+    fields["method"] = "ensemble"
+    return fields

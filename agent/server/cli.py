@@ -58,6 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="search threads per player: each searches a tree of its own and the move is "
                         f"chosen from all of them (default: the cores the server may run on, {default_workers()})")
+    p.add_argument("--gdl2-records", metavar="DIR", default=None,
+                   help="recorded GDL-II matches (whole records, as `ggp-persona match` writes them): a GDL-II "
+                        "match with the same rules predicts the hidden moves and the opponents from them "
+                        "(default: every hidden move equally likely)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible fallbacks and searches)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -87,6 +91,10 @@ def config_from_args(args) -> ServerConfig:
                        evict_idle=args.evict_idle, max_idle=args.max_idle, ponder=args.ponder)
     if args.memory_budget_mb is not None:
         cfg.memory_budget_mb = args.memory_budget_mb
+    if args.gdl2_records is not None:
+        if not Path(args.gdl2_records).is_dir():
+            raise ConfigError(f"--gdl2-records {args.gdl2_records}: not a folder")
+        cfg.gdl2_records = Path(args.gdl2_records)
     if args.threads is not None:
         cfg.threads = args.threads
     if args.personas_config:

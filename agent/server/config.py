@@ -109,6 +109,10 @@ class ServerConfig:
     # search threads per player (root parallelism on the compiled engine): by default every
     # core this server may run on (``taskset`` narrows it), one tree per thread
     threads: int = field(default_factory=default_workers)
+    # recorded GDL-II matches (a host's whole records: every role's moves): a GDL-II match whose
+    # rules some of them share samples the hidden moves as they were made there, and predicts
+    # the opponents in its search (agent.hidden.prior.from_folder, agent.hidden.predicted)
+    gdl2_records: Path | None = None
 
     def prolog_limits(self) -> dict:
         """SWI-Prolog's limits for one worker, in bytes (see worker.apply_limits)."""

@@ -811,7 +811,8 @@ class MatchManager:
             "persona": persona_spec, "seed": m.seed,
             "ready_by": ready_at - ipc_slack(msg.play_clock),
             "use_search": cfg.use_search, "ponder_between": cfg.ponder, "threads": cfg.threads,
-            "gdl2": m.gdl2}))
+            "gdl2": m.gdl2,
+            "gdl2_records": str(cfg.gdl2_records) if m.gdl2 and cfg.gdl2_records else None}))
         # The compiled engine is built beside the player: grounding can take long in one
         # uninterruptible call, and the player must stay responsive meanwhile.  The build
         # goes on after the start clock (the player moves to the engine when it is ready);

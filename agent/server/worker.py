@@ -578,15 +578,33 @@ def parse_state_text(text: str) -> frozenset:
     return frozenset(parse_term(repr(n)) for n in node.items)
 
 
+def records_prior(folder: str, rules_text: str, log):
+    """The predictive prior of a GDL-II match from the server's folder of recorded matches
+    (``--gdl2-records``), or ``None`` (uniform) where none shares its rules or they cannot be
+    read: a database never stops a match."""
+    from agent.hidden.prior import from_folder
+    try:
+        description = parse_rules_text(rules_text)
+        prior, notes = from_folder(folder, description, description.roles)
+    except Exception as e:   # hostile rules were checked by the referee; this is a bonus
+        log.warning("GDL-II records not read: %s", e)
+        return None
+    for note in notes:
+        log.info("%s", note)
+    return prior
+
+
 def run_player(conn, cfg: dict) -> None:
 
     log = logging.getLogger("ggp.player")
-    kind = Player
+    kind, extra = Player, {}
     if cfg.get("gdl2"):
         from agent.hidden.player import HiddenPlayer as kind   # the GDL-II player
+        if cfg.get("gdl2_records"):
+            extra["prior"] = records_prior(cfg["gdl2_records"], cfg["rules_text"], log)
     player = kind(cfg["rules_text"], cfg["role"], cfg["play_clock"], cfg.get("persona"),
                     seed=cfg.get("seed"), use_engine=False,
-                    use_search=cfg.get("use_search", True), threads=cfg.get("threads", 1))
+                    use_search=cfg.get("use_search", True), threads=cfg.get("threads", 1), **extra)
     try:
         legal = player.prepare()
     except RulesRefused as e:

@@ -1,0 +1,214 @@
+"""Search against the predicted opponent (agent.hidden.predicted): with a prior learned from
+an opponent's matches, the player best-replies to the predicted moves where the tree is
+small, and searches as before where it is not or the prior is uniform."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import pytest
+
+from agent.hidden import predicted
+from agent.hidden.belief import Belief
+from agent.hidden.prior import MoveFrequencyPrior, UniformPrior, from_folder
+from agent.hidden.search import on_belief
+from agent.persona import load_persona
+from agent.reasoner.prolog import PrologReasoner
+from agent.reasoner.statemachine import CachedStateMachine
+from agent.search import search
+from gdl.kif import parse_rules
+from gdl.terms import render_spaced
+
+# A bluff: `random` deals the bettor a high or a low card, which only the bettor sees; the
+# bettor bets or checks; after a bet the caller (who saw only the bet) calls or folds.
+# Checking shows the cards for a small pot (60 with the high card, 40 with the low); a fold
+# gives the bettor 75; a call 100 with the high card and 0 with the low.
+BLUFF = """
+(role random) (role bettor) (role caller)
+(init (phase deal))
+(card hi) (card lo)
+(<= (legal random (deal ?c)) (true (phase deal)) (card ?c))
+(<= (legal random noop) (not (true (phase deal))))
+(<= (legal bettor noop) (not (true (phase bet))))
+(<= (legal bettor bet) (true (phase bet)))
+(<= (legal bettor check) (true (phase bet)))
+(<= (legal caller noop) (not (true (phase respond))))
+(<= (legal caller call) (true (phase respond)))
+(<= (legal caller fold) (true (phase respond)))
+(<= (next (holds ?c)) (does random (deal ?c)))
+(<= (next (holds ?c)) (true (holds ?c)))
+(<= (next (phase bet)) (true (phase deal)))
+(<= (next (phase respond)) (true (phase bet)) (does bettor bet))
+(<= (next (phase done)) (true (phase bet)) (does bettor check))
+(<= (next (phase done)) (true (phase respond)))
+(<= (next checked) (does bettor check))
+(<= (next called) (does caller call))
+(<= (next folded) (does caller fold))
+(<= (sees bettor (yours ?c)) (does random (deal ?c)))
+(<= (sees caller betmade) (does bettor bet))
+(<= terminal (true (phase done)))
+(<= (goal bettor 75) (true folded))
+(<= (goal bettor 100) (true called) (true (holds hi)))
+(<= (goal bettor 0) (true called) (true (holds lo)))
+(<= (goal bettor 60) (true checked) (true (holds hi)))
+(<= (goal bettor 40) (true checked) (true (holds lo)))
+(<= (goal caller 25) (true folded))
+(<= (goal caller 0) (true called) (true (holds hi)))
+(<= (goal caller 100) (true called) (true (holds lo)))
+(<= (goal caller 40) (true checked) (true (holds hi)))
+(<= (goal caller 60) (true checked) (true (holds lo)))
+"""
+BETTOR = 1
+
+
+@pytest.fixture(scope="module")
+def bluff():
+    sm = CachedStateMachine(PrologReasoner(parse_rules(BLUFF)))
+    yield sm
+    sm.close()
+
+
+def folding_caller(sm, n: int) -> MoveFrequencyPrior:
+    """A database of ``n`` matches in which the caller folded to every bet."""
+    prior = MoveFrequencyPrior(sm.roles, source=f"{n} matches of a caller who folds")
+    for k in range(n):
+        card = "hi" if k % 2 else "lo"
+        prior.add_match([(f"(deal {card})", "noop", "noop"), ("noop", "bet", "noop"), ("noop", "noop", "fold")])
+    return prior
+
+
+def dealt_low(sm, prior):
+    """The bettor's belief after the deal of the low card (which it sees)."""
+    belief = Belief(sm, BETTOR, prior)
+    s0 = sm.initial_state()
+    deal = next(m for m in sm.legal_moves(s0, 0) if "lo" in str(m))
+    joint = (deal, "noop", "noop")
+    belief.observe("noop", sm.sees(s0, joint, BETTOR))
+    return belief
+
+
+def test_a_caller_predicted_to_fold_is_bluffed(bluff):
+    """With the low card, a caller who sees everything calls a bet (0 for us), so the
+    determinised ensemble checks (40); the records say this caller folds to every bet
+    (75 for us): against the prediction, the player bets."""
+    persona = load_persona("tournament")
+    prior = folding_caller(bluff, 20)
+    belief = dealt_low(bluff, prior)
+    legal = belief.legal()
+    assert sorted(map(str, legal)) == ["bet", "check"]
+    r = on_belief(bluff, belief.distribution(), BETTOR, legal, persona, prior, 1, seed=0,
+                  deadline=time.monotonic() + 30, search_fn=search, limit=400)
+    assert r["method"] == "predicted"
+    assert r["move"] == "bet"
+    q = dict(zip(r["moves"], r["q"]))
+    # the floor keeps a call possible: 0.1 of the mass spread over both answers, so a call is 5 %
+    assert q["check"] == pytest.approx(40.0)
+    assert 60.0 < q["bet"] < 75.0
+
+    # the same position with no database: the ensemble, whose caller sees the low card
+    uniform = dealt_low(bluff, UniformPrior())
+    r = on_belief(bluff, uniform.distribution(), BETTOR, legal, persona, UniformPrior(), 1, seed=0,
+                  deadline=time.monotonic() + 30, search_fn=search, limit=400)
+    assert r["method"] == "ensemble"
+    assert r["move"] == "check"
+
+
+def test_a_tree_too_large_for_the_budget_is_searched_as_before(bluff):
+    prior = folding_caller(bluff, 5)
+    belief = dealt_low(bluff, prior)
+    legal = belief.legal()
+    assert predicted.values(bluff, belief.distribution(), BETTOR, legal, prior, 1,
+                            deadline=time.monotonic() + 30, seed=0, nodes=1) is None
+    # the persona's simulations bound the exact search too: one state's worth is not enough
+    r = on_belief(bluff, belief.distribution(), BETTOR, legal, load_persona("tournament"), prior, 1,
+                  seed=0, deadline=time.monotonic() + 30, search_fn=search, limit=1)
+    assert r["method"] == "ensemble" and r["move"] in legal
+
+
+def test_random_stays_uniform_whatever_the_records_say(bluff):
+    """The deal is chance: a database in which every deal was low must not make the
+    bettor's (unseen, for the caller) card low in the search."""
+    prior = MoveFrequencyPrior(bluff.roles)
+    for _ in range(30):
+        prior.add_match([("(deal lo)", "noop", "noop"), ("noop", "bet", "noop"), ("noop", "noop", "call")])
+    s0 = bluff.initial_state()
+    legal = bluff.legal_moves(s0, 0)
+    assert prior.probabilities(bluff, s0, 0, legal, 0) == [0.5, 0.5]
+
+
+# ------------------------------------------------------------------ a database on disk
+def write_records(folder, rules_text: str, matches: list) -> None:
+    """Host records (every role's moves) as `ggp-persona match` writes them: the rules as sent."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, moves in enumerate(matches):
+        record = {"matchId": f"db.{k}", "x-rules": rules_text, "moves": [list(jm) for jm in moves],
+                  "x-gdl2": True, "x-players": [{"name": "chance"}, {"name": "b"}, {"name": "c"}]}
+        (folder / f"db.{k}.json").write_text(json.dumps(record))
+
+
+FOLDS = [("(deal lo)", "noop", "noop"), ("noop", "bet", "noop"), ("noop", "noop", "fold")]
+
+
+def test_a_folder_of_records_is_a_database_of_the_same_rules_only(tmp_path, bluff):
+    desc = parse_rules(BLUFF)
+    # the rules as a manager sends them: one list, upper case, other spacing
+    write_records(tmp_path / "db", "(" + " ".join(BLUFF.split()).upper() + ")", [FOLDS] * 4)
+    write_records(tmp_path / "db" / "other", "((role a) (init p) (<= terminal (true p)))", [[("x",)]])
+    (tmp_path / "db" / "view.json").write_text(json.dumps(
+        {"x-role": "caller", "x-rules": "(" + BLUFF + ")", "moves": [list(jm) for jm in FOLDS]}))
+    (tmp_path / "db" / "broken.json").write_text("{ not json")
+    prior, notes = from_folder(tmp_path / "db", desc, desc.roles)
+    assert prior is not None and prior.matches == 4, notes
+    assert "4 whole records" in notes[0] and "1 unreadable or partial skipped" in notes[0], notes
+    s = bluff.initial_state()
+    belief = dealt_low(bluff, prior)
+    respond = bluff.next_state(belief.most_likely(), ("noop", "bet", "noop"))
+    fold = prior.probabilities(bluff, respond, 2, bluff.legal_moves(respond, 2), 2)
+    assert max(fold) > 0.8
+    assert prior.probabilities(bluff, s, 0, bluff.legal_moves(s, 0), 0) == [0.5, 0.5]
+    # no record of these rules: uniform, said
+    none, notes = from_folder(tmp_path / "db" / "other", desc, desc.roles)
+    assert none is None and "0 whole records" in notes[0]
+    none, notes = from_folder(tmp_path / "missing", desc, desc.roles)
+    assert none is None
+
+
+def test_the_server_option_names_a_folder(tmp_path):
+    from agent.server.cli import add_arguments, config_from_args
+    from agent.server.config import ConfigError
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    with pytest.raises(ConfigError, match="not a folder"):
+        config_from_args(ap.parse_args(["--gdl2-records", str(tmp_path / "nowhere")]))
+    assert config_from_args(ap.parse_args(["--gdl2-records", str(tmp_path)])).gdl2_records == tmp_path
+
+
+def test_a_server_given_records_predicts_in_a_gdl2_match(tmp_path, shared_dir):
+    """Through HTTP as Dresden's manager plays: the server's player reads the matches of the
+    same rules from --gdl2-records, samples and searches with them, says so in each
+    decision's record, and its replies still name nothing it was not shown."""
+    from dresden import play_match
+    from gamemanager import ServerProcess, wait_for_record
+    from test_gdl2_server import assert_nothing_hidden_came_back, chooser_seats
+
+    sheet = shared_dir / "corpus" / "gdl2" / "kuhn_poker.kif"
+    # the rules as a runner's record keeps them (as sent: no comments), in lower case where
+    # this manager sends upper case
+    text = " ".join(line.split(";")[0] for line in sheet.read_text(encoding="utf-8").splitlines())
+    database = [play_match(None, sheet, {}, f"db.{k}", seed=100 + k).joint_moves for k in range(8)]
+    write_records(tmp_path / "db", "(" + text + ")", [[tuple(render_spaced(m) for m in jm) for jm in moves]
+                                                      for moves in database])
+    seat = chooser_seats(sheet)[1]
+    with ServerProcess(tmp_path / "logs", "--seed", "5", "--gdl2-records", str(tmp_path / "db")) as server:
+        played = play_match(server, sheet, {seat: server}, "g2.db", start=20, play=5, seed=3)
+        assert not played.errors, played.errors
+        d = wait_for_record(server, "g2.db")
+        assert server.alive(), server.log_text()
+    beliefs = [x["belief"] for x in d["x-decisions"] if x.get("belief")]
+    assert beliefs, d["x-decisions"]
+    for b in beliefs:
+        assert b["sampling"] == "predictive" and b["matches"] == 8, b
+    assert {b["method"] for b in beliefs if b.get("method")} <= {"predicted", "ensemble"}
+    assert any(b.get("method") == "predicted" for b in beliefs), beliefs
+    assert_nothing_hidden_came_back(played, seat)
