@@ -11,6 +11,8 @@ import time
 
 import numpy as np
 
+from .reasoner.statemachine import ReasonerError
+
 PLAYOUT_CAP = 10_000  # joint moves; a longer playout means the game does not terminate
 
 
@@ -24,7 +26,6 @@ def _compiled_runner(engine, seed: int):
     def run(n):
         done, depth, goals = K.playouts_for(g, init, n, PLAYOUT_CAP)
         if done < 0:
-            from .reasoner.statemachine import ReasonerError
             raise ReasonerError("a playout broke: a role had no legal move, or it hit "
                                 f"{PLAYOUT_CAP} joint moves")
         return int(done), int(depth), int(goals)

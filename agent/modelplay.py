@@ -24,6 +24,7 @@ from agent.modelling import choicemodel as CM
 from agent.modelling import shared_evaluations as E
 from agent.modelling.modelfile import align, model_of
 from agent.modeltable import ModelError
+from agent.search.features import FactIndex, calibrate
 
 LOOKAHEAD_SHARE = 0.25        # of the time left, kept for the look-ahead and the model
 
@@ -33,7 +34,6 @@ _FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # engine -> 
 def _game_of(engine):
     """(calibration, fact index) of the engine's game, both kept as long as the engine (the
     index memoises which roles each fact mentions, over every decision of the match)."""
-    from agent.search.features import FactIndex, calibrate
     try:
         facts = _FACTS.get(engine)
         if facts is None:

@@ -33,7 +33,14 @@ from gdl.terms import render_spaced
 from agent import code_version
 from agent.decision import Decision, Situation
 from agent.matchtext import parse_rules_text, resolve_joint, role_index_of
+from agent.persona import load_persona
+from agent.reasoner.prolog import PrologReasoner   # pyswip itself loads with the first reasoner made
 from agent.reasoner.statemachine import CachedStateMachine, ReasonerError, RulesRefused, goal_vector
+
+# Imports inside functions: the GGP server's own process imports this module (its match
+# manager, the workers' entry points) and stays light; the engines and the searches (numba,
+# 0.5-0.9 s to import) and a fitted model's modules (numpy, scipy) load in the worker
+# process that plays, when it needs them.
 
 log = logging.getLogger("ggp.player")
 MODEL_HISTORY = 8    # steps kept for a fitted model's move features (agent.modelling.movefeatures.HISTORY)
@@ -47,7 +54,6 @@ PONDER_MIN_LIMIT = 1_000_000    # a persona's limit from which its searches end 
 
 def load_persona_spec(spec):
     """The persona object for a name or file (the default preset for None)."""
-    from agent.persona import load_persona
     return load_persona(spec if spec is not None else DEFAULT_PERSONA)
 
 
@@ -187,7 +193,6 @@ class Player:
     # -------------------------------------------------------------- set-up
     def prepare(self) -> list:
         """Rules, role, Prolog reasoner, initial state: our legal moves there (the fallback)."""
-        from agent.reasoner.prolog import PrologReasoner
         self.description = parse_rules_text(self.rules_text)
         self.role_index = role_index_of(self.description, self.role_text)
         try:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,6 @@ def prune(cache_dir: Path, keep: Path | None = None, limit: int | None = None) -
     """Delete the least recently used entries until the cache is within ``limit`` bytes
     (never ``keep``, the entry just written), and stale temporary files; returns what went.
     Use is the modification time: ``load`` touches an entry it hits."""
-    import time
     limit = cache_limit_bytes() if limit is None else limit
     removed = []
     entries = []

@@ -33,6 +33,7 @@ from gdl.analysis import DOES_SIG, TRUE_SIG, dependencies, expand_or, literal_at
 from gdl.kif import Description, Rule
 from gdl.terms import Term, render, signature, variables
 
+from .kernels import rule_offsets
 from ..reasoner.prolog import MAX_TABLE_ANSWER_SIZE, TOKEN, Codec, load_program, new_module_name, ordered_body, reset_tables, run_goal
 from ..reasoner.statemachine import (GroundingError, ReasonerError, ResourceLimit,  # noqa: F401 (re-exported)
                                      RulesRefused)
@@ -515,7 +516,6 @@ def inline_single_rule_aux(flat: np.ndarray, atoms: list) -> tuple:
     e.g. ``y + 1``), and an extra AND node per use only slowed playouts (reversi: 0.76x).
     Auxiliary atoms with several rules (a real projection: an OR) stay.  Returns the new
     flat rules and their count."""
-    from .kernels import rule_offsets
     if not len(flat):
         return flat, 0
     starts = rule_offsets(flat)

@@ -20,7 +20,7 @@ from gdl.kif import GdlError, parse_term
 from gdl.terms import render, render_spaced
 
 from agent.player import Player, flat_monte_carlo
-from agent.reasoner.statemachine import goal_vector
+from agent.reasoner.statemachine import CachedStateMachine, goal_vector
 
 from .belief import Belief
 from .prior import UniformPrior
@@ -100,7 +100,6 @@ class HiddenPlayer(Player):
         if not callable(getattr(self.engine, "sees", None)):   # an engine without percepts
             if self.engine is not self.prolog:
                 self.engine.close()
-            from agent.reasoner.statemachine import CachedStateMachine
             self.engine, self.sm, self.engine_kind = self.prolog, CachedStateMachine(self.prolog), "prolog"
             notes.append("the fast engine has no sees query; Prolog plays")
         if self.belief is not None:

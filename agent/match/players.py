@@ -30,6 +30,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.decision import RandomChoice, Situation
+from agent.server.config import ConfigError, ServerConfig, check_persona
+from agent.server.protocol import ProtocolError, parse_message
 from gdl.kif import GdlError, parse_term, read_first
 from gdl.terms import render_spaced
 
@@ -185,7 +187,6 @@ class PersonaPlayer:
     def __init__(self, spec: str, name: str | None = None, log_dir=None, seed: int | None = None,
                  use_engine: bool = True, spare_players: int = 1, spare_referees: int = 1,
                  ready_when_searching: bool = False, ponder: bool = True, max_idle: float | None = None):
-        from agent.server.config import ConfigError, check_persona
         if not spec:
             raise PlayerSpecError("persona: needs a preset name or a persona file")
         try:
@@ -215,7 +216,6 @@ class PersonaPlayer:
 
     async def _start_manager(self) -> None:
         # the server's match manager and its process pools, for persona players only
-        from agent.server.config import ServerConfig
         from agent.server.matches import MatchManager
         log_dir = self.log_dir
         if log_dir is None:
@@ -235,7 +235,6 @@ class PersonaPlayer:
         """The manager's reply to a message.  The message is handed over at once and its
         handling runs to the end even when the caller stops waiting (a late reply): over
         HTTP a message that was sent is received, and the player must see every joint move."""
-        from agent.server.protocol import ProtocolError, parse_message
         if self.manager is None:     # not prepared: no waiting for a warm process in a clock
             await self._start_manager()
         try:

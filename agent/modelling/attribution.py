@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from agent.stats import proportion_ci
 
 QUERY_SIZES = (1, 3, 10)
@@ -24,7 +26,6 @@ def stays_first(logp_by_name: dict, n_boot: int = 1000, seed: int = 0) -> float:
     """How sure the ranking's first place is: the share of bootstrap resamples of the
     decisions (the same resample for every name: the scores are paired) in which the name
     first on all decisions is still first.  ``logp_by_name``: {name: per-decision log P}."""
-    import numpy as np
     names = list(logp_by_name)
     if len(names) < 2:
         return 1.0

@@ -23,9 +23,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.archive import ArchiveError, GameLibrary, _Terms, iter_records, record_files
+from rich.progress import Progress
+
+from agent.archive import URL_RE, ArchiveError, GameLibrary, _Terms, iter_records, record_files
 from agent.matchlog import atomic_write_bytes
-from gdl.kif import GdlError
+from gdl.kif import GdlError, read_rules_file
 
 from .movefeatures import HISTORY
 
@@ -158,6 +160,8 @@ class _Engines:
         self.descs: dict = {}
 
     def get(self, data: dict):
+        # the engines (numba, about 0.5 s to import): only when records are replayed; a
+        # dataset read from its cache loads without them
         from agent.engine.loader import load_engine
         key = game_key(self.library, data)
         if key not in self.engines:
@@ -202,7 +206,6 @@ class FixedRules(GameLibrary):
 
     def __init__(self, path):
         super().__init__()
-        from gdl.kif import read_rules_file
         self.path = Path(path)
         try:
             self.desc = read_rules_file(self.path)
@@ -217,7 +220,6 @@ class FixedRules(GameLibrary):
 
 
 def _game_name(data: dict) -> str | None:
-    from agent.archive import URL_RE
     m = URL_RE.match(str(data.get("gameMetaURL", "")))
     return m.group("key") if m else None
 
@@ -232,8 +234,6 @@ def load_dataset(paths, *, repositories=(), game_dirs=(), players=None, roles=No
     are kept and the label replaces the player name as the class; ``aliases``: {alias:
     canonical}; ``game``: a rule file every record is played on, or a game name (the key
     of a games.ggp.org URL) that selects records."""
-    from rich.progress import Progress
-
     for p in paths:
         if not os.path.exists(p):
             raise DatasetError(f"no such file or folder: {p}")

@@ -156,7 +156,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
         "bar": EV.bar(labels, diffs, diagonal, pooled is not None, logp_only=()),
     }
     atomic_write_bytes(out / "results.json", json.dumps(result, indent=1, default=float).encode())
-    from .fitreport import write
+    from .fitreport import write   # matplotlib (about 0.5 s to import): only when the report is written
     write(out, result, per_decision)
     return result
 

@@ -25,8 +25,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import psutil
 
+from agent.compute import default_workers
+from agent.engine.loader import load_engine
 from agent.matchlog import atomic_write_bytes
+from agent.persona import PersonaError, load_persona
+from agent.search.features import calibrate
 
 from . import attribution as A
 from . import choicemodel as CM
@@ -84,7 +89,6 @@ class Clock:
 
     @staticmethod
     def _cpu() -> float:
-        import psutil
         me = psutil.Process()
         total = sum(me.cpu_times()[:2])
         for c in me.children(recursive=True):
@@ -166,10 +170,6 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     game: its pooled model is the prior and baseline (none is fitted here), and each player
     is ranked against its models ("most like"): one more player costs its own decisions'
     evaluations and one model."""
-    from agent.compute import default_workers
-    from agent.engine.loader import load_engine
-    from agent.search.features import calibrate
-
     out = Path(out_dir)
     decisions = dataset.decisions
     game, labels, train, test = prepare(decisions, s)
@@ -303,7 +303,7 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
         "bar": EV.bar(labels, ev.paired, ev.diagonal_max, pooled is not None),
         "floor": _floor(ev.metrics),
     }
-    from .fastreport import write
+    from .fastreport import write   # matplotlib (about 0.5 s to import): only when the report is written
     write(out, result, ev.per_decision, compare)     # results.json among the report's data
     return result
 
@@ -353,7 +353,6 @@ def _prior_models(folder, game: str, names: list | None = None, decisions=()) ->
     functor of these decisions among the models' move tokens (the same moves).  Records of
     one game reach the fitter with different keys (a games.ggp.org URL, or the rules text a
     web match carries), so the key alone would refuse the same game."""
-    from agent.persona import PersonaError, load_persona
     folder = Path(folder)
     try:
         res = json.loads((folder / "results.json").read_text())
@@ -384,8 +383,6 @@ def persona_log_probs(persona, dataset, *, seed: int = 0, cache_root=None, sched
                       progress=True) -> list:
     """log P of each decision's recorded move under a fitted model persona (the shared
     evaluations of its plan, from the cache or computed): attribution of new records."""
-    from agent.engine.loader import load_engine
-    from agent.search.features import calibrate
     model, plan = model_of(persona)
     out = [None] * len(dataset.decisions)
     by_game: dict = {}

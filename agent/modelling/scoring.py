@@ -24,6 +24,10 @@ from agent.matchlog import atomic_write_bytes
 
 from .prepare import decision_seed
 
+# Imports inside functions: the engines and the search (numba, 0.5-0.9 s to import) are
+# loaded by the processes that score (``score_task``); the GA's own process schedules the
+# tasks and reads the Q cache without them.
+
 SEARCH_VERSION = "thesis-1"   # change when the scoring search changes: old cached Q no longer apply
 CHUNK = 40            # decisions per task: small enough to spread over workers
 

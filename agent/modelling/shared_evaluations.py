@@ -38,7 +38,12 @@ from pathlib import Path
 import numpy as np
 
 from agent.compute import run_tasks
+from agent.engine.loader import load_engine
 from agent.matchlog import atomic_write_bytes
+from agent.persona import load_persona
+from agent.search import SearchSettings, search, search_batch
+from agent.search.features import FactIndex, calibrate, fact_counts
+from agent.search.leaf import N_FIXED
 
 EVAL_VERSION = "shared-3"     # change when what a feature means changes: old caches no longer apply
 SHALLOW_HORIZON = 4
@@ -61,7 +66,6 @@ _ENGINES: dict = {}   # per worker process: game key -> (engine, calibration, fa
 # ---------------------------------------------------------------------------- the plan
 
 def deep_persona(limit: int):
-    from agent.persona import load_persona
     return load_persona("champion").replace(limit=int(limit))
 
 
@@ -89,10 +93,6 @@ def plan_for(engine, sample_items, *, decisions: int, workers: int, budget_secon
     shrink the plan; the wall time is then longer).  A plan is chosen once per game and kept
     with the game's cache (``EvalCache.stored_plan``), so later fits, and their results,
     are the same whatever the machine's speed."""
-    import time
-
-    from agent.search import search_batch
-    from agent.search.features import FactIndex, calibrate
     cal, facts = calibrate(engine), FactIndex(engine.roles)
     probe = MIN_LIMIT
     items = list(sample_items)
@@ -169,8 +169,6 @@ def _joint_sample(legal_by_role, fixed: dict, rng: random.Random, cap: int) -> l
 
 def lookahead(engine, state, role: int, moves, calibration, facts, seed: int) -> np.ndarray:
     """The look-ahead and fact-change columns (``FIXED[LOOK:]`` and ``d_rel:*``) per move."""
-    from agent.search.features import fact_counts
-    from agent.search.leaf import N_FIXED
     n_roles = len(engine.roles)
     rng = random.Random(seed)
     rels = calibration.relations
@@ -218,8 +216,6 @@ def lookahead(engine, state, role: int, moves, calibration, facts, seed: int) ->
 def _engine(task):
     got = _ENGINES.get(task["game"])
     if got is None:
-        from agent.engine.loader import load_engine
-        from agent.search.features import FactIndex, calibrate
         eng = load_engine(task["rules"])
         got = _ENGINES[task["game"]] = (eng, calibrate(eng), FactIndex(eng.roles))
     return got
@@ -245,7 +241,6 @@ def _matrix(engine, state, role, seed, moves, runs: dict, calibration, facts) ->
 def evaluate_items(engine, items, plan: dict, calibration, facts) -> list:
     """Feature matrices (moves x features, float32) of ``items`` = [(state, role, seed,
     moves)] in each item's move order; one numba batch per search."""
-    from agent.search import search_batch
     triples = [(s, r, seed) for s, r, seed, _ in items]
     runs = {k: search_batch(engine, triples, PERSONAS[k](plan["limit"]), 0, thesis=True) for k in SEARCHES}
     return [_matrix(engine, s, r, seed, moves, {k: runs[k][i] for k in SEARCHES}, calibration, facts)
@@ -257,7 +252,6 @@ def evaluate_state(engine, state, role: int, moves, seed: int, plan: dict, calib
     """One decision in live play: (matrix, search results by name).  With a ``deadline``
     (monotonic), each search stops at its share of the time left (the plan's simulations
     at most), so a short clock costs precision, never the move."""
-    from agent.search import SearchSettings, search   # the numba search, in the workers that evaluate
     runs = {}
     for k, name in enumerate(SEARCHES):
         seconds = None

@@ -131,7 +131,7 @@ def inert_weights(weights: dict, lo, hi) -> list:
     """The persona's weighted features that the search can never see change in this game:
     calibration (spec 6.4) gave them one value (``hi <= lo``), so phi is always 0.5.
     ``lo``/``hi``: the role's calibrated bounds over ``names`` (FIXED, then rel:<p>)."""
-    from agent.search.features import FIXED
+    from agent.search.features import FIXED   # the search's module loads numba (about 0.6 s): the report needs only these names
     out = []
     for name, w in weights.items():
         if not w:

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agent.report import write_report  # noqa: E402
@@ -100,7 +101,6 @@ def metric_figure(summ, players, variants):
 def length_figure(runs, players, variants):
     """Per variant, one histogram of game lengths, stacked by persona (overlaid outlines of
     six personas with few runs each are unreadable)."""
-    from matplotlib.ticker import MaxNLocator
     fig, axes = plt.subplots(1, len(variants), figsize=(4.4 * len(variants), 3.6),
                              layout="constrained", squeeze=False, sharey=True)
     lengths = [r["length"] for r in runs]

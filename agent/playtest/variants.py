@@ -25,6 +25,7 @@ from pathlib import Path
 
 from gdl.kif import Description, GdlError, Rule, decode_bytes, parse_rules, parse_term, read_nodes
 from gdl.terms import is_ground, render
+from gdl.validate import check
 
 
 class VariantError(ValueError):
@@ -194,7 +195,6 @@ def check_variant(v: Variant, base_engine=None, engine=None) -> list:
     """Validate a variant; raises VariantError on errors, returns warnings (rendered).
     ``engine`` is the variant's engine (for the initial-state check), ``base_engine`` the
     base game's (for edits)."""
-    from gdl.validate import check
     desc = parse(v.rules_text, v.source)
     sm = engine
     problems = check(desc, sm, walks=6, max_steps=300, time_limit=20.0)

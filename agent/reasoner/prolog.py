@@ -108,7 +108,7 @@ def _engine():
     with _owner_lock:
         me = threading.get_ident()
         if _owner_thread is None:
-            from pyswip import Prolog
+            from pyswip import Prolog   # libswipl (about 0.1 s): the grounder reads this module's helpers without it
             _prolog = Prolog()
             _consult_text(_prolog, _API, checked=False)
             list(_prolog.query(f"set_prolog_flag(stack_limit, {STACK_LIMIT_BYTES})"))

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from .. import tomlio
 from ..compute import default_workers
+from ..persona import load_persona
+from ..player import persona_dict
 
 DEFAULT_PORT = 9147
 DEFAULT_NAME = "ggp-persona"
@@ -189,18 +191,12 @@ def load_persona_rules(path, base: str | None = None) -> tuple[list, str | None]
 
 def check_persona(spec: str | None) -> dict:
     """Load a persona the way a worker will, so a typo fails at start-up, not mid-match.
-    Returns its description (name and parameters) for the log; ``{}`` when personas are not
-    available in this build."""
+    Returns its description (name and parameters) for the log; ``{}`` when none is named."""
     if spec is None:
         return {}
-    try:
-        from agent.persona import load_persona
-    except ImportError:
-        raise ConfigError(f"persona {spec!r} requested, but agent.persona is not available") from None
     try:
         persona = load_persona(spec)
     except Exception as e:  # the loader's own error text is the useful part
         raise ConfigError(f"cannot load persona {spec!r}: {e}") from None
-    from agent.player import persona_dict
     return persona_dict(persona)
 
