@@ -8,16 +8,23 @@ content values, so a constant keeps its glyph throughout a game.
 from __future__ import annotations
 
 import hashlib
+import math
+import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 
+from agent.web import pieceset
 from gdl.board import BoardSpec, cells, detect_board, matches, move_cells, sample_states
 from gdl.kif import parse_term
 from gdl.terms import render
 
 MAX_BOARDS = 3
-CELL_PX = 44
+# A board is drawn in SVG units with its grid's longer side about BOARD_UNITS long; the page
+# scales the SVG to the room the window gives it (style.css, ``--aspect``), so these units
+# set only the proportions of labels and lines to cells.
+BOARD_UNITS = 480
 LABEL_PX = 18
 LAST_FILL = ("#f2df74", "#e8d25a")    # the cells of the last move (light and dark squares)
 WIN_FILL = ("#a8dcae", "#8fcf97")     # the cells that won the match (``marks.winning_cells``)
@@ -49,6 +56,7 @@ class BoardView:
     roles: list = field(default_factory=list)
     hidden: list = field(default_factory=list)  # bookkeeping on the board's cells: counted, not drawn
     flip: dict = field(default_factory=dict)    # role name -> True: its side is at the top as drawn (``sides``)
+    sets: dict = field(default_factory=dict)    # relation -> ``pieceset.PieceSet`` (X/O, stones, chess or letters)
 
     def to_dict(self) -> dict:
         return {"boards": [s.to_dict() for s in self.specs]}
@@ -58,14 +66,12 @@ def build_view(description, sm, seconds: float = 5.0) -> BoardView:
     """Detect the boards from the initial state and a few random walks (on ``sm``), and who
     owns each piece from which role's moves make it."""
     states, steps = sample_walks(sm, seconds=seconds)
-    return view_from_specs(detect_board(description, states), description.roles, steps)
+    return view_from_specs(detect_board(description, states), description.roles, steps, sm)
 
 
 def sample_walks(sm, walks: int = 6, steps: int = 120, seed: int = 0, seconds: float = 5.0):
     """``(states, transitions)`` of random walks: transitions are ``(state, movers, next)``
     where ``movers`` are the roles that had a choice (more than one legal move)."""
-    import random
-    import time
     rng = random.Random(seed)
     deadline = time.monotonic() + seconds
     init = sm.initial_state()
@@ -119,9 +125,12 @@ def owners_of(spec: BoardSpec, roles, transitions) -> dict:
     return out
 
 
-def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
+def view_from_specs(specs, roles=(), transitions=(), sm=None) -> BoardView:
     """Colour by owning role (``owners_of``), a distinct shape per kind within a side; the
-    contents no role owns get neutral colours.  A kind keeps its glyph throughout a game."""
+    contents no role owns get neutral colours.  A kind keeps its glyph throughout a game.
+    Each drawn board's set of pieces (X and O, stones, chess figures, else these letter
+    discs) is chosen by ``pieceset.choose`` from the same structure (``sm``: the rules, for
+    the moves' vectors and the king; without it, from the sampled steps alone)."""
     specs, hidden = _drawn(list(specs))
     role_texts = [render(r) for r in roles]
     colours = []
@@ -132,7 +141,7 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
             dark = sum(int(fill[k:k + 2], 16) for k in (1, 3, 5)) < 3 * 150
             line, text = ("#000000", "#ffffff") if dark else ("#3b3024", "#3b3024")
         colours.append((fill, line, text))
-    glyphs, owners, flip = {}, {}, {}
+    glyphs, owners, flip, sets = {}, {}, {}, {}
     for s in specs:
         own = owners_of(s, roles, transitions)
         # the most numerous kinds at the start first (pawns before kings), then by name
@@ -141,6 +150,10 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
         own.update(_owner_by_place(s, start_cells, own))
         if s is specs[0]:
             flip = sides(s, role_texts, start_cells, own, transitions)
+        try:
+            sets[s.relation] = pieceset.choose(s, role_texts, own, start_cells, list(transitions), sm)
+        except Exception as e:   # a reasoner failure costs the figures, never the board
+            sets[s.relation] = pieceset.PieceSet(why=f"not chosen: {type(e).__name__}")
         kinds = sorted((c for c in s.content_values if c != s.background), key=lambda c: (-start[c], c))
         per_side: dict = {}
         for c in kinds:
@@ -153,7 +166,7 @@ def view_from_specs(specs, roles=(), transitions=()) -> BoardView:
             else:
                 fill, line, text = NEUTRAL[k % len(NEUTRAL)]
             glyphs[(s.relation, c)] = (SIDE_SHAPES[k % len(SIDE_SHAPES)], fill, line, text)
-    return BoardView(specs, glyphs, owners, role_texts, hidden, flip)
+    return BoardView(specs, glyphs, owners, role_texts, hidden, flip, sets)
 
 
 def sides(spec: BoardSpec, role_texts: list, start_cells: dict, owners: dict, transitions=()) -> dict:
@@ -277,7 +290,6 @@ def _shape(shape: str, cx: float, cy: float, r: float, fill: str, line: str = "#
         return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r * .8:.1f}" fill="none" stroke="{fill}" '
                 f'stroke-width="{r * .35:.1f}"/><circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r * .98:.1f}" fill="none" '
                 f'stroke="{line}" stroke-width="1"/>')
-    import math
     pts = []
     for k in range(10):
         rr = r if k % 2 == 0 else r * .45
@@ -303,16 +315,73 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
         r = px * (0.36 if n == 1 else 0.2)
         cx = cx0 + (0 if n == 1 else (k % 2 - .5) * px / 2)
         cy = cy0 + (0 if n == 1 else (k // 2 - .5) * px / 2)
+        side = f' data-owner="{escape(owner)}"' if owner else ""
+        fig = _figure(view, spec, c)
+        head = (f'<g class="piece"{side}{where} data-content="{escape(c)}"'
+                + (f' data-figure="{fig}"' if fig else "") + f'{faded} pointer-events="none">'
+                + f'<title>{escape(c)}' + (f" ({escape(owner)})" if owner else "") + ago + '</title>')
+        if fig:
+            out.append(head + _figure_svg(view, spec, c, fig, cx, cy, r) + "</g>")
+            continue
         label = _label(c, owner)
         size = max(8.0, r * (1.1 if len(label) == 1 else .85 if len(label) == 2 else .68))
-        side = f' data-owner="{escape(owner)}"' if owner else ""
-        out.append(f'<g class="piece"{side}{where} data-content="{escape(c)}"{faded} pointer-events="none">'
-                   f'<title>{escape(c)}' + (f" ({escape(owner)})" if owner else "") + ago + '</title>'
-                   + _shape(shape, cx, cy, r, fill, line)
+        out.append(head + _shape(shape, cx, cy, r, fill, line)
                    + f'<text x="{cx:.1f}" y="{cy + size * .36:.1f}" text-anchor="middle" '
                      f'font-size="{size:.0f}" font-weight="bold" fill="{ink}">'
                    + escape(label) + "</text></g>")
     return out
+
+
+def _set_name(view: BoardView, spec: BoardSpec) -> str:
+    ps = getattr(view, "sets", {}).get(spec.relation)
+    return ps.name if ps is not None else "letters"
+
+
+def _figure(view: BoardView, spec: BoardSpec, content: str) -> str | None:
+    """The figure of a content in its board's set (``pieceset``): "X", "O", "stone", a
+    chess letter (KQRBNP), or None (its letter disc)."""
+    ps = getattr(view, "sets", {}).get(spec.relation)
+    return ps.figure(content) if ps is not None else None
+
+
+MARK_INK = {"X": "#1d3557", "O": "#b3261e"}      # pen colours of X and O
+CHESS_FONT = "DejaVu Sans, Segoe UI Symbol, Noto Sans Symbols2, Symbola, sans-serif"
+
+
+def _figure_svg(view: BoardView, spec: BoardSpec, content: str, fig: str, cx: float, cy: float, r: float) -> str:
+    """A piece drawn as its set's figure, centred at (cx, cy) in a cell whose disc radius
+    would be ``r``: X and O as pen strokes, a stone as a shaded disc in its owner's colour,
+    a chess figure as its Unicode character: white's outlined figure over the solid one
+    filled white, black's solid figure over itself drawn wider in grey (the font's solid
+    figures have holes that would show the square) and a light edge, so that each side
+    reads the same on light and dark squares."""
+    _shape_name, fill, line, _ink = view.glyphs.get((spec.relation, content), ("circle", "#95a5a6", "#4d5656", "#fff"))
+    w = max(1.5, r * .26)
+    if fig == "X":
+        d = r * .82
+        return (f'<path d="M{cx - d:.1f},{cy - d:.1f}L{cx + d:.1f},{cy + d:.1f}M{cx + d:.1f},{cy - d:.1f}'
+                f'L{cx - d:.1f},{cy + d:.1f}" stroke="{MARK_INK["X"]}" stroke-width="{w:.1f}" stroke-linecap="round" fill="none"/>')
+    if fig == "O":
+        return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r * .8:.1f}" stroke="{MARK_INK["O"]}" '
+                f'stroke-width="{w:.1f}" fill="none"/>')
+    if fig == "stone":
+        rr = r * 1.12
+        return (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{rr:.1f}" fill="{fill}" stroke="{line}" '
+                f'stroke-width="{max(1.0, rr * .06):.1f}"/>'
+                f'<ellipse cx="{cx - rr * .32:.1f}" cy="{cy - rr * .36:.1f}" rx="{rr * .34:.1f}" ry="{rr * .2:.1f}" '
+                f'transform="rotate(-35 {cx - rr * .32:.1f} {cy - rr * .36:.1f})" fill="#ffffff" opacity="0.35"/>')
+    ps = view.sets[spec.relation]
+    white = view.owners.get((spec.relation, content)) == ps.white
+    size = r * 2.5
+    text = (f'x="{cx:.1f}" y="{cy + size * .35:.1f}" text-anchor="middle" font-size="{size:.0f}" '
+            f'font-family="{CHESS_FONT}" stroke-linejoin="round"')
+    solid = pieceset.chess_char(fig, False)
+
+    def under(colour, width):     # the solid figure, its holes closed by a wide stroke
+        return f'<text {text} fill="{colour}" stroke="{colour}" stroke-width="{size * width:.1f}">{solid}</text>'
+    if white:
+        return under("#ffffff", .1) + f'<text {text} fill="#1a1a1a">{pieceset.chess_char(fig, True)}</text>'
+    return under("#f4efe6", .14) + under("#505050", .09) + f'<text {text} fill="#111111">{solid}</text>'
 
 
 def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(), seen=None,
@@ -321,13 +390,14 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
     shifted by half a cell so that the diagonal neighbour of the rules touches.  ``seen``
     and ``flip`` as ``board_svg``'s (turned, each cell takes the place of its mirror through
     the centre, which keeps every neighbour a neighbour)."""
-    import math
     w, h = spec.width, spec.height
     sq3 = math.sqrt(3)
     span = w + (h - 1) / 2                      # hex widths across the rhombus
-    size = max(9.0, min(CELL_PX / 1.7, 440 / (sq3 * span)))
+    size = max(9.0, BOARD_UNITS / (sq3 * span))
     shift = 1 if spec.hex_diagonal == 1 else -1
-    left = LABEL_PX + size
+    fs = max(9.0, min(14.0, size * .5))
+    xs, ys = spec.coord_values
+    left = size + max(LABEL_PX, 0.62 * fs * max(len(v[:4]) for v in ys) + 6)   # the row labels' room
 
     def centre(gx, gy):
         if flip:
@@ -336,12 +406,13 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
         q = gx + shift * row / 2 + (0 if shift == 1 else (h - 1) / 2)
         return left + sq3 * size * q, 1 + size + 1.5 * size * row
     W = int(left + sq3 * size * span + 2)
-    H = int(1 + 2 * size + 1.5 * size * (h - 1) + LABEL_PX)
+    H = int(1 + 2 * size + 1.5 * size * (h - 1) + fs + 8)
     occupied = cells(spec, state)
     hl = set(map(tuple, highlight))
     win, chk = _marked(marks)
     out = [f'<svg class="board hex{" flipped" if flip else ""}" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" style="--aspect:{W / H:.4f}" '
+           f'data-pieces="{_set_name(view, spec)}" font-family="sans-serif">']
     if seen is not None:
         out.append(_unseen_pattern(index))
     for gy in range(h):
@@ -365,7 +436,6 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
             out.extend(_pieces(view, spec, occupied.get((gx, gy), []), cx, cy, size * 1.55, (gx, gy),
                                (seen or {}).get((gx, gy), 0)))
     xs, ys = spec.coord_values
-    fs = min(11, size * .8)
     bottom, left_col = (h - 1, w - 1) if flip else (0, 0)    # the row drawn lowest, the column leftmost
     for gx in range(w):
         cx, cy = centre(gx, bottom)
@@ -373,7 +443,7 @@ def hex_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight=(
                    f'fill="#555">{escape(xs[gx][:4])}</text>')
     for gy in range(h):
         cx, cy = centre(left_col, gy)
-        out.append(f'<text x="{cx - size * 1.3:.1f}" y="{cy + 4:.1f}" text-anchor="middle" '
+        out.append(f'<text x="{cx - size * .87 - 3:.1f}" y="{cy + fs * .35:.1f}" text-anchor="end" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy][:4])}</text>')
     out.append(_win_line(win, centre, size * 0.25))
     out.append("</svg>")
@@ -408,19 +478,21 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
     if getattr(spec, "layout", "square") == "hex":
         return hex_svg(view, spec, state, index, highlight, seen, flip, marks)
     w, h = spec.width, spec.height
-    px = max(20, min(CELL_PX, int(440 / max(w, h))))
+    px = max(16, int(BOARD_UNITS / max(w, h)))
     xs, ys = (spec.coord_values[2], spec.coord_values[3]) if nested_of(spec) else spec.coord_values[:2]
-    fs = min(11, px * .4)
+    fs = max(9.0, min(14.0, px * .4))
+    band = int(fs + 8)            # the column letters' row under the board
     # the row labels' column is as wide as the longest label (up to 4 letters) needs: "ocho"
     # and "cuat" were clipped at the edge in 18 px
-    lx = max(LABEL_PX, int(0.62 * fs * max(len(v[:4]) for v in ys)) + 8)
-    W, H = lx + w * px + 2, LABEL_PX + h * px + 2
+    lx = max(LABEL_PX, band, int(0.62 * fs * max(len(v[:4]) for v in ys)) + 8)
+    W, H = lx + w * px + 2, band + h * px + 2
     occupied = cells(spec, state)
     nested = len(spec.coord_args) == 4
     sub_w = len(spec.coord_values[2]) if nested else w
     sub_h = len(spec.coord_values[3]) if nested else h
     out = [f'<svg class="board{" flipped" if flip else ""}" data-board="{index}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif">']
+           f'width="{W}" height="{H}" viewBox="0 0 {W} {H}" style="--aspect:{W / H:.4f}" '
+           f'data-pieces="{_set_name(view, spec)}" font-family="sans-serif">']
     if seen is not None:
         out.append(_unseen_pattern(index))
     hl = set(map(tuple, highlight))
@@ -466,7 +538,7 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
         out.append(f'<text x="{lx + col(gx) * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
                    f'fill="#555">{escape(xs[gx % len(xs)][:4])}</text>')
     for gy in range(h):
-        out.append(f'<text x="{lx / 2}" y="{1 + row(gy) * px + px / 2 + 4}" text-anchor="middle" '
+        out.append(f'<text x="{lx / 2}" y="{1 + row(gy) * px + px / 2 + fs * .35:.1f}" text-anchor="middle" '
                    f'font-size="{fs:.0f}" fill="#555">{escape(ys[gy % len(ys)][:4])}</text>')
     out.append(_win_line(win, lambda gx, gy: (lx + col(gx) * px + px / 2, 1 + row(gy) * px + px / 2), px * 0.09))
     out.append("</svg>")
@@ -596,10 +668,30 @@ def person_position(view: BoardView, init_state, steps, own_move=None, flip: boo
     return {"boards": boards, "others": others, "flipped": bool(flip and view.specs)}
 
 
+SET_WORDS = {"marks": "X and O", "stones": "stones", "chess": "chess figures", "pawns": "chess pawns",
+             "knights": "chess knights"}
+
+
+def _set_note(ps) -> str:
+    """What the legend says of a set: its name and what in the rules chose it."""
+    return f"Drawn as {SET_WORDS.get(ps.name, ps.name)}: {ps.why} (found from the rules; the names are only labels)."
+
+
 def legend(view: BoardView) -> list[dict]:
-    return [{"relation": rel, "content": c, "shape": shape, "colour": fill, "owner": view.owners.get((rel, c)),
-             "svg": f'<svg width="20" height="20">{_shape(shape, 10, 10, 8, fill, line)}</svg>'}
-            for (rel, c), (shape, fill, line, _ink) in view.glyphs.items()]
+    """The pieces beside the board: each content's drawing (its figure, else its shape),
+    name and owner; ``figure`` and ``set`` name its set's figure (None: a letter disc)."""
+    out = []
+    specs = {s.relation: s for s in view.specs}
+    for (rel, c), (shape, fill, line, _ink) in view.glyphs.items():
+        spec = specs.get(rel)
+        fig = _figure(view, spec, c) if spec is not None else None
+        drawn = _figure_svg(view, spec, c, fig, 11, 11, 8) if fig else _shape(shape, 10, 10, 8, fill, line)
+        size = 22 if fig else 20
+        ps = view.sets.get(rel) if fig else None
+        out.append({"relation": rel, "content": c, "shape": shape, "colour": fill, "owner": view.owners.get((rel, c)),
+                    "figure": fig, "set": ps.name if ps else None, "note": _set_note(ps) if ps else None,
+                    "svg": f'<svg width="{size}" height="{size}" viewBox="0 0 {size} {size}">{drawn}</svg>'})
+    return out
 
 
 def render_position(view: BoardView, state, highlight=(), flip: bool = False, marks=None) -> dict:
@@ -741,7 +833,6 @@ def pass_moves(joint_moves) -> set:
 
 def random_position(sm, plies: int, seed: int = 0):
     """The state after ``plies`` random joint moves (fewer when the game ends): a preview."""
-    from gdl.board import sample_states
     states = sample_states(sm, walks=1, steps=plies, seed=seed, seconds=30) if plies else [sm.initial_state()]
     return states[-1]
 
