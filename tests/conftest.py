@@ -68,6 +68,18 @@ def no_decisive(monkeypatch):
     monkeypatch.setattr(driver_sm, "build", build)
 
 
+# ----------------------------------------------------------------------------- full sweeps
+# A few long checks run in the suite on a representative part of their inputs, and on all of
+# them from ``scripts/full_sweeps.py``, which sets GGP_FULL_SWEEPS=1 and commits its report
+# (docs/benchmarks/full-sweeps.md): issue 53, the whole suite within 20 minutes.
+FULL_SWEEPS = os.environ.get("GGP_FULL_SWEEPS") == "1"
+
+
+def sweep(fast, full):
+    """``full`` under ``scripts/full_sweeps.py``, else ``fast`` (the suite's share)."""
+    return full if FULL_SWEEPS else fast
+
+
 # ----------------------------------------------------------------------------- test tiers
 # The markers of the two tiers, applied here and nowhere else (issue 53):
 #
@@ -211,7 +223,7 @@ SLOW: dict[str, str] = {
     "test_web_browser_ratings.py": _BROWSER + "; the first match waits for the persona's processes",
     "test_web_browser_boards.py": _BROWSER + "; whole ticTacToe matches until one is won",
     "test_web_browser_people.py": _BROWSER + "; thinks and stays away past the persona's silence limit "
-                                  "(10 s) and a closed page's wait (30 s)",
+                                  "(6 s) and a closed page's wait (22 s)",
     "test_gdl2_browser.py": _BROWSER,
     "test_gdl2_web.py::test_nothing_hidden_reaches_the_page_before_the_end_and_everything_after":
         "whole GDL-II matches through the web page",
@@ -317,6 +329,42 @@ ONE_WORKER: dict[str, str] = {
 }
 
 
+# Tests whose every check a longer test repeats (issue 53): the fast tier runs them, and a run
+# that also selects the longer test leaves them out (pytest counts them as deselected).  Key: a
+# prefix of test ids ending in a game's folder; value: the covering test's id, {game} filled in.
+COVERED_BY: dict[str, str] = {
+    # the first steps of a trace on the non-ground engine are the start of its whole trace
+    "test_conformance.py::test_first_steps_agree_with_the_reference_trace[nonground-":
+        "test_conformance.py::test_whole_trace_agrees_with_the_reference_trace[nonground-{game}]",
+    # ... and on Prolog, of test_traces.py's whole traces of the required, scrambled and
+    # unstratified games (three of them capped at 12 or more steps, past the first 3)
+    "test_conformance.py::test_first_steps_agree_with_the_reference_trace[prolog-":
+        "test_traces.py::test_prolog_reasoner_agrees_exactly_with_the_reference_trace[{game}]",
+}
+
+
+def covering_test(nodeid: str) -> str | None:
+    """The id of the test that repeats every check of ``nodeid`` (relative to tests/), or None."""
+    for prefix, cover in COVERED_BY.items():
+        if nodeid.startswith(prefix) and nodeid.endswith("]"):
+            return cover.format(game=nodeid[len(prefix):-1])
+    return None
+
+
+class _LeaveOutCovered:
+    """Runs after ``-m`` and ``-k`` chose the tests: of a test and the test that covers it
+    (COVERED_BY), only the second runs."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        chosen = {i.nodeid.removeprefix("tests/") for i in items}
+        covered = [i for i in items if covering_test(i.nodeid.removeprefix("tests/")) in chosen]
+        if covered:
+            config.hook.pytest_deselected(items=covered)
+            left = set(map(id, covered))
+            items[:] = [i for i in items if id(i) not in left]
+
+
 def tier_reason(table: dict, nodeid: str) -> str | None:
     """The reason ``table`` gives for the test ``nodeid`` (relative to tests/), or None."""
     for key, why in table.items():
@@ -333,6 +381,7 @@ def pytest_configure(config):
                                        "why: tests/conftest.py SLOW")
     config.addinivalue_line("markers", "serial: runs alone, not beside other tests; "
                                        "why: tests/conftest.py SERIAL")
+    config.pluginmanager.register(_LeaveOutCovered(), "ggp-leave-out-covered")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,7 +10,9 @@ The backbone of the fast tier (``-m "not slow"``), through ``agent.tracecheck.ch
   every traced game it builds within ``QUICK_BUILD`` seconds of CPU, as measured in
   ``tests/data/compiled-builds.tsv`` (about 200 games).
 
-The slow tier replays the non-ground engine's whole traces of every game.  Elsewhere:
+The slow tier replays the non-ground engine's whole traces of every game; a run with it
+leaves out the first steps that a whole trace replays again (``COVERED_BY`` in conftest.py:
+the non-ground engine's here, Prolog's of ``test_traces.py``'s games).  Elsewhere:
 ``test_traces.py`` replays whole traces on the Prolog reasoner (the required, scrambled and
 unstratified games; the whole corpus takes about 20 minutes: ``scripts/trace_all.py``) and
 on its samples of the compiled and non-ground engines, which are left out here.  Games

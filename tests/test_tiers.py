@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from conftest import ONE_WORKER, ROOT, SERIAL, SLOW, tier_reason
+from conftest import COVERED_BY, ONE_WORKER, ROOT, SERIAL, SLOW, covering_test, tier_reason
 
 TESTS = ROOT / "tests"
 
@@ -66,3 +66,18 @@ def test_tier_keys_match_ids_as_documented():
     assert tier_reason(table, "bb.py::t") is None
     assert tier_reason(table, "c.py::t[p-q]") == "z"
     assert tier_reason(table, "c.py::t[r-q]") is None
+
+
+def test_covered_tests_and_their_covers_exist():
+    """COVERED_BY names existing tests on both sides, and fills the game into the cover's id."""
+    tests = _tests_by_file()
+    for prefix, cover in COVERED_BY.items():
+        for key in (prefix, cover):
+            file, _, rest = key.partition("::")
+            assert rest.split("[")[0] in tests.get(file, ()), f"COVERED_BY: no test {key!r}"
+        assert "{game}" in cover
+    first = "test_conformance.py::test_first_steps_agree_with_the_reference_trace"
+    assert covering_test(f"{first}[nonground-base/games/x/v0]") == \
+        "test_conformance.py::test_whole_trace_agrees_with_the_reference_trace[nonground-base/games/x/v0]"
+    assert covering_test(f"{first}[compiled-base/games/x/v0]") is None
+    assert covering_test("test_tiers.py::test_tier_keys_match_ids_as_documented") is None
