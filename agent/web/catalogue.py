@@ -16,6 +16,8 @@ from pathlib import Path
 from gdl.kif import GdlError, Problem, decode_bytes, parse_rules
 from gdl.validate import validate
 
+from agent.persona import preset_names
+
 MAX_RULES_BYTES = 2_000_000     # the largest corpus rule sheet is well under 1 MB
 MAX_PERSONA_BYTES = 100_000
 _VERSION = re.compile(r"^v(\d+)$")
@@ -98,7 +100,6 @@ def check_rules_upload(data: bytes, source: str):
 
 def list_personas(folders) -> list[tuple[str, str]]:
     """``(label, spec)`` of the presets and of the persona files in the given folders."""
-    from agent.persona import preset_names
     out = [(n, n) for n in preset_names()]
     for d in map(Path, folders):
         if d.is_dir():
