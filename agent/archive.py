@@ -38,7 +38,11 @@ from gdl.gdl2 import RANDOM
 from gdl.kif import GdlError, parse_term, read_first, read_rules_file, rules_from_nodes
 from gdl.terms import render_spaced
 
+# the reasoner's module and the referee's are light: pyswip loads with the first reasoner made,
+# the engines (numba) inside ``open_referee`` when one is tried
+from agent.reasoner.prolog import PrologReasoner, set_memory_limits
 from agent.reasoner.statemachine import CachedStateMachine, ReasonerError
+from agent.referee import open_referee
 
 REFEREE_BUDGET = 60.0  # seconds to build and check a game's compiled engine (offline: generous)
 MEMORY_MB = 4096       # default memory cap of a replaying process (--memory-mb)
@@ -53,7 +57,6 @@ def limit_memory(memory_mb: int | None) -> None:
         return
     cap = int(memory_mb) * 1024 * 1024
     try:
-        from agent.reasoner.prolog import set_memory_limits   # SWI-Prolog: loaded where records are checked
         set_memory_limits(stack_limit=cap // 2, table_space=cap // 4)
     except Exception:  # no Prolog here: the data limit still holds
         pass
@@ -394,7 +397,6 @@ class Replayer:
         if sm is None:
             desc = self.library.description(data)
             if self.reasoner is None:
-                from agent.referee import open_referee   # the referee's engines (numba), only when asked for
                 base = open_referee(desc, self.budget, engine=self.engine).sm
             else:
                 base = self.reasoner(desc)
@@ -411,7 +413,6 @@ class Replayer:
             if callable(getattr(sm.sm, "sees", None)):
                 seer = sm
             else:
-                from agent.reasoner.prolog import PrologReasoner   # SWI-Prolog, only when needed
                 seer = CachedStateMachine(PrologReasoner(self.library.description(data)))
             self._seers[key] = seer
         return seer

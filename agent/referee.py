@@ -28,6 +28,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from agent.reasoner.prolog import PrologReasoner   # pyswip itself loads with the first reasoner made
 from agent.reasoner.statemachine import GroundingError, PlayoutCap, ReasonerError, ResourceLimit
 from gdl.gdl2 import is_gdl2
 
@@ -66,8 +67,6 @@ def open_referee(desc, budget_seconds: float = DEFAULT_BUDGET, *, engine: str = 
     server's match has a grounder process of its own; a standby referee grounding an
     exploding game after Prolog ran out of stack doubled its memory and held the match for
     15 s more), else the non-ground engine."""
-    from agent.reasoner.prolog import PrologReasoner   # SWI-Prolog, in the process that referees
-
     if engine not in ("auto", "standby", "prolog"):
         raise ValueError(f"engine must be auto, standby or prolog, not {engine!r}")
     t0 = time.monotonic()

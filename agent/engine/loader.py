@@ -16,6 +16,7 @@ from . import cache
 from .compile import compile_program
 from .compiled import CompiledEngine
 from .ground import GroundingError, ground
+from ..reasoner.prolog import PrologReasoner   # loaded by ground anyway; pyswip itself with the first reasoner
 
 log = logging.getLogger("ggp_persona.engine")
 
@@ -75,7 +76,6 @@ def _nonground(desc, info, t0):
 
 
 def _prolog(desc, info):
-    from ..reasoner.prolog import PrologReasoner   # SWI-Prolog, only when asked for
     sm = PrologReasoner(desc)
     sm.info = info
     return sm

@@ -21,10 +21,14 @@ from gdl.gdl2 import RANDOM, is_gdl2
 from gdl.kif import parse_term
 from gdl.terms import render_spaced
 from agent.matchtext import parse_rules_text
+from agent.reasoner.prolog import PrologReasoner
 from agent.reasoner.statemachine import CachedStateMachine, goal_vector
+from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
 
-# Imports inside functions: the reasoner (SWI-Prolog) and the engines are loaded in the
-# referee's own process only (``_main``), never in the runner's, which may be a web server.
+# Imports inside functions: only ``resource``, which exists on POSIX alone (elsewhere the
+# memory cap is skipped).  Nothing above loads SWI-Prolog or numba: Prolog starts with the
+# first reasoner made and the engines inside ``open_referee``, both in the referee's own
+# process (``_main``), never in the runner's, which may be a web server.
 
 _CTX = multiprocessing.get_context("spawn")
 MEMORY_LIMIT_BYTES = 4 * 1024 ** 3   # the compiled engine's process peaks near 0.6 GB on breakthrough
@@ -122,7 +126,6 @@ def _seer(referee, description):
     else a Prolog reasoner of its own (the reference, which has it)."""
     if callable(getattr(referee.sm, "sees", None)):
         return referee.sm
-    from agent.reasoner.prolog import PrologReasoner
     return PrologReasoner(description)
 
 
@@ -133,7 +136,6 @@ def _main(conn, rules_text: str | None, mode: str | None) -> None:
     except (ImportError, ValueError, OSError):
         pass
     try:
-        from agent.referee import DEFAULT_BUDGET, STANDBY_BUDGET, open_referee
         if rules_text is None:      # a spare: the code is loaded; now the match's rules
             msg = conn.recv()
             if msg[0] != "rules":

@@ -16,6 +16,7 @@ import random
 import re
 
 from gdl.kif import GdlError, Node, parse_rules, read_nodes, rules_from_nodes, syntax_of
+from gdl.prolog_syntax import render_kif_rules
 
 from agent.matchtext import validate_rules
 
@@ -40,7 +41,6 @@ def read_rules(text: str, source: str = "<rules>"):
     the problems."""
     try:
         if syntax_of(text) == "prolog":  # a START carries KIF: the rules rendered as one list
-            from gdl.prolog_syntax import render_kif_rules
             description = parse_rules(text, source)
             rules_list = render_kif_rules(description)
         else:
