@@ -222,6 +222,7 @@ SLOW: dict[str, str] = {
     "test_web_browser.py": _BROWSER,
     "test_web_browser_ratings.py": _BROWSER + "; the first match waits for the persona's processes",
     "test_web_browser_boards.py": _BROWSER + "; whole ticTacToe matches until one is won",
+    "test_web_browser_pieces.py": _BROWSER + "; two persona matches and a chess match recorded, then replayed",
     "test_web_browser_people.py": _BROWSER + "; thinks and stays away past the persona's silence limit "
                                   "(6 s) and a closed page's wait (22 s)",
     "test_gdl2_browser.py": _BROWSER,
@@ -321,6 +322,7 @@ ONE_WORKER: dict[str, str] = {
     "test_web_browser_people.py": "one web server and browser for the file",
     "test_web_browser_ratings.py": "one web server and browser for the file",
     "test_web_browser_boards.py": "one web server and browser for the file",
+    "test_web_browser_pieces.py": "one web server and browser for the file",
     "test_gdl2_browser.py": "one web server and browser for the file",
     "test_match.py::test_cli_persona_vs_server_over_http": "the file's server process (ggp_server)",
     "test_match.py::test_cli_three_roles": "the file's server process (ggp_server)",

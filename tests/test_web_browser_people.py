@@ -2,11 +2,12 @@
 opens again where it was (or the match ends with the reason said), a person resigns or
 offers a draw, and the player whose side starts at the top sees the board turned.
 
-The persona's own silence limit is shortened for this file's server to 10 s
+The persona's own silence limit is shortened for this file's server to 6 s
 (``GGP_PERSONA_WEB_SILENCE``; the default, at the page's clocks, is about 4 minutes, which is
-what a person thinking longer ran into) and a closed page's match waits 30 s for its person
+what a person thinking longer ran into) and a closed page's match waits 22 s for its person
 (``GGP_PERSONA_WEB_PAGE_GONE``; the default is an hour): the tests think and stay away past
-the first, and both within and past the second.  Screenshots go to GGP_PERSONA_SCREENSHOTS
+the first, and both within and past the second.  (The limits were 10 and 30 s: the same
+checks, 28 s more of waiting in the suite.)  Screenshots go to GGP_PERSONA_SCREENSHOTS
 when it is set (docs/screenshots to refresh the committed ones), else to the test's folder.
 """
 from __future__ import annotations
@@ -23,8 +24,9 @@ from tests.test_web_browser import click_a_move
 from tests.webbrowser import TURN_TIMEOUT_MS, start_match, wait_turn_or_end
 from tests.webbrowser import person_page, require_browser, web_and_browser
 
-SILENCE = 10          # the persona's silence limit in this file (seconds)
-PAGE_GONE = 30        # how long a closed page's match waits for its person here
+SILENCE = 6           # the persona's silence limit in this file (seconds)
+PAGE_GONE = 22        # how long a closed page's match waits for its person here (a closed
+                      # page comes back after SILENCE + 6 s: 10 s left to open it again)
 THINK = 3 * SILENCE   # a "long think": three silence limits, each looked at by the persona's reaper
 
 # A two-player game without a board whose value for the second role is settled by the first
@@ -162,7 +164,7 @@ def test_a_page_closed_too_long_ends_the_match_with_the_reason(people):
     assert wait_turn_or_end(page)
     url = page.url
     page.context.close()
-    time.sleep(PAGE_GONE + 12)
+    time.sleep(PAGE_GONE + 8)                    # the page's server looks every SILENCE / 4 s
     page = new_page(people)
     page.goto(url)
     page.wait_for_selector("#result:not([hidden])")
