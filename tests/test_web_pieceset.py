@@ -40,7 +40,7 @@ def _view(name: str, seed: int | None = None, walks: int = 3, steps: int = 30):
     d = parse_rules(scr.text(rules) if scr else rules, name)
     sm = CachedStateMachine(PrologReasoner(d), maxsize=20_000)
     states, trans = bv.sample_walks(sm, walks=walks, steps=steps, seconds=600)
-    return bv.view_from_specs(detect_board(d, states), d.roles, trans, sm), sm, scr
+    return bv.view_from_specs(detect_board(d, states), d.roles, trans, sm, d), sm, scr
 
 
 def _chosen(name: str, seed: int | None = None, walks: int = 3):
@@ -114,11 +114,15 @@ def test_corpus_games_get_their_set_and_the_same_when_scrambled(game, expect, wa
     assert _chosen(game, seed=6, walks=walks)[:3] == first[:3]
 
 
-def test_chess_gets_its_figures_from_the_rules_and_the_same_when_scrambled():
-    """Chess: the king is the one piece a side whose loss leaves that side no move; the
-    others by their moves (8 pawns, 2 rooks, knights, bishops, 1 queen at the start)."""
-    name, figures, white, view, sm = _chosen("chess")
+@pytest.mark.parametrize("game, king", [("chess", "whose loss"), ("chess_200", "the rules of the end name")])
+def test_chess_gets_its_figures_from_the_rules_and_the_same_when_scrambled(game, king):
+    """Chess: the king is the one piece a side whose loss leaves that side no move; in
+    chess_200 a side keeps its moves without its king, and the king is the piece the end's
+    rules read first ("only kings left", check).  The others by their moves (8 pawns,
+    2 rooks, knights, bishops, 1 queen at the start)."""
+    name, figures, white, view, sm = _chosen(game)
     assert name == "chess"
+    assert king in view.sets[view.specs[0].relation].why
     spec = view.specs[0]
     start = Counter(c for v in cells(spec, sm.initial_state()).values() for c in v)
     by_side: dict = {}
@@ -132,7 +136,7 @@ def test_chess_gets_its_figures_from_the_rules_and_the_same_when_scrambled():
     svg = bv.render_position(view, sm.initial_state())["boards"][0]
     assert svg.count('data-figure="K"') == 2 and svg.count('data-figure="P"') == 16
     assert "\u2654" in svg and "\u265a" in svg           # white's king outlined, black's solid
-    assert _chosen("chess", seed=2)[:3] == (name, figures, white)
+    assert _chosen(game, seed=2)[:3] == (name, figures, white)
 
 
 def test_no_rules_no_king_and_letters_stay():

@@ -66,7 +66,7 @@ def build_view(description, sm, seconds: float = 5.0) -> BoardView:
     """Detect the boards from the initial state and a few random walks (on ``sm``), and who
     owns each piece from which role's moves make it."""
     states, steps = sample_walks(sm, seconds=seconds)
-    return view_from_specs(detect_board(description, states), description.roles, steps, sm)
+    return view_from_specs(detect_board(description, states), description.roles, steps, sm, description)
 
 
 def sample_walks(sm, walks: int = 6, steps: int = 120, seed: int = 0, seconds: float = 5.0):
@@ -125,12 +125,13 @@ def owners_of(spec: BoardSpec, roles, transitions) -> dict:
     return out
 
 
-def view_from_specs(specs, roles=(), transitions=(), sm=None) -> BoardView:
+def view_from_specs(specs, roles=(), transitions=(), sm=None, description=None) -> BoardView:
     """Colour by owning role (``owners_of``), a distinct shape per kind within a side; the
     contents no role owns get neutral colours.  A kind keeps its glyph throughout a game.
     Each drawn board's set of pieces (X and O, stones, chess figures, else these letter
-    discs) is chosen by ``pieceset.choose`` from the same structure (``sm``: the rules, for
-    the moves' vectors and the king; without it, from the sampled steps alone)."""
+    discs) is chosen by ``pieceset.choose`` from the same structure (``sm`` and
+    ``description``: the rules, for the moves' vectors and the king; without them, from the
+    sampled steps alone)."""
     specs, hidden = _drawn(list(specs))
     role_texts = [render(r) for r in roles]
     colours = []
@@ -151,7 +152,7 @@ def view_from_specs(specs, roles=(), transitions=(), sm=None) -> BoardView:
         if s is specs[0]:
             flip = sides(s, role_texts, start_cells, own, transitions)
         try:
-            sets[s.relation] = pieceset.choose(s, role_texts, own, start_cells, list(transitions), sm)
+            sets[s.relation] = pieceset.choose(s, role_texts, own, start_cells, list(transitions), sm, description)
         except Exception as e:   # a reasoner failure costs the figures, never the board
             sets[s.relation] = pieceset.PieceSet(why=f"not chosen: {type(e).__name__}")
         kinds = sorted((c for c in s.content_values if c != s.background), key=lambda c: (-start[c], c))
@@ -535,7 +536,9 @@ def board_svg(view: BoardView, spec: BoardSpec, state, index: int = 0, highlight
             y = 1 + k * px
             out.append(f'<line x1="{lx}" y1="{y}" x2="{lx + w * px}" y2="{y}" stroke="#333" stroke-width="3"/>')
     for gx in range(w):
-        out.append(f'<text x="{lx + col(gx) * px + px / 2}" y="{H - 3}" text-anchor="middle" font-size="{fs:.0f}" '
+        # centred in the band under the grid, the letters' descent inside the drawing
+        out.append(f'<text x="{lx + col(gx) * px + px / 2}" y="{H - (band + 1) / 2 + fs * .35:.1f}" '
+                   f'text-anchor="middle" font-size="{fs:.0f}" '
                    f'fill="#555">{escape(xs[gx % len(xs)][:4])}</text>')
     for gy in range(h):
         out.append(f'<text x="{lx / 2}" y="{1 + row(gy) * px + px / 2 + fs * .35:.1f}" text-anchor="middle" '

@@ -40,7 +40,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from agent.web.marks import _matters as match_depends_on   # the check marks' own test
+from gdl.analysis import dependencies, expand_or
 from gdl.board import BoardSpec, cells, matches, move_cells, content_text
+from gdl.terms import signature
 
 FIGURES = "KQRBNP"
 # The chess figures as text: white's outlined, black's solid.  U+FE0E asks for the text
@@ -209,6 +211,59 @@ def _turn_state(transitions, r: int):
     return None
 
 
+def _named_by_the_end(description, spec: BoardSpec, sides: dict, start: dict) -> dict:
+    """``{role: kind}``: for each side, the one kind standing alone at the start that the
+    rules of the end name nearest: the fewest steps of the dependency graph from
+    ``terminal`` or ``goal`` to a rule that reads the kind on the board (``(true (cell ?x ?y
+    king))``) or sets it apart (``(distinct ?piece king)``), nearer than any other kind of
+    its side (chess_200: "only kings left" ends the match, and check decides the goals;
+    every piece is read further down, where the legal moves are).  Empty where no kind is
+    nearest for every side."""
+    deps = dependencies(description.rules)
+    dist = {("terminal", 0): 0, ("goal", 2): 0}
+    todo = list(dist)
+    while todo:                                    # breadth first from the end
+        h = todo.pop(0)
+        for b in deps.edges.get(h, ()):
+            if b not in dist:
+                dist[b] = dist[h] + 1
+                todo.append(b)
+    nearest: dict = {}                             # constant -> fewest steps
+
+    def note(const, d):
+        if isinstance(const, str) and not const.startswith("?"):
+            nearest[const] = min(d, nearest.get(const, d))
+
+    def scan(lit, d):
+        if not isinstance(lit, tuple):
+            return
+        if lit[0] in ("not", "or"):
+            for x in lit[1:]:
+                scan(x, d)
+        elif lit[0] == "distinct":
+            for a, b in ((lit[1], lit[2]), (lit[2], lit[1])):
+                if isinstance(a, str) and a.startswith("?"):
+                    note(b, d)
+        elif lit[0] == "true" and isinstance(lit[1], tuple) and matches(spec, lit[1]):
+            for k in spec.content_args:
+                note(lit[1][1 + k], d)
+    for rule in description.rules:
+        for r in expand_or(rule):
+            d = dist.get(signature(r.head))
+            if d is not None:
+                for lit in r.body:
+                    scan(lit, d)
+    out = {}
+    for role, kinds in sides.items():
+        def steps(c):              # a kind's own words (its owner's name left out)
+            return min((nearest.get(w, 10**6) for w in c.split() if w != role), default=10**6)
+        ranked = sorted(kinds, key=steps)
+        if len(ranked) < 2 or steps(ranked[0]) >= steps(ranked[1]) or len(start.get(ranked[0], ())) != 1:
+            return {}
+        out[role] = ranked[0]
+    return out
+
+
 def _vital(spec: BoardSpec, sm, state, kind: str, r: int) -> bool:
     facts = sorted((f for f in state if matches(spec, f) and content_text(spec, f) == kind), key=repr)
     return bool(facts) and match_depends_on(sm, spec, frozenset(state), facts[0], r, False)
@@ -217,11 +272,12 @@ def _vital(spec: BoardSpec, sm, state, kind: str, r: int) -> bool:
 # ------------------------------------------------------------------------------ the choice
 
 def choose(spec: BoardSpec, role_texts: list, owners: dict, start_cells: dict, transitions=(),
-           sm=None, seconds: float = 3.0) -> PieceSet:
+           sm=None, description=None, seconds: float = 3.0) -> PieceSet:
     """The set of pieces for ``spec`` (see the module's text).  ``owners``: ``{content:
     role name}``; ``start_cells``: the initial state's ``cells``; ``transitions``: sampled
     ``(state, movers, next state)``; ``sm``: the state machine, for the moves' vectors and
-    the king (without it only what the steps show is used)."""
+    the king (without it only what the steps show is used); ``description``: the rules, for
+    a king the rules of the end name where taking it off ends nothing."""
     deadline = time.monotonic() + seconds
     bg = spec.background
     kinds = [c for c in spec.content_values if c != bg]
@@ -243,7 +299,7 @@ def choose(spec: BoardSpec, role_texts: list, owners: dict, start_cells: dict, t
                 start.setdefault(c, set()).add(xy)
     if not sum(t.moved.values()):
         return _placed(spec, order, sides, t, start)
-    return _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, deadline)
+    return _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, description, deadline)
 
 
 def _placed(spec, order, sides, t, start) -> PieceSet:
@@ -267,7 +323,7 @@ def _placed(spec, order, sides, t, start) -> PieceSet:
     return PieceSet("stones", {c: "stone" for c in one.values()}, why=why)
 
 
-def _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, deadline) -> PieceSet:
+def _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, description, deadline) -> PieceSet:
     """Pieces that move: chess figures where a king is found, a pawn or knight set where
     every side has one kind moving like one of them."""
     states = [b for b, _, _ in transitions][:200]
@@ -294,20 +350,13 @@ def _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, d
             return PieceSet(name, {sides[r][0]: figs[r] for r in order}, first,
                             f"one kind a side, moving as a chess {'pawn' if name == 'pawns' else 'knight'} moves")
         return PieceSet(why="one kind a side, moving like no chess figure")
-    if sm is None:
-        return PieceSet(why="no rules to find a king in")
-    kings = {}
-    for r in order:
-        state = _turn_state(transitions, role_texts.index(r))
-        if state is None:
-            return PieceSet(why="no position seen where a side moves alone")
-        few = [c for c in sides[r] if len(start.get(c, ())) == 1]
-        # at most two questions to the rules per kind (few kinds: a king and a queen), so
-        # no clock here: the moves' clock above may have run out on a slow reasoner
-        vital = [c for c in few if _vital(spec, sm, state, c, role_texts.index(r))]
-        if len(vital) != 1:
-            return PieceSet(why="no one piece a side whose loss ends the match")
-        kings[r] = vital[0]
+    kings = _kings(spec, role_texts, order, sides, start, transitions, sm)
+    why = "several kinds a side, one whose loss ends the match (the king), the others by their moves"
+    if kings is None and description is not None:
+        kings = _named_by_the_end(description, spec, {r: sides[r] for r in order}, start) or None
+        why = "several kinds a side, one the rules of the end name first (the king), the others by their moves"
+    if kings is None:
+        return PieceSet(why="no one piece a side whose loss ends the match")
     figures = {}
     for r in order:
         found = {c: figure_of(seen(c)) for c in sides[r] if c != kings[r]}
@@ -316,8 +365,28 @@ def _moving(spec, role_texts, order, sides, owners, t, start, transitions, sm, d
         figures.update({c: f for c, f in found.items() if f is not None and f not in twice})
     if any(sum(1 for c in sides[r] if c in figures) < 2 for r in order):
         return PieceSet(why="a king, but no other figure found from the moves")
-    return PieceSet("chess", figures, first,
-                    "several kinds a side, one whose loss ends the match (the king), the others by their moves")
+    return PieceSet("chess", figures, first, why)
+
+
+def _kings(spec, role_texts, order, sides, start, transitions, sm) -> dict | None:
+    """``{role: kind}``: the one kind of each side, alone at the start, whose loss in a
+    position where that side moves ends the match or leaves the side no move; None where
+    some side has no such kind (or there are no rules to ask)."""
+    if sm is None:
+        return None
+    kings = {}
+    for r in order:
+        state = _turn_state(transitions, role_texts.index(r))
+        if state is None:
+            return None
+        few = [c for c in sides[r] if len(start.get(c, ())) == 1]
+        # at most two questions to the rules per kind (few kinds: a king and a queen), so
+        # no clock here: the moves' clock above may have run out on a slow reasoner
+        vital = [c for c in few if _vital(spec, sm, state, c, role_texts.index(r))]
+        if len(vital) != 1:
+            return None
+        kings[r] = vital[0]
+    return kings
 
 
 def _first_mover(transitions, role_texts):

@@ -327,7 +327,7 @@ def replay(data: dict, source: str, folders) -> dict:
     sm = CachedStateMachine(PrologReasoner(desc), maxsize=20_000)
     try:
         extra, more = bv.sample_walks(sm, walks=2, steps=60, seconds=1.5) if len(states) < 40 else ([], [])
-        view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, trans + more, sm)
+        view = bv.view_from_specs(detect_board(desc, states + extra), desc.roles, trans + more, sm, desc)
         # the last step's winning line and check (each step's would cost a search each)
         final = board_marks(sm, view, states[-1], states[-2], bv.changed_cells(view, states[-2], states[-1])) \
             if len(states) > 1 else {}
