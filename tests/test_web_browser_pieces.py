@@ -148,4 +148,5 @@ def test_a_scrambled_chess_replay_has_chess_figures(web, page):
     fit = board_fits(page)
     assert fit["labels"] == 16 and fit["labels_inside"] and fit["cells_inside"]
     assert fit["w"] >= 0.95 * fit["col"] or fit["y"] + fit["h"] >= 0.9 * fit["vh"], fit
+    assert fit["y"] + fit["h"] <= fit["vh"]          # below the replay's title lines, still in sight
     page.screenshot(path=str(shots(web) / "pieces-chess-replay.png"))

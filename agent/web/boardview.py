@@ -318,8 +318,8 @@ def _pieces(view: BoardView, spec: BoardSpec, contents, cx0: float, cy0: float, 
         cy = cy0 + (0 if n == 1 else (k // 2 - .5) * px / 2)
         side = f' data-owner="{escape(owner)}"' if owner else ""
         fig = _figure(view, spec, c)
-        head = (f'<g class="piece"{side}{where} data-content="{escape(c)}"'
-                + (f' data-figure="{fig}"' if fig else "") + f'{faded} pointer-events="none">'
+        head = (f'<g class="piece"{side}{where} data-content="{escape(c)}"{faded}'
+                + (f' data-figure="{fig}"' if fig else "") + ' pointer-events="none">'
                 + f'<title>{escape(c)}' + (f" ({escape(owner)})" if owner else "") + ago + '</title>')
         if fig:
             out.append(head + _figure_svg(view, spec, c, fig, cx, cy, r) + "</g>")

@@ -5,9 +5,18 @@ const GGP = (() => {
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; };
 
+  // The boards are as tall as the window below their top allows (style.css): that top is
+  // measured here, since what stands above them differs from page to page.
+  function fitBoards() {
+    const b = $("boards");
+    if (b) document.documentElement.style.setProperty("--board-top", `${Math.round(b.getBoundingClientRect().top + window.scrollY)}px`);
+  }
+  window.addEventListener("resize", fitBoards);
+
   function showPosition(pos) {
     $("boards").innerHTML = pos.boards.join("");
     $("noboard").hidden = pos.boards.length > 0;
+    fitBoards();
     const others = $("others"); others.innerHTML = "";
     for (const f of pos.others) others.appendChild(el("li", f));
   }
