@@ -47,7 +47,7 @@ def test_a_clear_best_is_played_when_the_goals_are_small_numbers():
     assert goal_range(parse_rules("(role a) (goal a 100) (<= (goal a 0) (p))")) == 100.0
     assert goal_range(parse_rules("(role a) (<= (goal a ?x) (score ?x))")) == 100.0   # computed: 0..100
 
-    def stub(engine, state, role, persona, *, seed, limit, seconds, solver):
+    def stub(engine, state, role, persona, settings):
         return SimpleNamespace(moves=["t1", "t2", "t3"], q=[0.948, 0.270, 0.142],
                                visits=[900, 60, 40], simulations=1000, playouts=1000)
     engine = SimpleNamespace(is_terminal=lambda s: False)
@@ -88,9 +88,9 @@ def test_slow_states_are_cut_off_before_the_clock(rps, monkeypatch):
     states = [(frozenset(s0 | {("slow", str(i))}), 1 / 8) for i in range(8)]
     given = []
 
-    def slow_search(engine, state, role_index, persona, *, seed, limit, seconds, solver):
-        given.append(seconds)
-        now[0] += seconds + 0.15
+    def slow_search(engine, state, role_index, persona, settings):
+        given.append(settings.seconds)
+        now[0] += settings.seconds + 0.15
         return _Result(legal)
 
     received = now[0]

@@ -19,12 +19,12 @@ import time
 from gdl.kif import GdlError, parse_term
 from gdl.terms import render, render_spaced
 
-from agent.player import Player, flat_monte_carlo
+from agent.player import FlatMonteCarlo, Player
 from agent.reasoner.statemachine import CachedStateMachine, goal_vector
 
 from .belief import Belief
 from .prior import UniformPrior
-from .search import goal_range, on_belief
+from .search import BeliefDecider, goal_range
 
 log = logging.getLogger("ggp.player")
 
@@ -162,22 +162,21 @@ class HiddenPlayer(Player):
         }
         return decision
 
-    def _run_search(self, legal, deadline, seed, on_best=None) -> dict:
-        dist = self.belief.distribution()
-        self.method = None
+    def decider(self):
+        """The persona's search on the belief (``search.BeliefDecider``); a persona with a
+        fitted model, or no search, plays flat Monte Carlo from the belief's most likely state
+        (a model's features read one true state, which a GDL-II player never has)."""
         if self.search_kind == "agent.search" and self.persona.model is None:
             engine = self.sm if self.engine is self.prolog else self.engine
-            if on_best is not None:   # a fallback before any search: not always the first move
-                on_best(render_spaced(random.Random(seed).choice(legal)), 0)
-            fields = on_belief(engine, dist, self.role_index, legal, self.persona, self.prior,
-                               len(self.belief.steps), seed=seed, deadline=deadline,
-                               search_fn=self._search, limit=self.persona.limit,
-                               timing=self.timing, goal_span=self.goal_span)
-            self.method = fields.get("method")
-            if on_best is not None:
-                on_best(render_spaced(fields["move"]), fields["simulations"])
-            return fields
-        return flat_monte_carlo(self.sm, dist[0][0], self.role_index, deadline, random.Random(seed))
+            return BeliefDecider(engine, self.belief, self.persona, self.prior, self._search,
+                                 timing=self.timing, goal_span=self.goal_span)
+        return FlatMonteCarlo(self.sm)
+
+    def _run_search(self, legal, deadline, seed, on_best=None):
+        self.method = None
+        d = super()._run_search(legal, deadline, seed, on_best)
+        self.method = d.extra.get("method")
+        return d
 
     def goals(self) -> list:
         return goal_vector(self.sm.goal_values(self.belief.most_likely()))

@@ -26,6 +26,9 @@ import time
 
 import numpy as np
 
+from agent.decision import Decision, Situation
+from agent.search.common import SearchSettings
+
 from . import predicted
 
 SAMPLES = 8          # distinct states searched per decision, at most
@@ -90,8 +93,8 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
         if share <= 0 or (k > 0 and share < MIN_SLICE):
             break   # no time for this state: the states searched so far decide
         per_limit = None if limit is None else max(1, limit // n)
-        r = search_fn(engine, state, role_index, persona, seed=seed + k, limit=per_limit,
-                      seconds=share, solver=False)
+        r = search_fn(engine, state, role_index, persona,
+                      SearchSettings(seed=seed + k, limit=per_limit, seconds=share, solver=False))
         # how late this search came back; the next slices leave room for as much
         took = time.monotonic() - t_call
         over = min(max(took - share, OVER_DECAY * over, 0.001), OVER_SHARE * max(0.0, deadline - t_call))
@@ -141,3 +144,24 @@ def on_belief(engine, distribution: list, role_index: int, legal: list, persona,
                       search_fn=search_fn, limit=limit, timing=timing, goal_span=goal_span)
     fields["method"] = "ensemble"
     return fields
+
+
+class BeliefDecider:
+    """The GDL-II player's decider (``agent.decision``): it decides on ``belief``, not on the
+    situation's state (the belief's most likely one, which the player keeps for records and
+    fallbacks), through ``on_belief``.  ``timing`` is the player's, kept across decisions."""
+
+    def __init__(self, engine, belief, persona, prior, search_fn, *, timing: dict, goal_span: float):
+        self.engine, self.belief, self.persona, self.prior = engine, belief, persona, prior
+        self.search_fn, self.timing, self.goal_span = search_fn, timing, goal_span
+
+    def decide(self, situation: Situation, on_best=None) -> Decision:
+        if on_best is not None:   # a fallback before any search: not always the first move
+            on_best(random.Random(situation.seed).choice(situation.legal), 0)
+        fields = on_belief(self.engine, self.belief.distribution(), situation.role, situation.legal,
+                           self.persona, self.prior, len(self.belief.steps), seed=situation.seed,
+                           deadline=situation.deadline, search_fn=self.search_fn, limit=self.persona.limit,
+                           timing=self.timing, goal_span=self.goal_span)
+        if on_best is not None:
+            on_best(fields["move"], fields["simulations"])
+        return Decision.of(fields)

@@ -46,9 +46,9 @@ class SearchSettings:
 
 def settings_of(settings: SearchSettings | None, keywords: dict) -> SearchSettings:
     """The settings of a search call: ``settings``, or built from the keywords of the older
-    form ``search(..., seed=, limit=, ...)``.  Kept for agent/hidden/search.py and
-    agent/server/worker.py (not moved yet), and for scripts that run the same call on older
-    checkouts too (scripts/bench_search.py, scripts/chess_search_ab.py)."""
+    form ``search(..., seed=, limit=, ...)``.  Every caller of the project gives settings;
+    the keywords are kept for scripts that run the same call on older checkouts too
+    (scripts/bench_search.py, scripts/chess_search_ab.py)."""
     if settings is None:
         return SearchSettings(**keywords)
     if keywords:

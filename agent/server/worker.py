@@ -155,8 +155,8 @@ def _warm_run(full: bool, part: str | None = None) -> None:
             ng.random_playout(s, seed=1)
             # the search's own playouts on it (the rules' guarded move gives it a sampler)
             from agent.persona import load_persona
-            from agent.search import driver_sm
-            driver_sm.search(ng, s, 0, load_persona("tournament"), seed=1, limit=8)
+            from agent.search import SearchSettings, driver_sm
+            driver_sm.search(ng, s, 0, load_persona("tournament"), SearchSettings(seed=1, limit=8))
             _warm_gdl2()
     except Exception as e:  # a broken engine or search shows up again in the match, with fallbacks
         logging.getLogger("ggp.worker").warning("warm-up incomplete: %s: %s", type(e).__name__, e)
