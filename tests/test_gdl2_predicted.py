@@ -212,3 +212,50 @@ def test_a_server_given_records_predicts_in_a_gdl2_match(tmp_path, shared_dir):
     assert {b["method"] for b in beliefs if b.get("method")} <= {"predicted", "ensemble"}
     assert any(b.get("method") == "predicted" for b in beliefs), beliefs
     assert_nothing_hidden_came_back(played, seat)
+
+
+# A guess in the dark: `random` deals a card no one sees; we take 60 at once, or play on and
+# name the card (100 if right, 0 if not) without ever seeing it.
+GUESS = """
+(role random) (role me)
+(init (phase deal))
+(card hi) (card lo)
+(<= (legal random (deal ?c)) (true (phase deal)) (card ?c))
+(<= (legal random noop) (not (true (phase deal))))
+(<= (legal me noop) (true (phase deal)))
+(<= (legal me play) (true (phase first)))
+(<= (legal me safe) (true (phase first)))
+(<= (legal me (guess ?c)) (true (phase second)) (card ?c))
+(<= (next (holds ?c)) (does random (deal ?c)))
+(<= (next (holds ?c)) (true (holds ?c)))
+(<= (next (phase first)) (true (phase deal)))
+(<= (next (phase second)) (does me play))
+(<= (next (phase done)) (does me safe))
+(<= (next (phase done)) (true (phase second)))
+(<= (next right) (does me (guess ?c)) (true (holds ?c)))
+(<= (next safe) (does me safe))
+(<= terminal (true (phase done)))
+(<= (goal me 100) (true right))
+(<= (goal me 60) (true safe))
+(<= (goal me 0) (not (true right)) (not (true safe)))
+"""
+
+
+def test_our_later_moves_are_chosen_without_the_hidden_card():
+    """Valued state by state, playing on is worth 100 (in each dealt state we would name
+    the card); we will not see it, so it is worth 50, less than 60 at once.  The search
+    chooses our later moves once for the states we cannot tell apart."""
+    sm = CachedStateMachine(PrologReasoner(parse_rules(GUESS)))
+    try:
+        prior = MoveFrequencyPrior(sm.roles)
+        s0 = sm.initial_state()
+        dealt = [(sm.next_state(s0, (deal, "noop")), 0.5) for deal in sm.legal_moves(s0, 0)]
+        assert len(dealt) == 2 and all(sm.sees(s0, (deal, "noop"), 1) == frozenset()
+                                       for deal in sm.legal_moves(s0, 0))
+        legal = sm.legal_moves(dealt[0][0], 1)
+        r = predicted.values(sm, dealt, 1, legal, prior, 1, deadline=time.monotonic() + 30, seed=0)
+        q = {str(m): v for m, v in zip(r["moves"], r["q"])}
+        assert q == pytest.approx({"play": 50.0, "safe": 60.0})
+        assert r["move"] == "safe"
+    finally:
+        sm.close()

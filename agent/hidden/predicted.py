@@ -7,13 +7,15 @@ the lowest card, it always holds a black one).  Sampling with the predictive pri
 prediction for the past only; here it is used for the future too.  In each of the belief's
 most likely states our move's value is its exact expectation when every other role moves
 as the prior predicts in each state it reaches (``random`` uniformly, by GDL-II's
-semantics), and we take our best move at each later step: a best reply to the predicted
-opponent, pooled over the states by their probabilities.
+semantics), and we take our best move at each later step among the states we could not
+tell apart then (grouped by what we would have seen): a best reply to the predicted
+opponent over the belief.
 
 Exact search is only possible where the tree from a state is small (the card games, bids,
 short games): ``NODES`` states at most over all the sampled states of a decision, and the
 deadline; past either, ``values`` returns ``None`` and the caller searches as before.  The
-determinisation's weakness (we act in each state as if we knew it) stays.
+opponents' predicted moves depend on the whole state (the records' counts do), not on what
+they see: the database's view of them, not a model of their belief.
 """
 from __future__ import annotations
 
@@ -37,55 +39,82 @@ class _TooLarge(Exception):
 
 
 class _Walk:
-    """One decision's exact search: the budget left and the values found, by (state, step)."""
+    """One decision's exact search over beliefs: a node is what we would know at one of our
+    later decisions (the states still possible, each with its probability so far), so that
+    our later moves are chosen once for all the states we could not tell apart, as in play;
+    choosing them per state would assume we will know what is hidden (strategy fusion), and
+    in Kuhn poker it valued checking with the middle card as if we would then know when to
+    fold."""
 
     def __init__(self, engine, role_index: int, prior, deadline: float, nodes: int):
         self.engine, self.role, self.prior = engine, role_index, prior
         self.deadline, self.left = deadline, nodes
-        self.memo: dict = {}
         self.roles = list(engine.roles)
 
-    def value(self, state, step: int) -> float:
-        key = (state, step)
-        v = self.memo.get(key)
-        if v is None:
-            if self.engine.is_terminal(state):
-                v = float(goal_vector(self.engine.goal_values(state))[self.role])
-            else:
-                v = max(self.move_values(state, step).values())
-            self.memo[key] = v
-        return v
+    def _spend(self) -> None:
+        self.left -= 1
+        if self.left < 0 or (self.left % 256 == 0 and time.monotonic() > self.deadline):
+            raise _TooLarge
 
-    def move_values(self, state, step: int) -> dict:
-        """Our legal moves' expected values in ``state``, ``step`` joint moves into the match."""
-        engine = self.engine
-        options = []        # per role: [(move, probability)]
+    def _others(self, state, step: int) -> list:
+        """The other roles' joint moves in ``state`` with their probabilities: as the prior
+        predicts, ``random`` uniformly."""
+        options = []
         for i, name in enumerate(self.roles):
-            legal = engine.legal_moves(state, i)
+            if i == self.role:
+                continue
+            legal = self.engine.legal_moves(state, i)
             if not legal:
                 raise _TooLarge   # a role without moves in a live state: not a tree we can value
-            if i == self.role:
-                options.append([(m, 1.0) for m in legal])
-            elif name == RANDOM or len(legal) == 1:
+            if name == RANDOM or len(legal) == 1:
                 options.append([(m, 1.0 / len(legal)) for m in legal])
             else:
-                options.append(list(zip(legal, self.prior.probabilities(engine, state, i, legal, step))))
-        values: dict = {}
-        others = [o for i, o in enumerate(options) if i != self.role]
-        for mine, _ in options[self.role]:
-            total = 0.0
-            for combo in itertools.product(*others):
-                self.left -= 1
-                if self.left < 0 or (self.left % 256 == 0 and time.monotonic() > self.deadline):
-                    raise _TooLarge
-                moves = [m for m, _ in combo]
-                p = 1.0
-                for _, q in combo:
-                    p *= q
-                moves.insert(self.role, mine)
-                total += p * self.value(engine.next_state(state, tuple(moves)), step + 1)
-            values[mine] = total
+                options.append(list(zip(legal, self.prior.probabilities(self.engine, state, i, legal, step))))
+        out = []
+        for combo in itertools.product(*options):
+            p = 1.0
+            for _, q in combo:
+                p *= q
+            out.append(([m for m, _ in combo], p))
+        return out
+
+    def move_values(self, belief: list, step: int, moves: list) -> dict:
+        """Each of our ``moves``' value at a node: the probability-weighted sum over the
+        node's live states (``belief``: [(state, probability)]) of what follows, our later
+        choices made per belief node.  Sums, not means: a node's mass is the same for every
+        move, so the best move is the same."""
+        engine, role = self.engine, self.role
+        values = {}
+        for mine in moves:
+            children: dict = {}       # what we would see next -> [(state, probability)]
+            for state, p in belief:
+                for others, q in self._others(state, step):
+                    self._spend()
+                    joint = list(others)
+                    joint.insert(role, mine)
+                    joint = tuple(joint)
+                    seen = engine.sees(state, joint, role)
+                    children.setdefault(seen, []).append((engine.next_state(state, joint), p * q))
+            values[mine] = sum(self.value(node, step + 1) for node in children.values())
         return values
+
+    def value(self, belief: list, step: int) -> float:
+        total, live = 0.0, []
+        for state, p in belief:
+            if self.engine.is_terminal(state):
+                total += p * float(goal_vector(self.engine.goal_values(state))[self.role])
+            else:
+                live.append((state, p))
+        if live:
+            # our moves are the same in every state we cannot tell apart (GDL-II tells a role
+            # its legal moves); those legal in all of them, should a sheet say otherwise
+            mine = set(self.engine.legal_moves(live[0][0], self.role))
+            for state, _ in live[1:]:
+                mine &= set(self.engine.legal_moves(state, self.role))
+            if not mine:
+                raise _TooLarge
+            total += max(self.move_values(live, step, sorted(mine, key=str)).values())
+        return total
 
 
 def values(engine, distribution: list, role_index: int, legal: list, prior, step: int, *,
@@ -99,19 +128,12 @@ def values(engine, distribution: list, role_index: int, legal: list, prior, step
     if not live:
         return None
     walk = _Walk(engine, role_index, prior, deadline, nodes)
-    index = {m: i for i, m in enumerate(legal)}
-    q_sum = np.zeros(len(legal))
-    w_sum = np.zeros(len(legal))
     try:
-        for state, p in live:
-            for m, v in walk.move_values(state, step).items():
-                i = index.get(m)
-                if i is not None:          # a move legal in this sample only: not ours to play
-                    q_sum[i] += p * v
-                    w_sum[i] += p
+        found = walk.move_values(live, step, legal)
     except _TooLarge:
         return None
-    q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
+    mass = sum(p for _, p in live)
+    q = np.array([found[m] / mass for m in legal])
     top = float(q.max())
     near = [i for i in range(len(legal)) if q[i] >= top - TIE * goal_span]
     best = near[0] if len(near) == 1 else random.Random(seed).choice(near)
