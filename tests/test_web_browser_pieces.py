@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.match.players import make_player
+from agent.match.rules import Scrambler, read_rules
 from agent.match.runner import run_match
 from tests.conftest import SHARED
 from tests.webbrowser import (TURN_TIMEOUT_MS, person_page, require_browser, start_match, wait_turn_or_end,
@@ -113,13 +114,17 @@ def test_connect_four_has_stones(web, page):
 
 
 def _chess_record(logs: Path, plies: int = 12) -> str:
-    """A scrambled chess match of random moves, recorded by the match runner."""
+    """A match of random moves on a scrambled chess sheet (every symbol renamed; the record
+    keeps the scrambled rules, so the replay sees no name of chess), by the match runner."""
     sheet = sorted((SHARED / "corpus/games/base/games/chess").glob("v*/*.kif"))[-1]
+    rules = read_rules(sheet.read_text())[0][1:-1]
+    scrambled = Scrambler(rules, seed=8).text(rules)
+    assert " wk " not in scrambled and "cell" not in scrambled
 
     def play():
         return asyncio.run(run_match(
-            sheet.read_text(), [make_player("random", seed=3), make_player("random", seed=4)],
-            start_clock=30, play_clock=10, out_dir=logs, max_plies=plies, scramble=True, seed=8,
+            scrambled, [make_player("random", seed=3), make_player("random", seed=4)],
+            start_clock=30, play_clock=10, out_dir=logs, max_plies=plies, seed=8,
             match_id="chess.pieces.random"))
     with ThreadPoolExecutor(1) as ex:   # playwright's own event loop runs in this thread
         ex.submit(play).result()
@@ -141,6 +146,7 @@ def test_a_scrambled_chess_replay_has_chess_figures(web, page):
                                          "gs => gs.map(g => g.textContent.includes('\u2654'))")
     assert sorted(outlined) == [False, True]
     assert page.locator(".legend li[data-figure]").count() == 12
+    assert "wk" not in page.locator(".legend").inner_text()          # the scrambled names, as labels
     assert "chess figures" in page.locator(".set-note").first.inner_text()
     page.click("#last")
     page.wait_for_function("document.querySelector('#step').textContent !== '0'")

@@ -17,8 +17,10 @@ The sets:
   or turned over (Othello, Go-like captures), or stacked from one edge of the board (a
   dropped disc: connectFour), or on a hex board (hex).
 - ``chess``: the Unicode chess figures.  Pieces that move, every side with several kinds,
-  and one kind per side that the rules single out: taking it off a position where its side
-  moves ends the match or leaves that side no legal move (the king).  Every other kind gets
+  and one kind per side, alone at the start, that the rules single out: taking it off a
+  position where its side moves ends the match or leaves that side no legal move (the
+  king); or else, where taking it off ends nothing (chess_200), the kind the rules of the
+  end read first (``_named_by_the_end``).  Every other kind gets
   the figure its moves show (the vectors from its cell to the cells its legal moves reach,
   seen from its side): only (1, 2) jumps a knight; forward steps of one or two, at most one
   column aside, a pawn; lines of more than one step along rows and columns a rook, along
@@ -306,7 +308,9 @@ def _placed(spec, order, sides, t, start) -> PieceSet:
     """Contents that are only ever put on cells: X and O, or stones."""
     if any(len(v) != 1 for v in sides.values()):
         return PieceSet(why="several kinds of a side, none moving")
-    if sum(t.placed.values()) < 3 or t.over_filled:
+    if t.over_filled:
+        return PieceSet(why="pieces put on pieces that stay (stacked)")
+    if sum(t.placed.values()) < 3:
         return PieceSet(why="too few placements seen")
     one = {r: sides[r][0] for r in order}
     if sum(t.removed.values()):
