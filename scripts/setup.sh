@@ -11,7 +11,8 @@
 # `pip install -e '.[test]'` (repeated only when pyproject.toml changes).  Needs only bash and
 # python3 >= 3.10; apt-get is used as root, or through sudo.
 #
-# `test` compiles the numba code once (`ggp-persona warm`), then runs pytest twice: every test
+# `test` compiles the numba code once (`ggp-persona warm`, and beside it scripts/warm_tests.py
+# for what only the tests call), then runs pytest twice: every test
 # but the `serial` ones side by side in worker processes (pytest-xdist; GGP_TEST_WORKERS of
 # them, default the cores up to 4), then the `serial` ones alone (tests/conftest.py says
 # which and why).  `test -m "not slow"` is the fast tier.
@@ -32,7 +33,7 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 
 case "$ACTION" in
   setup|test|run) ;;
-  -h|--help|help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help|help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: bash scripts/setup.sh [setup|test|run] [ARGS...]" >&2; exit 2 ;;
 esac
 
@@ -122,7 +123,13 @@ run_tests() {
   # reads; otherwise the first servers and web workers of the run compile it side by side
   # (minutes each on a fresh clone, and the same work several times).
   log "compiling the engine and search code (numba's cache)"
+  # Beside it, the code only the tests call (the engine's kernels from Python, the build's
+  # probes, the fitting's batch search: scripts/warm_tests.py), which the tests compiled
+  # themselves, often on both workers at once; the warm-up's second process idles at its end.
+  "$VENV/bin/python" scripts/warm_tests.py &
+  local warm_tests=$!
   "$VENV/bin/ggp-persona" warm || log "warm-up failed: the tests compile as they go"
+  wait "$warm_tests" || log "the tests' warm-up failed: they compile what they call as they go"
   if [ "$workers" -le 1 ]; then exec "${pytest[@]}" "$@"; fi
   local rc1=0 rc2=0
   log "tests side by side on $workers workers"

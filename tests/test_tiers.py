@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from conftest import COVERED_BY, ONE_WORKER, ROOT, SERIAL, SLOW, covering_test, tier_reason
+from conftest import COVERED_BY, ONE_WORKER, ROOT, SERIAL, SLOW, covering_test, load_script, tier_reason
 
 TESTS = ROOT / "tests"
 
@@ -81,3 +81,13 @@ def test_covered_tests_and_their_covers_exist():
         "test_conformance.py::test_whole_trace_agrees_with_the_reference_trace[nonground-base/games/x/v0]"
     assert covering_test(f"{first}[compiled-base/games/x/v0]") is None
     assert covering_test("test_tiers.py::test_tier_keys_match_ids_as_documented") is None
+
+
+def test_the_tests_warm_up_names_existing_fast_tests():
+    """scripts/warm_tests.py runs these before the suite for numba's cache: each must exist
+    (a missing one compiles nothing) and be fast, not a slow test run twice."""
+    tests = _tests_by_file()
+    for key, why in load_script("warm_tests").WARM_TESTS.items():
+        file, _, rest = key.partition("::")
+        assert why.strip() and rest.split("[")[0] in tests.get(file, ()), f"WARM_TESTS: no test {key!r}"
+        assert not tier_reason(SLOW, key), f"WARM_TESTS: {key} is slow"
