@@ -168,7 +168,7 @@ class SearchSeat:
         if self.method == "predicted":
             r = on_belief(self.engine, self.belief.distribution(), self.role, mine, self.persona, self.prior,
                           step, seed=self.seed * 1000 + step, deadline=time.monotonic() + 120.0,
-                          search_fn=search, limit=self.sims)
+                          search_fn=search, limit=self.sims, histories=self.belief.histories())
         else:
             r = ensemble(self.engine, self.belief.distribution(), self.role, mine, self.persona,
                          seed=self.seed * 1000 + step, deadline=time.monotonic() + 120.0,

@@ -11,7 +11,7 @@ import pytest
 
 from agent.hidden import predicted
 from agent.hidden.belief import Belief
-from agent.hidden.prior import MoveFrequencyPrior, UniformPrior, from_folder
+from agent.hidden.prior import MoveFrequencyPrior, UniformPrior, from_folder, view_key
 from agent.hidden.search import on_belief
 from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
@@ -259,3 +259,29 @@ def test_our_later_moves_are_chosen_without_the_hidden_card():
         assert r["move"] == "safe"
     finally:
         sm.close()
+
+
+def test_a_player_is_predicted_on_what_it_saw_not_on_the_hidden_state(bluff):
+    """Records where the caller folded to the high card's bets and called the low card's:
+    it never saw the card, so on its view (a bet was made) the prediction is even, while in
+    exactly the high card's state it is a fold."""
+    prior = MoveFrequencyPrior(bluff.roles)
+    s0 = bluff.initial_state()
+    for card, answer in [("hi", "fold")] * 6 + [("lo", "call")] * 6:
+        deal = next(m for m in bluff.legal_moves(s0, 0) if card in str(m))
+        s1 = bluff.next_state(s0, (deal, "noop", "noop"))
+        s2 = bluff.next_state(s1, ("noop", "bet", "noop"))
+        joints = [(deal, "noop", "noop"), ("noop", "bet", "noop"), ("noop", "noop", answer)]
+        states = [s0, s1, s2]
+        percepts = [[sorted(render_spaced(p) for p in bluff.sees(s, j, i)) for s, j in zip(states, joints)]
+                    for i in range(3)]
+        prior.add_match([[render_spaced(m) for m in j] for j in joints], states, percepts)
+    hi = bluff.next_state(s0, (next(m for m in bluff.legal_moves(s0, 0) if "hi" in str(m)), "noop", "noop"))
+    facing = bluff.next_state(hi, ("noop", "bet", "noop"))
+    legal = bluff.legal_moves(facing, 2)
+    fold = [str(m) for m in legal].index("fold")
+    by_state = prior.probabilities(bluff, facing, 2, legal, 2)
+    view = view_key(view_key("", "noop", []), "noop", ["betmade"])
+    by_view = prior.probabilities(bluff, facing, 2, legal, 2, view=view)
+    assert by_state[fold] > 0.8
+    assert by_view[fold] == pytest.approx(0.5, abs=0.05)

@@ -444,6 +444,16 @@ class Belief:
         total = sum(acc.values())
         return sorted(((s, w / total) for s, w in acc.items()), key=lambda sw: -sw[1])
 
+    def histories(self) -> dict:
+        """{state: (states, joint moves)}: for each distinct current state, the history of
+        its heaviest particle (the search against the prediction follows the other roles'
+        views along it)."""
+        best: dict = {}
+        for p in self.particles:
+            if p.state not in best or p.logw > best[p.state].logw:
+                best[p.state] = p
+        return {s: (p.states[:-1], p.joints) for s, p in best.items()}
+
     def most_likely(self):
         return self.distribution()[0][0]
 

@@ -29,6 +29,8 @@ from gdl.gdl2 import RANDOM
 
 from agent.reasoner.statemachine import goal_vector
 
+from .prior import view_key
+
 NODES = 20_000       # next states computed per decision, at most, over all sampled states
 STATES = 32          # of the belief's most likely states searched, at most
 TIE = 0.01           # of the game's goal range, as in the ensemble
@@ -56,9 +58,10 @@ class _Walk:
         if self.left < 0 or (self.left % 256 == 0 and time.monotonic() > self.deadline):
             raise _TooLarge
 
-    def _others(self, state, step: int) -> list:
+    def _others(self, state, step: int, views) -> list:
         """The other roles' joint moves in ``state`` with their probabilities: as the prior
-        predicts, ``random`` uniformly."""
+        predicts on each role's view where it is followed (``views``), else in the state;
+        ``random`` uniformly."""
         options = []
         for i, name in enumerate(self.roles):
             if i == self.role:
@@ -69,7 +72,9 @@ class _Walk:
             if name == RANDOM or len(legal) == 1:
                 options.append([(m, 1.0 / len(legal)) for m in legal])
             else:
-                options.append(list(zip(legal, self.prior.probabilities(self.engine, state, i, legal, step))))
+                view = None if views is None else views[i]
+                options.append(list(zip(legal, self.prior.probabilities(self.engine, state, i, legal, step,
+                                                                        view=view))))
         out = []
         for combo in itertools.product(*options):
             p = 1.0
@@ -80,36 +85,39 @@ class _Walk:
 
     def move_values(self, belief: list, step: int, moves: list) -> dict:
         """Each of our ``moves``' value at a node: the probability-weighted sum over the
-        node's live states (``belief``: [(state, probability)]) of what follows, our later
-        choices made per belief node.  Sums, not means: a node's mass is the same for every
+        node's live states (``belief``: [(state, probability, the roles' views or None)]) of
+        what follows, our later choices made per belief node.  Sums, not means: a node's mass is the same for every
         move, so the best move is the same."""
         engine, role = self.engine, self.role
         values = {}
         for mine in moves:
             children: dict = {}       # what we would see next -> [(state, probability)]
-            for state, p in belief:
-                for others, q in self._others(state, step):
+            for state, p, views in belief:
+                for others, q in self._others(state, step, views):
                     self._spend()
                     joint = list(others)
                     joint.insert(role, mine)
                     joint = tuple(joint)
                     seen = engine.sees(state, joint, role)
-                    children.setdefault(seen, []).append((engine.next_state(state, joint), p * q))
+                    after = None if views is None else tuple(
+                        v if v is None else view_key(v, joint[i], engine.sees(state, joint, i))
+                        for i, v in enumerate(views))
+                    children.setdefault(seen, []).append((engine.next_state(state, joint), p * q, after))
             values[mine] = sum(self.value(node, step + 1) for node in children.values())
         return values
 
     def value(self, belief: list, step: int) -> float:
         total, live = 0.0, []
-        for state, p in belief:
+        for state, p, views in belief:
             if self.engine.is_terminal(state):
                 total += p * float(goal_vector(self.engine.goal_values(state))[self.role])
             else:
-                live.append((state, p))
+                live.append((state, p, views))
         if live:
             # our moves are the same in every state we cannot tell apart (GDL-II tells a role
             # its legal moves); those legal in all of them, should a sheet say otherwise
             mine = set(self.engine.legal_moves(live[0][0], self.role))
-            for state, _ in live[1:]:
+            for state, _, _ in live[1:]:
                 mine &= set(self.engine.legal_moves(state, self.role))
             if not mine:
                 raise _TooLarge
@@ -117,19 +125,37 @@ class _Walk:
         return total
 
 
+def _views(engine, role_index: int, history) -> tuple | None:
+    """Each other role's view (``prior.view_key``) after ``history`` ((states, joint moves)
+    of a sampled history), ``None`` for us and ``random``; None without a history."""
+    if history is None:
+        return None
+    states, joints = history
+    views = tuple(None if i == role_index or r == RANDOM else "" for i, r in enumerate(engine.roles))
+    for state, joint in zip(states, joints):
+        views = tuple(v if v is None else view_key(v, joint[i], engine.sees(state, joint, i))
+                      for i, v in enumerate(views))
+    return views
+
+
 def values(engine, distribution: list, role_index: int, legal: list, prior, step: int, *,
-           deadline: float, seed: int, goal_span: float = 100.0, nodes: int = NODES) -> dict | None:
+           deadline: float, seed: int, goal_span: float = 100.0, nodes: int = NODES,
+           histories: dict | None = None) -> dict | None:
     """Our move among ``legal`` by its expected value against the predicted opponent over the
     belief's most likely live states (``distribution``: [(state, probability)]); ``step``:
     joint moves made so far.  Fields as the ensemble gives them (``q``: the pooled expected
     values, in the rules' goal points; ``simulations``: states valued), or ``None`` where the
-    trees do not fit ``nodes`` states or the deadline."""
+    trees do not fit ``nodes`` states or the deadline.  ``histories``: a sampled history
+    (states, joint moves) of each state, from which the other roles' views are followed, so
+    that the prior predicts them on what they saw (``Belief.histories``); without it, by
+    state."""
     live = [(s, p) for s, p in distribution[:STATES] if not engine.is_terminal(s)]
     if not live:
         return None
     walk = _Walk(engine, role_index, prior, deadline, nodes)
     try:
-        found = walk.move_values(live, step, legal)
+        found = walk.move_values([(s, p, _views(engine, role_index, (histories or {}).get(s)))
+                                  for s, p in live], step, legal)
     except _TooLarge:
         return None
     mass = sum(p for _, p in live)

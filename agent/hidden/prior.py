@@ -6,12 +6,18 @@ legal move of a role in a complete (sampled) state, ``step`` joint moves into th
 ``random`` moves uniformly by GDL-II's own semantics, whatever the records say.
 
 The predictive prior counts the moves each role made in recorded matches of the same rules
-(the full records a referee keeps) at three levels: the move alone, the move at that step
-of the match, and the move in exactly that state (a state holds the role's private facts,
-its card or its placement, so a habit that depends on them is learned there).  The levels
+(the full records a referee keeps) at four levels: the move alone, the move at that step
+of the match, the move in exactly that state (a state holds the role's private facts,
+its card or its placement, so a habit that depends on them is learned there), and the move
+on exactly that view of the role (its own moves and percepts so far, from the records'
+``x-percepts``): what a player decides on.  The state is too specific for that: it holds
+the others' hidden facts too, so a database where the persona held the queen against a
+jack that checked said nothing of the same queen against a jack that bet, and the search
+against the prediction then bet into calls.  The sampler asks by state (its histories'
+states); the search against the prediction asks by view where it follows the roles' views.  The levels
 back off into each other, from the least specific to the most: each level's counts, among
 the moves legal now, are smoothed towards the level below with ``ALPHA`` pseudo-counts
-(Dirichlet smoothing: uniform → alone → at this step → in this state), so a habit seen ten
+(Dirichlet smoothing: uniform → alone → at this step → in this state or on this view), so a habit seen ten
 times in exactly this state gets most of the mass, and a level with one observation only
 nudges.  (Adding the levels' shares instead, as this module first did, left a habit that
 never varied at about 0.6-0.8: in Kuhn poker a bet seen only with the king still made the
@@ -35,6 +41,7 @@ from agent.matchtext import parse_rules_text
 from agent.modelling.baselines import state_key
 from agent.reasoner.statemachine import RulesRefused
 
+ALONE, AT_STEP, IN_STATE, IN_VIEW = range(4)   # the levels of the counts
 MAX_RECORDS = 500               # of a folder's records read for one match, the newest first
 FLOOR = 0.1                     # the uniform share of every predictive probability
 ALPHA = 2.0                     # pseudo-counts a level borrows from the one below it
@@ -66,32 +73,41 @@ class MoveFrequencyPrior:
         self.counts = [Counter() for _ in roles]    # (level, context, move) -> count
         self.matches = 0
 
-    def _contexts(self, step: int, state) -> tuple:
-        return ("", str(step), state_key(state) if state is not None else None)
-
-    def add_match(self, joint_moves: list, states: list | None = None) -> None:
+    def add_match(self, joint_moves: list, states: list | None = None, percepts: list | None = None) -> None:
         """One recorded match: its joint moves (terms or texts, role order) and, when the
-        record has them, the states they were made in."""
+        record has them, the states they were made in and each role's percepts per step
+        (``x-percepts``: what each role knew when it moved)."""
         self.matches += 1
+        views = [""] * len(self.roles)
         for k, jm in enumerate(joint_moves):
-            ctx = self._contexts(k, states[k] if states is not None and k < len(states) else None)
-            for i, m in enumerate(list(jm)[:len(self.roles)]):
+            state = states[k] if states is not None and k < len(states) else None
+            moves = list(jm)[:len(self.roles)]
+            for i, m in enumerate(moves):
                 key = _move_key(m)
-                for level, c in enumerate(ctx):
-                    if c is None:
-                        continue
+                ctx = [(ALONE, ""), (AT_STEP, str(k))]
+                if state is not None:
+                    ctx.append((IN_STATE, state_key(state)))
+                if percepts is not None:
+                    ctx.append((IN_VIEW, views[i]))
+                for level, c in ctx:
                     self.counts[i][(level, c, key)] += 1
+            if percepts is not None:
+                views = [view_key(views[i], moves[i], _percepts_at(percepts, i, k)) for i in range(len(moves))]
 
-    def probabilities(self, sm, state, role_index: int, legal: list, step: int) -> list:
+    def probabilities(self, sm, state, role_index: int, legal: list, step: int, view: str | None = None) -> list:
+        """One probability per legal move of role ``role_index`` in ``state`` at ``step``;
+        ``view``: the role's own view of the match so far (``view_key``), where known: a
+        player moves on what it saw, not on the others' hidden facts, so its view replaces
+        the state as the most specific level."""
         n = len(legal)
         if self.roles[role_index] == RANDOM or self.matches == 0:
             return [1.0 / n] * n
         keys = [_move_key(m) for m in legal]
         counts = self.counts[role_index]
         p = [1.0 / n] * n
-        for level, c in enumerate(self._contexts(step, state)):   # least specific first
-            if c is None:
-                continue
+        ctx = [(ALONE, ""), (AT_STEP, str(step)),
+               (IN_VIEW, view) if view is not None else (IN_STATE, state_key(state))]
+        for level, c in ctx:   # least specific first
             seen = [counts[(level, c, key)] for key in keys]   # only the moves legal now count
             total = sum(seen)
             if total:
@@ -100,6 +116,19 @@ class MoveFrequencyPrior:
 
     def describe(self) -> dict:
         return {"sampling": self.kind, "database": self.source, "matches": self.matches}
+
+
+def view_key(previous: str, own, percepts) -> str:
+    """A role's view of a match after one more step, from its view before it, its own move
+    and its percepts (terms or texts): a short key, the same from a record's texts and from
+    an engine's terms."""
+    text = previous + "|" + _move_key(own) + "|" + ",".join(sorted(_move_key(p) for p in percepts))
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _percepts_at(percepts: list, role: int, step: int) -> list:
+    rows = percepts[role] if role < len(percepts) else []
+    return rows[step] if step < len(rows) else []
 
 
 def from_records(paths, roles: list) -> MoveFrequencyPrior:
@@ -117,8 +146,12 @@ def from_records(paths, roles: list) -> MoveFrequencyPrior:
                 states = [_state(s) for s in record["states"]]
             except (ValueError, GdlError):
                 states = None
+        percepts = record.get("x-percepts")
+        if not (isinstance(percepts, list) and len(percepts) == len(roles)
+                and all(isinstance(rows, list) for rows in percepts)):
+            percepts = None
         if moves:
-            prior.add_match(moves, states)
+            prior.add_match(moves, states, percepts)
     return prior
 
 

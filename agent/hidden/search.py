@@ -126,17 +126,18 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
 
 def on_belief(engine, distribution: list, role_index: int, legal: list, persona, prior, step: int, *,
               seed: int, deadline: float, search_fn, limit: int | None = None,
-              timing: dict | None = None, goal_span: float = 100.0) -> dict:
+              timing: dict | None = None, goal_span: float = 100.0, histories: dict | None = None) -> dict:
     """Our move on the belief, as every GDL-II player of ours decides it: against the
     predicted opponent (``predicted``) where the prior was learned from an opponent's
     matches and the trees from the sampled states fit (as many states as the persona's
     simulations, ``limit``, and half the time), else the determinised ensemble of the
-    persona's search.  ``step``: joint moves made so far.  The fields say which (``method``)."""
+    persona's search.  ``step``: joint moves made so far; ``histories``: ``Belief.histories``
+    (the opponents are then predicted on their views).  The fields say which (``method``)."""
     if getattr(prior, "kind", "") == "predictive":
         now = time.monotonic()
         fields = predicted.values(engine, distribution, role_index, legal, prior, step,
                                   deadline=now + PREDICTED_SHARE * max(0.0, deadline - now), seed=seed,
-                                  goal_span=goal_span,
+                                  goal_span=goal_span, histories=histories,
                                   nodes=predicted.NODES if limit is None else min(predicted.NODES, limit))
         if fields is not None:
             return fields
@@ -161,7 +162,7 @@ class BeliefDecider:
         fields = on_belief(self.engine, self.belief.distribution(), situation.role, situation.legal,
                            self.persona, self.prior, len(self.belief.steps), seed=situation.seed,
                            deadline=situation.deadline, search_fn=self.search_fn, limit=self.persona.limit,
-                           timing=self.timing, goal_span=self.goal_span)
+                           timing=self.timing, goal_span=self.goal_span, histories=self.belief.histories())
         if on_best is not None:
             on_best(fields["move"], fields["simulations"])
         return Decision.of(fields)
