@@ -289,6 +289,8 @@ SLOW: dict[str, str] = {
         "runs a replay into its memory cap",
     "test_protocol.py::test_fuzz_parser_only_raises_protocol_error": "hypothesis fuzzing of the parser",
     "test_web_boardview.py::test_hex_adjacency_in_the_rules_draws_hexagons": "grounds scrambled hex",
+    "test_web_pieceset.py::test_chess_gets_its_figures_from_the_rules_and_the_same_when_scrambled":
+        "random walks of chess and chess_200 on Prolog, plain and scrambled (5 s each idle, 10-20 s loaded)",
 }
 
 # Tests that cannot run beside others: they assert replies within real play clocks of 1-2 s,
