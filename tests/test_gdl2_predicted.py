@@ -69,12 +69,26 @@ def bluff():
     sm.close()
 
 
+def recorded(sm, prior, card: str, joints_after_deal: list) -> None:
+    """One whole record into ``prior``, as a host keeps it: moves, states, every role's
+    percepts (what the prior's levels read)."""
+    state = sm.initial_state()
+    deal = next(m for m in sm.legal_moves(state, 0) if card in str(m))
+    joints = [(deal, "noop", "noop")] + list(joints_after_deal)
+    states, percepts = [], [[] for _ in sm.roles]
+    for joint in joints:
+        states.append(state)
+        for i in range(len(sm.roles)):
+            percepts[i].append(sorted(render_spaced(p) for p in sm.sees(state, joint, i)))
+        state = sm.next_state(state, joint)
+    prior.add_match([[render_spaced(m) for m in j] for j in joints], states, percepts)
+
+
 def folding_caller(sm, n: int) -> MoveFrequencyPrior:
     """A database of ``n`` matches in which the caller folded to every bet."""
     prior = MoveFrequencyPrior(sm.roles, source=f"{n} matches of a caller who folds")
     for k in range(n):
-        card = "hi" if k % 2 else "lo"
-        prior.add_match([(f"(deal {card})", "noop", "noop"), ("noop", "bet", "noop"), ("noop", "noop", "fold")])
+        recorded(sm, prior, "hi" if k % 2 else "lo", [("noop", "bet", "noop"), ("noop", "noop", "fold")])
     return prior
 
 
@@ -98,7 +112,7 @@ def test_a_caller_predicted_to_fold_is_bluffed(bluff):
     legal = belief.legal()
     assert sorted(map(str, legal)) == ["bet", "check"]
     r = on_belief(bluff, belief.distribution(), BETTOR, legal, persona, prior, 1, seed=0,
-                  deadline=time.monotonic() + 30, search_fn=search, limit=400)
+                  deadline=time.monotonic() + 30, search_fn=search, limit=400, histories=belief.histories())
     assert r["method"] == "predicted"
     assert r["move"] == "bet"
     q = dict(zip(r["moves"], r["q"]))
@@ -196,9 +210,14 @@ def test_a_server_given_records_predicts_in_a_gdl2_match(tmp_path, shared_dir):
     # the rules as a runner's record keeps them (as sent: no comments), in lower case where
     # this manager sends upper case
     text = " ".join(line.split(";")[0] for line in sheet.read_text(encoding="utf-8").splitlines())
-    database = [play_match(None, sheet, {}, f"db.{k}", seed=100 + k).joint_moves for k in range(8)]
-    write_records(tmp_path / "db", "(" + text + ")", [[tuple(render_spaced(m) for m in jm) for jm in moves]
-                                                      for moves in database])
+    (tmp_path / "db").mkdir()
+    for k in range(40):   # as the runner records them: every role's moves and percepts
+        played = play_match(None, sheet, {}, f"db.{k}", seed=100 + k)
+        record = {"x-rules": "(" + text + ")", "x-gdl2": True,
+                  "moves": [[render_spaced(m) for m in jm] for jm in played.joint_moves],
+                  "x-percepts": [[sorted(render_spaced(p) for p in step[i]) for step in played.percepts]
+                                 for i in range(len(played.percepts[0]))]}
+        (tmp_path / "db" / f"db.{k}.json").write_text(json.dumps(record))
     seat = chooser_seats(sheet)[1]
     with ServerProcess(tmp_path / "logs", "--seed", "5", "--gdl2-records", str(tmp_path / "db")) as server:
         played = play_match(server, sheet, {seat: server}, "g2.db", start=20, play=5, seed=3)
@@ -208,7 +227,7 @@ def test_a_server_given_records_predicts_in_a_gdl2_match(tmp_path, shared_dir):
     beliefs = [x["belief"] for x in d["x-decisions"] if x.get("belief")]
     assert beliefs, d["x-decisions"]
     for b in beliefs:
-        assert b["sampling"] == "predictive" and b["matches"] == 8, b
+        assert b["sampling"] == "predictive" and b["matches"] == 40, b
     assert {b["method"] for b in beliefs if b.get("method")} <= {"predicted", "ensemble"}
     assert any(b.get("method") == "predicted" for b in beliefs), beliefs
     assert_nothing_hidden_came_back(played, seat)
@@ -285,3 +304,17 @@ def test_a_player_is_predicted_on_what_it_saw_not_on_the_hidden_state(bluff):
     by_view = prior.probabilities(bluff, facing, 2, legal, 2, view=view)
     assert by_state[fold] > 0.8
     assert by_view[fold] == pytest.approx(0.5, abs=0.05)
+
+
+def test_no_best_reply_to_a_situation_the_database_never_saw(bluff):
+    """A database where the bettor always checked: the caller was never seen facing a bet,
+    so what it would do there is only the step's average; the search against the
+    prediction declines and the ensemble decides."""
+    prior = MoveFrequencyPrior(bluff.roles)
+    for k in range(10):
+        recorded(bluff, prior, "hi" if k % 2 else "lo", [("noop", "check", "noop")])
+    belief = dealt_low(bluff, prior)
+    r = on_belief(bluff, belief.distribution(), BETTOR, belief.legal(), load_persona("tournament"), prior, 1,
+                  seed=0, deadline=time.monotonic() + 30, search_fn=search, limit=400,
+                  histories=belief.histories())
+    assert r["method"] == "ensemble"

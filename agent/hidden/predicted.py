@@ -31,13 +31,15 @@ from agent.reasoner.statemachine import goal_vector
 
 from .prior import view_key
 
+MIN_SUPPORT = 1      # recorded moves of an opponent on the view the search reaches, at least
 NODES = 20_000       # next states computed per decision, at most, over all sampled states
 STATES = 32          # of the belief's most likely states searched, at most
 TIE = 0.01           # of the game's goal range, as in the ensemble
 
 
 class _TooLarge(Exception):
-    """The tree did not fit the decision's budget of states or time."""
+    """The tree did not fit the decision's budget of states or time, or it reaches an
+    opponent's situation the database never saw (``MIN_SUPPORT``)."""
 
 
 class _Walk:
@@ -73,6 +75,12 @@ class _Walk:
                 options.append([(m, 1.0 / len(legal)) for m in legal])
             else:
                 view = None if views is None else views[i]
+                # a prediction the database never saw made is the levels below it (the
+                # move's share at this step): in Kuhn poker the persona's king facing a bet
+                # was never recorded, the step's folds made it fold half the time, and the
+                # search bluffed the jack into calls.  A best reply is for what was seen.
+                if self.prior.support(state, i, legal, step, view=view) < MIN_SUPPORT:
+                    raise _TooLarge
                 options.append(list(zip(legal, self.prior.probabilities(self.engine, state, i, legal, step,
                                                                         view=view))))
         out = []

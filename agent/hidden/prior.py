@@ -105,14 +105,22 @@ class MoveFrequencyPrior:
         keys = [_move_key(m) for m in legal]
         counts = self.counts[role_index]
         p = [1.0 / n] * n
-        ctx = [(ALONE, ""), (AT_STEP, str(step)),
-               (IN_VIEW, view) if view is not None else (IN_STATE, state_key(state))]
-        for level, c in ctx:   # least specific first
+        for level, c in self._contexts(state, step, view):   # least specific first
             seen = [counts[(level, c, key)] for key in keys]   # only the moves legal now count
             total = sum(seen)
             if total:
                 p = [(k + ALPHA * q) / (total + ALPHA) for k, q in zip(seen, p)]
         return [FLOOR / n + (1 - FLOOR) * q for q in p]
+
+    def _contexts(self, state, step: int, view: str | None) -> list:
+        return [(ALONE, ""), (AT_STEP, str(step)),
+                (IN_VIEW, view) if view is not None else (IN_STATE, state_key(state))]
+
+    def support(self, state, role_index: int, legal: list, step: int, view: str | None = None) -> int:
+        """How many of the role's recorded moves the most specific level saw here (on this
+        view, or in this state): 0 where the prediction is only the levels below it."""
+        level, c = self._contexts(state, step, view)[-1]
+        return sum(self.counts[role_index][(level, c, _move_key(m))] for m in legal)
 
     def describe(self) -> dict:
         return {"sampling": self.kind, "database": self.source, "matches": self.matches}
