@@ -12,7 +12,7 @@ import pytest
 from agent.hidden import predicted
 from agent.hidden.belief import Belief
 from agent.hidden.prior import MoveFrequencyPrior, UniformPrior, from_folder, view_key
-from agent.hidden.search import on_belief
+from agent.hidden.search import SAFE, on_belief
 from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
 from agent.reasoner.statemachine import CachedStateMachine
@@ -102,10 +102,12 @@ def dealt_low(sm, prior):
     return belief
 
 
-def test_a_caller_predicted_to_fold_is_bluffed(bluff):
+def test_a_caller_predicted_to_fold_is_bluffed_where_the_bluff_is_safe(bluff):
     """With the low card, a caller who sees everything calls a bet (0 for us), so the
     determinised ensemble checks (40); the records say this caller folds to every bet
-    (75 for us): against the prediction, the player bets."""
+    (75 for us).  Against the prediction alone the player would bet; as a safe exploit it
+    does so only where the ensemble values the bluff within ``SAFE`` of its best: not at
+    40 points of risk, yes where checking the low card is worth only 5."""
     persona = load_persona("tournament")
     prior = folding_caller(bluff, 20)
     belief = dealt_low(bluff, prior)
@@ -114,13 +116,27 @@ def test_a_caller_predicted_to_fold_is_bluffed(bluff):
     r = on_belief(bluff, belief.distribution(), BETTOR, legal, persona, prior, 1, seed=0,
                   deadline=time.monotonic() + 30, search_fn=search, limit=400, histories=belief.histories())
     assert r["method"] == "predicted"
-    assert r["move"] == "bet"
-    q = dict(zip(r["moves"], r["q"]))
+    predicted_q = dict(zip(r["moves"], r["predicted_q"]))
     # the floor keeps a call possible: 0.1 of the mass spread over both answers, so a call is 5 %
-    assert q["check"] == pytest.approx(40.0)
-    assert 60.0 < q["bet"] < 75.0
+    assert predicted_q["check"] == pytest.approx(40.0)
+    assert 60.0 < predicted_q["bet"] < 75.0
+    ensemble_q = dict(zip(r["moves"], r["q"]))
+    assert ensemble_q["bet"] < ensemble_q["check"] - SAFE * 100
+    assert r["move"] == "check"
 
-    # the same position with no database: the ensemble, whose caller sees the low card
+    # checking the low card is worth 5: the bluff risks 5 by the ensemble's count, and is made
+    tight = CachedStateMachine(PrologReasoner(parse_rules(
+        BLUFF.replace("(goal bettor 40)", "(goal bettor 5)").replace("(goal caller 60)", "(goal caller 95)"))))
+    try:
+        prior = folding_caller(tight, 20)
+        belief = dealt_low(tight, prior)
+        r = on_belief(tight, belief.distribution(), BETTOR, legal, persona, prior, 1, seed=0,
+                      deadline=time.monotonic() + 30, search_fn=search, limit=400, histories=belief.histories())
+        assert r["method"] == "predicted" and r["move"] == "bet"
+    finally:
+        tight.close()
+
+    # the same position with no database: the ensemble alone
     uniform = dealt_low(bluff, UniformPrior())
     r = on_belief(bluff, uniform.distribution(), BETTOR, legal, persona, UniformPrior(), 1, seed=0,
                   deadline=time.monotonic() + 30, search_fn=search, limit=400)
