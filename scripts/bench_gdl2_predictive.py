@@ -390,8 +390,18 @@ def progress_columns() -> tuple:
             TimeRemainingColumn(), TextColumn("{task.fields[info]}"))
 
 
+_CODE: list = []
+
+
 def code_version() -> str:
-    """The commit that played: a frozen copy's COMMIT file, else the checkout's HEAD."""
+    """The commit that played: a frozen copy's COMMIT file, else the checkout's HEAD when
+    this process started (the code it imported then; a commit made meanwhile is not it)."""
+    if not _CODE:
+        _CODE.append(_code_version())
+    return _CODE[0]
+
+
+def _code_version() -> str:
     f = ROOT / "COMMIT"
     if f.exists():
         return f.read_text().strip()
@@ -406,6 +416,7 @@ def code_version() -> str:
 def play(games, kind: str, matches: int, sims: int, persona_name: str, start: int = 0,
          method: str = "ensemble") -> None:
     from agent.persona import load_persona
+    code_version()   # the commit of the code this process imported
     persona = load_persona(persona_name)
     done = done_keys()
     with Progress(*progress_columns(), console=console) as progress:
