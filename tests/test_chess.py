@@ -169,7 +169,10 @@ def test_a_person_waits_for_the_interim_engine_not_for_the_grounder_to_give_up(s
     async def go():
         p = PersonaPlayer("tournament", "persona", log_dir=tmp_path, seed=1, ready_when_searching=True)
         try:
-            reply = await p.start("chess.person", "white", rules, 120, 5)   # the web page's START
+            # a 40 s start clock: the interim engine comes after a quarter of it (10 s), the
+            # grounder would give up after most of it; at 120 s, as the page's clock, the same
+            # order took 30 s of the suite to reach (issue 53)
+            reply = await p.start("chess.person", "white", rules, 40, 5)   # the web page's START
             m = p.manager.matches["chess.person"]
             state = (reply, m.on_interim_engine, m.engine_status)
             await p.abort("chess.person")
