@@ -2,11 +2,12 @@
 """The suite's long checks in full (issue 53: the whole test suite within 20 minutes).
 
 A few tests check a property over more inputs or longer runs than the suite needs to show
-it (a chess match on long clocks, more states of a walk on both search drivers).  The suite
-runs each on a representative part whose result does not depend on size; this script runs
-them on everything (``GGP_FULL_SWEEPS=1``, read by ``tests/conftest.py``'s ``sweep``) through pytest,
-and writes what passed, with each test's seconds and printed figures, to
-``docs/benchmarks/full-sweeps.md`` (written whole through a temporary file).
+it (a chess match on long clocks, longer random walks of corpus games on both engines, more
+states of a walk on both search drivers).  The suite runs each on a representative part
+whose result does not depend on size; this script runs them on everything
+(``GGP_FULL_SWEEPS=1``, read by ``tests/conftest.py``'s ``sweep``) through pytest, and writes
+what passed, with each test's seconds and printed figures, to ``docs/benchmarks/full-sweeps.md``
+(written whole through a temporary file).
 
     python scripts/full_sweeps.py                     # every sweep, then the report
     python scripts/full_sweeps.py --only same-search  # one sweep (the report keeps the others)
@@ -37,6 +38,9 @@ SWEEPS = {
     "chess-memory": ("our player on chess through the match machinery: the suite plays 12 s / 5 s "
                      "clocks, here the 20 s / 12 s match (longer searches, a larger peak)",
                      ["tests/test_chess.py::test_chess_match_decisions_are_searched_within_memory"]),
+    "corpus-walks": ("the compiled engine against Prolog on seeded random walks of 12 corpus games: the "
+                     "suite walks each for 1 s (at least one whole walk), here for 3 s",
+                     ["tests/test_engine.py::test_corpus_game_random_walks_agree"]),
     "same-search": ("the same search on both drivers: the suite compares the initial state and "
                     "ply 8 of each walk, here also ply 4",
                     ["tests/test_search_playout_loop.py"]),
