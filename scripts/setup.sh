@@ -125,8 +125,9 @@ run_tests() {
   log "compiling the engine and search code (numba's cache)"
   # Beside it, the code only the tests call (the engine's kernels from Python, the build's
   # probes, the fitting's batch search: scripts/warm_tests.py), which the tests compiled
-  # themselves, often on both workers at once; the warm-up's second process idles at its end.
-  "$VENV/bin/python" scripts/warm_tests.py &
+  # themselves, often on both workers at once.  At a lower priority: it takes the core the
+  # warm-up's shorter half leaves idle, and does not slow the longer one.
+  nice -n 10 "$VENV/bin/python" scripts/warm_tests.py &
   local warm_tests=$!
   "$VENV/bin/ggp-persona" warm || log "warm-up failed: the tests compile as they go"
   wait "$warm_tests" || log "the tests' warm-up failed: they compile what they call as they go"
