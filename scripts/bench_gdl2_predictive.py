@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import json
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -390,22 +392,14 @@ def progress_columns() -> tuple:
             TimeRemainingColumn(), TextColumn("{task.fields[info]}"))
 
 
-_CODE: list = []
-
-
+@functools.cache
 def code_version() -> str:
     """The commit that played: a frozen copy's COMMIT file, else the checkout's HEAD when
-    this process started (the code it imported then; a commit made meanwhile is not it)."""
-    if not _CODE:
-        _CODE.append(_code_version())
-    return _CODE[0]
-
-
-def _code_version() -> str:
+    this process first asked (``play`` asks at its start: the code it imported then; a
+    commit made meanwhile is not it)."""
     f = ROOT / "COMMIT"
     if f.exists():
         return f.read_text().strip()
-    import subprocess
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, timeout=10).stdout.strip() or "unknown"

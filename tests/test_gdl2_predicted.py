@@ -8,6 +8,9 @@ import json
 import time
 
 import pytest
+from dresden import play_match
+from gamemanager import ServerProcess, wait_for_record
+from test_gdl2_server import assert_nothing_hidden_came_back, chooser_seats
 
 from agent.hidden import predicted
 from agent.hidden.belief import Belief
@@ -17,6 +20,8 @@ from agent.persona import load_persona
 from agent.reasoner.prolog import PrologReasoner
 from agent.reasoner.statemachine import CachedStateMachine
 from agent.search import search
+from agent.server.cli import add_arguments, config_from_args
+from agent.server.config import ConfigError
 from gdl.kif import parse_rules
 from gdl.terms import render_spaced
 
@@ -205,8 +210,6 @@ def test_a_folder_of_records_is_a_database_of_the_same_rules_only(tmp_path, bluf
 
 
 def test_the_server_option_names_a_folder(tmp_path):
-    from agent.server.cli import add_arguments, config_from_args
-    from agent.server.config import ConfigError
     ap = argparse.ArgumentParser()
     add_arguments(ap)
     with pytest.raises(ConfigError, match="not a folder"):
@@ -218,10 +221,6 @@ def test_a_server_given_records_predicts_in_a_gdl2_match(tmp_path, shared_dir):
     """Through HTTP as Dresden's manager plays: the server's player reads the matches of the
     same rules from --gdl2-records, samples and searches with them, says so in each
     decision's record, and its replies still name nothing it was not shown."""
-    from dresden import play_match
-    from gamemanager import ServerProcess, wait_for_record
-    from test_gdl2_server import assert_nothing_hidden_came_back, chooser_seats
-
     sheet = shared_dir / "corpus" / "gdl2" / "kuhn_poker.kif"
     # the rules as a runner's record keeps them (as sent: no comments), in lower case where
     # this manager sends upper case

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
+from agent.match.rules import read_rules
+from agent.matchtext import parse_rules_text
 from gdl.gdl2 import is_gdl2
 from gdl.kif import GdlError, parse_rules, read_rules_file, syntax_of
 from gdl.prolog_syntax import parse_prolog_rules, render_kif_rules, render_prolog
@@ -353,8 +355,6 @@ def test_check_reports_gdl2_errors_of_a_prolog_sheet(tmp_path, capsys):
 
 
 def test_the_match_runner_sends_a_prolog_sheet_as_kif():
-    from agent.match.rules import read_rules
-    from agent.matchtext import parse_rules_text
     text = (DATA / "kuhn_poker.pl").read_text(encoding="utf-8")
     rules_list, desc = read_rules(text, "kuhn_poker.pl")
     assert rules_list.startswith("( ( role first ) ( role second ) ( role random ) ")

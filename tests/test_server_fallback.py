@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from agent.matchtext import resolve_joint
 from agent.server.config import ServerConfig
 from agent.server.matches import Match
 from agent.server.protocol import parse_message
@@ -297,7 +298,6 @@ class _Player:
         self.description = type("D", (), {"roles": ["a", "b"]})()
 
     def observe(self, texts):
-        from agent.matchtext import resolve_joint
         joint, notes = resolve_joint(self.sm, self.state, texts, 2)
         self.state = self.sm.next_state(self.state, joint)
         self.ply += 1

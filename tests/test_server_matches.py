@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.archive import GameLibrary, Replayer, iter_records
 from gamemanager import PLAY_GRACE, ServerProcess, parse_term, play_message, rules_list, start_message
 
 from conftest import ROOT, SHARED, needs_shared
@@ -165,8 +166,6 @@ def test_four_matches_at_once_with_info_and_abort(server):
 def test_logs_load_and_replay_exactly(server):
     """Every record the server wrote so far loads with our archive reader and replays
     exactly on the rules."""
-    from agent.archive import GameLibrary, Replayer, iter_records
-
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:  # STOP is answered at once; the record follows
         records = list(iter_records([server.log_dir]))

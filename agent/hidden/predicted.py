@@ -107,10 +107,8 @@ class _Walk:
                     joint.insert(role, mine)
                     joint = tuple(joint)
                     seen = engine.sees(state, joint, role)
-                    after = None if views is None else tuple(
-                        v if v is None else view_key(v, joint[i], engine.sees(state, joint, i))
-                        for i, v in enumerate(views))
-                    children.setdefault(seen, []).append((engine.next_state(state, joint), p * q, after))
+                    children.setdefault(seen, []).append(
+                        (engine.next_state(state, joint), p * q, _advance(engine, views, state, joint)))
             values[mine] = sum(self.value(node, step + 1) for node in children.values())
         return values
 
@@ -133,16 +131,24 @@ class _Walk:
         return total
 
 
+def _advance(engine, views, state, joint):
+    """The roles' views (``prior.view_key``; None: not followed) one step on, after
+    ``joint`` in ``state``; None when no view is followed."""
+    if views is None:
+        return None
+    return tuple(v if v is None else view_key(v, joint[i], engine.sees(state, joint, i))
+                 for i, v in enumerate(views))
+
+
 def _views(engine, role_index: int, history) -> tuple | None:
-    """Each other role's view (``prior.view_key``) after ``history`` ((states, joint moves)
-    of a sampled history), ``None`` for us and ``random``; None without a history."""
+    """Each other role's view after ``history`` ((states, joint moves) of a sampled
+    history), ``None`` for us and ``random``; None without a history."""
     if history is None:
         return None
     states, joints = history
     views = tuple(None if i == role_index or r == RANDOM else "" for i, r in enumerate(engine.roles))
     for state, joint in zip(states, joints):
-        views = tuple(v if v is None else view_key(v, joint[i], engine.sees(state, joint, i))
-                      for i, v in enumerate(views))
+        views = _advance(engine, views, state, joint)
     return views
 
 
@@ -174,4 +180,4 @@ def values(engine, distribution: list, role_index: int, legal: list, prior, step
     return {"move": legal[best], "moves": legal, "q": [float(x) for x in q],
             "visits": [0] * len(legal), "simulations": nodes - walk.left, "playouts": 0,
             "proven_descents": 0, "samples": len(live),
-            "sample_mass": round(float(sum(p for _, p in live)), 4), "method": "predicted"}
+            "sample_mass": round(float(mass), 4), "method": "predicted"}

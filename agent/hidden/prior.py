@@ -146,21 +146,26 @@ def from_records(paths, roles: list) -> MoveFrequencyPrior:
     prior = MoveFrequencyPrior(roles, source=f"{len(paths)} records")
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-        moves = record.get("moves") or []
-        states = None
-        if record.get("states"):
-            try:
-                states = [_state(s) for s in record["states"]]
-            except (ValueError, GdlError):
-                states = None
-        percepts = record.get("x-percepts")
-        if not (isinstance(percepts, list) and len(percepts) == len(roles)
-                and all(isinstance(rows, list) for rows in percepts)):
-            percepts = None
-        if moves:
-            prior.add_match(moves, states, percepts)
+            _add_record(prior, json.load(f), roles)
     return prior
+
+
+def _add_record(prior: MoveFrequencyPrior, record: dict, roles: list) -> None:
+    """One record's match into ``prior``: its moves, and its states and every role's
+    percepts where the record has them in a readable shape."""
+    moves = record.get("moves") or []
+    states = None
+    if record.get("states"):
+        try:
+            states = [_state(s) for s in record["states"]]
+        except (ValueError, GdlError):
+            states = None
+    percepts = record.get("x-percepts")
+    if not (isinstance(percepts, list) and len(percepts) == len(roles)
+            and all(isinstance(rows, list) for rows in percepts)):
+        percepts = None
+    if moves:
+        prior.add_match(moves, states, percepts)
 
 
 def _state(text: str) -> frozenset:
@@ -185,12 +190,14 @@ def from_folder(folder, description, roles: list) -> tuple[MoveFrequencyPrior | 
     JSON record under ``folder`` (the newest ``MAX_RECORDS``) whose rules (``x-rules``) are
     these rules and which a host kept whole (every role's moves; a player's own record of a
     GDL-II match, with ``x-role``, holds only what it saw).  ``None`` where no record fits;
-    the notes say what was read and skipped."""
+    the notes say what was read and skipped.  Each file is read once and each distinct rules
+    text parsed once (a folder's records mostly share one; this runs in a start clock)."""
     want = rules_identity(description)
     try:
         paths = sorted(Path(folder).rglob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError as e:
         return None, [f"records folder {folder}: {e.strerror or e}"]
+    same: dict = {}      # rules text -> whether it is these rules
     used, skipped = [], 0
     for path in paths[:MAX_RECORDS]:
         try:
@@ -198,19 +205,25 @@ def from_folder(folder, description, roles: list) -> tuple[MoveFrequencyPrior | 
                 record = json.load(f)
             if not isinstance(record, dict) or "x-role" in record or not record.get("moves"):
                 continue
-            if rules_identity(parse_rules_text(record.get("x-rules") or "")) != want:
+            text = record.get("x-rules") or ""
+            if text not in same:
+                same[text] = rules_identity(parse_rules_text(text)) == want
+            if not same[text]:
                 continue
             if any(not isinstance(jm, list) or len(jm) != len(roles) for jm in record["moves"]):
                 skipped += 1
                 continue
-            used.append(path)
+            used.append(record)
         except (OSError, ValueError, GdlError, RulesRefused, RecursionError):
             skipped += 1
     notes = [f"records folder {folder}: {len(used)} whole records of these rules"
              + (f", {skipped} unreadable or partial skipped" if skipped else "")]
     if not used:
         return None, notes
+    prior = MoveFrequencyPrior(roles, source=f"{len(used)} records")
     try:
-        return from_records(used, roles), notes
-    except (OSError, ValueError, GdlError) as e:
+        for record in used:
+            _add_record(prior, record, roles)
+    except (ValueError, GdlError) as e:
         return None, notes + [f"records folder {folder}: {e}"]
+    return prior, notes

@@ -582,7 +582,7 @@ def records_prior(folder: str, rules_text: str, log):
     """The predictive prior of a GDL-II match from the server's folder of recorded matches
     (``--gdl2-records``), or ``None`` (uniform) where none shares its rules or they cannot be
     read: a database never stops a match."""
-    from agent.hidden.prior import from_folder
+    from agent.hidden.prior import from_folder   # the GDL-II package and numpy: only for a GDL-II match
     try:
         description = parse_rules_text(rules_text)
         prior, notes = from_folder(folder, description, description.roles)
