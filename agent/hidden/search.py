@@ -60,12 +60,15 @@ def goal_range(description) -> float:
 
 def ensemble(engine, distribution: list, role_index: int, legal: list, persona, *, seed: int,
              deadline: float, search_fn, limit: int | None = None, timing: dict | None = None,
-             goal_span: float = 100.0) -> dict:
+             goal_span: float = 100.0, progress=None) -> dict:
     """Search the most likely states of ``distribution`` ([(state, probability)]) for our
     move among ``legal`` until ``deadline`` (monotonic); fields as ``player.result_fields``
     gives them, plus the states searched and their probabilities.  ``timing``: a dict the
     caller keeps between decisions, where the searches' measured lateness (``over``, s) and
-    time per simulation (``sim``, s) are learned."""
+    time per simulation (``sim``, s) are learned.  ``progress(q, simulations)``, if given,
+    is called after each state's search with the pooled values so far (a server replies
+    with the best of them when the whole decision comes too late: on a loaded host the
+    last slice can overrun the clock)."""
     timing = timing if timing is not None else {}
     # what was learned, forgotten a little at each decision and never more than a quarter of
     # the time: one stall on a loaded machine (1.3 s at load 30) had later decisions search
@@ -111,6 +114,8 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
             q_sum[i] += p * float(q)
             w_sum[i] += p
             visits[i] += int(v)
+        if progress is not None:
+            progress([float(x) for x in np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)], sims)
     timing["over"] = over
     q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
     # pooled Q first (a vote ignores by how much a move wins in each state).  Moves within
@@ -127,7 +132,8 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
 
 def on_belief(engine, distribution: list, role_index: int, legal: list, persona, prior, step: int, *,
               seed: int, deadline: float, search_fn, limit: int | None = None,
-              timing: dict | None = None, goal_span: float = 100.0, histories: dict | None = None) -> dict:
+              timing: dict | None = None, goal_span: float = 100.0, histories: dict | None = None,
+              on_best=None) -> dict:
     """Our move on the belief, as every GDL-II player of ours decides it: against the
     predicted opponent (``predicted``) where the prior was learned from an opponent's
     matches and the trees from the sampled states fit (as many states as the persona's
@@ -141,7 +147,8 @@ def on_belief(engine, distribution: list, role_index: int, legal: list, persona,
     (Dockhorn's caveat) then costs little: in minipoker a scripted caller's records said the
     persona would resign, and the bluffer held red cards into its calls (0.215 on that seat
     against the uniform player, the ensemble alone).  The moves the ensemble rates a clear
-    loss are never played on the prediction's word."""
+    loss are never played on the prediction's word.  ``on_best(move, simulations)``: the best
+    move so far, after each of the ensemble's searches."""
     exploit = None
     if getattr(prior, "kind", "") == "predictive":
         now = time.monotonic()
@@ -149,14 +156,21 @@ def on_belief(engine, distribution: list, role_index: int, legal: list, persona,
                                    deadline=now + PREDICTED_SHARE * max(0.0, deadline - now), seed=seed,
                                    goal_span=goal_span, histories=histories,
                                    nodes=predicted.NODES if limit is None else min(predicted.NODES, limit))
+    def choice(q: list) -> int:
+        """The move the prediction picks among those the ensemble's values ``q`` call safe."""
+        safe = [i for i, v in enumerate(q) if v >= max(q) - SAFE * goal_span]
+        return max(safe, key=lambda i: (exploit["q"][i], q[i]))
+
+    report = None
+    if on_best is not None:
+        def report(q, sims):
+            on_best(legal[choice(q) if exploit is not None else int(np.argmax(q))], sims)
     fields = ensemble(engine, distribution, role_index, legal, persona, seed=seed, deadline=deadline,
-                      search_fn=search_fn, limit=limit, timing=timing, goal_span=goal_span)
+                      search_fn=search_fn, limit=limit, timing=timing, goal_span=goal_span, progress=report)
     fields["method"] = "ensemble"
     if exploit is None:
         return fields
-    safe = [i for i, q in enumerate(fields["q"]) if q >= max(fields["q"]) - SAFE * goal_span]
-    best = max(safe, key=lambda i: (exploit["q"][i], fields["q"][i]))
-    return {**fields, "move": legal[best], "method": "predicted", "predicted_q": exploit["q"],
+    return {**fields, "move": legal[choice(fields["q"])], "method": "predicted", "predicted_q": exploit["q"],
             "predicted_states": exploit["simulations"]}
 
 
@@ -175,7 +189,8 @@ class BeliefDecider:
         fields = on_belief(self.engine, self.belief.distribution(), situation.role, situation.legal,
                            self.persona, self.prior, len(self.belief.steps), seed=situation.seed,
                            deadline=situation.deadline, search_fn=self.search_fn, limit=self.persona.limit,
-                           timing=self.timing, goal_span=self.goal_span, histories=self.belief.histories())
+                           timing=self.timing, goal_span=self.goal_span, histories=self.belief.histories(),
+                           on_best=on_best)
         if on_best is not None:
             on_best(fields["move"], fields["simulations"])
         return Decision.of(fields)
