@@ -5,6 +5,7 @@ predictive priors, and predictive against uniform sampling in play.
     python scripts/bench_gdl2_belief.py consistency [--games G ...] [--states 10000]
     python scripts/bench_gdl2_belief.py truth       [--games G ...] [--matches 30]
     python scripts/bench_gdl2_belief.py play        [--games G ...] [--matches 100] [--seconds 0.1]
+    python scripts/bench_gdl2_belief.py health      [--games G ...] [--matches 3] [--play-clock 5]
 
 Every row goes to ``docs/benchmarks/gdl2-belief.jsonl`` as it is made (a rerun skips the rows
 already there, so an interrupted run resumes); each command prints its markdown table.
@@ -24,6 +25,11 @@ predictive priors on the same matches (same percepts), means with bootstrap inte
 play: our player with the predictive prior and with the uniform prior, each against the
 habit player on the same seeds (same deals, same habit draws), at equal time per move;
 the predictive player's paired score (1 when it scored more on that seed, 0.5 when equal).
+health: the belief of the first chooser role through random matches, on the time a server's
+player gives it per PLAY (``agent.hidden.player``'s shares of ``--play-clock``): the steps
+it was lenient (no history consistent with every percept kept), the steps its legal moves
+were not the true ones, how often it was mended or rebuilt, the update's median and longest
+time; one row per match, labelled with the code's commit.
 """
 from __future__ import annotations
 
@@ -262,6 +268,53 @@ def play(games, matches: int, seconds: float) -> None:
 
 
 # ------------------------------------------------------------------ tables
+# ------------------------------------------------------------------ health
+def health(games, matches: int, play_clock: float) -> None:
+    import subprocess
+    from agent.hidden.player import BELIEF_SHARE, REBUILD_SHARE
+    code = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", "agent"]).returncode:
+        code += "-dirty"
+    done = done_keys()
+    for game in games:
+        sm, judge, kind = machines(game)
+        me = seats(sm)[0]
+        for seed in range(matches):
+            key = f"health|{game}|{code}|{play_clock}|{seed}"
+            if key in done:
+                continue
+            rng = random.Random(seed)
+            b = Belief(sm, me, UniformPrior(), rng=random.Random(seed))
+            s = sm.initial_state()
+            times, lenient, wrong_legal, steps, first = [], 0, 0, 0, None
+            while not sm.is_terminal(s) and steps < 300:
+                jm = tuple(rng.choice(sm.legal_moves(s, i)) for i in range(len(sm.roles)))
+                nxt = sm.next_state(s, jm)
+                t = time.monotonic()
+                b.observe(jm[me], sm.sees(s, jm, me), t + BELIEF_SHARE * play_clock,
+                          rebuild_by=t + REBUILD_SHARE * play_clock, goes_on=not sm.is_terminal(nxt))
+                times.append(time.monotonic() - t)
+                steps += 1
+                lenient += b.lenient
+                first = first or (steps if b.lenient else None)
+                if not sm.is_terminal(nxt):
+                    wrong_legal += sorted(map(str, b.legal())) != sorted(map(str, sm.legal_moves(nxt, me)))
+                s = nxt
+            mended = sum("mended at an earlier step" in n for n in b.notes)
+            times.sort()
+            row = {"kind": "health", "key": key, "game": game, "code": code, "engine": kind,
+                   "play_clock": play_clock, "seed": seed, "steps": steps, "lenient_steps": lenient,
+                   "first_lenient": first,
+                   "wrong_legal_steps": wrong_legal, "mended": mended, "rebuilt": b.rebuilt,
+                   "median_update_s": round(times[len(times) // 2], 3), "longest_update_s": round(times[-1], 3),
+                   "load": load_info()}
+            emit(row)
+            console.print(f"{game} seed {seed}: {lenient} of {steps} steps lenient, {wrong_legal} with wrong "
+                          f"legal moves, {mended} mended, {b.rebuilt} rebuilt, update median "
+                          f"{row['median_update_s']} s ({code}, {load_info()})")
+
+
 def tables() -> None:
     out = []
     cons = rows("consistency")
@@ -304,12 +357,13 @@ def tables() -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["consistency", "truth", "play", "tables"])
+    ap.add_argument("what", choices=["consistency", "truth", "play", "health", "tables"])
     ap.add_argument("--games", nargs="+", default=GAMES)
     ap.add_argument("--states", type=int, default=10_000)
     ap.add_argument("--budget", type=float, default=900.0, help="seconds per game (consistency)")
     ap.add_argument("--matches", type=int, default=30)
     ap.add_argument("--seconds", type=float, default=0.1)
+    ap.add_argument("--play-clock", type=float, default=5.0, help="seconds per PLAY (health)")
     args = ap.parse_args(argv)
     unknown = [g for g in args.games if g not in GAMES]
     if unknown:
@@ -321,6 +375,8 @@ def main(argv=None) -> int:
             truth(args.games, args.matches)
         elif args.what == "play":
             play(args.games, args.matches, args.seconds)
+        elif args.what == "health":
+            health(args.games, args.matches, args.play_clock)
     except KeyboardInterrupt:
         console.print("interrupted: rerun the same command to resume")
         return 130

@@ -38,11 +38,15 @@ from dataclasses import dataclass, field
 
 from agent.reasoner.statemachine import ReasonerError
 
+from .repair import flat, mend, named, targets_of
+
 ENUMERATE = 256        # joint moves of the other roles tried per particle and step, at most
 PARTICLES = 48         # histories kept
 RESAMPLE_ESS = 0.5     # resample when the effective sample size falls below this share
 UNTIMED = 30.0         # seconds an update without a deadline may take (tests, benchmarks)
 MISSES = (1, 3)        # steps a lenient rebuild may get wrong, tried in this order
+MEND_SHARE = 0.3       # of a recovery's time for mending the particles (``repair``)
+REJUVENATE_SHARE = 0.25  # of an update's time left, at most, for mending copies of one history
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class Belief:
     lenient: bool = False        # no consistent history is known
     rebuilt: int = 0             # times the bag ran empty and was rebuilt
     impossible: bool = False     # a rebuild went through every history: none fits
+    ambiguous: set = field(default_factory=set)   # steps where the others' move was not pinned
 
     def __post_init__(self):
         s0 = self.sm.initial_state()
@@ -146,8 +151,70 @@ class Belief:
             by = rebuild_by if rebuild_by is not None else max(deadline, time.monotonic() + 1.0)
             alive = self._recover(step, by, notes)
         self.particles = self._resample(alive)
+        # Copies carry a learned prior's weights (a likely card held by many particles): only
+        # under a uniform prior, whose posterior spreads evenly over the consistent
+        # histories, may copies become other consistent histories.
+        if not self.lenient and getattr(self.prior, "kind", "") != "predictive":
+            now = time.monotonic()
+            self._rejuvenate(now + REJUVENATE_SHARE * max(0.0, deadline - now))
         self.notes += notes
         return notes
+
+    def _rejuvenate(self, by: float) -> None:
+        """Copies of one history (resampling's) replaced by histories mended from them
+        (``repair.mend``) until ``by``: the belief keeps its variety where a hidden choice
+        shows only later."""
+        n = len(self.steps)
+        seen, dupes = set(), []
+        for i, p in enumerate(self.particles):
+            (dupes if p.state in seen else seen.add(p.state) or []).append(i)
+        if len(seen) * 2 > self.size:
+            return
+        for i in dupes:
+            if time.monotonic() >= by:
+                break
+            q = mend(self, self.particles[i], n, self.rng, by)
+            if q is not None and len(q[1]) == n:
+                self.particles[i] = Particle(*q)
+
+    def _mended(self, by: float) -> list:
+        """Histories that fit every step, mended from the particles (which fit fewer: not the
+        last step, or a lenient one's missed steps), each change steered to the percepts its
+        history got wrong first.  A mend that fits more steps without fitting all is mended
+        again (a local search over histories: two ships may have to move)."""
+        n = len(self.steps)
+        found = []
+        pool = []
+        for p in {p.state: p for p in self.particles}.values():
+            m = min(p.missed) if p.missed else len(p.joints)
+            pool.append(Particle(p.states[:m + 1], p.joints[:m]))
+        tries = 0
+        while pool and time.monotonic() < by and len(found) < self.size:
+            p = pool[tries % len(pool)]
+            tries += 1
+            q = mend(self, p, n, self.rng, by, self._wrong(p))
+            if q is None:
+                continue
+            if len(q[1]) == n:
+                found.append(Particle(*q))
+            else:                  # further than its parent: mended again, in its place
+                pool[(tries - 1) % len(pool)] = Particle(*q)
+        return found
+
+    def _wrong(self, p: Particle) -> tuple:
+        """``repair.targets_of`` the first step ``p`` does not fit (a history fits the
+        steps before its first missed one): its closest candidate's percepts against ours."""
+        k = min(p.missed) if p.missed else len(p.joints)
+        if k >= len(self.steps):
+            return (), ()
+        step, state = self.steps[k], p.states[k]
+        try:
+            cands = self._candidates(state, step, k)
+            seen = max((self.sm.sees(state, jm, self.role_index) for jm, _ in cands),
+                       key=lambda x: _jaccard(x, step.percepts), default=frozenset())
+        except ReasonerError:
+            return (), ()
+        return targets_of(step.percepts, seen)
 
     def _recover(self, step: Step, by: float, notes: list) -> list:
         """No particle explains the step: histories rebuilt from the initial state, with our
@@ -158,7 +225,12 @@ class Belief:
         not run again on a longer history (none can fit then either)."""
         t0 = time.monotonic()
         span = max(0.0, by - t0)
-        found = []
+        found = self._mended(t0 + MEND_SHARE * span)
+        if found:
+            self.lenient = False
+            notes.append(f"no sampled history explained step {len(self.steps)}: "
+                         f"{len(found)} mended at an earlier step")
+            return found
         if not self.impossible:
             found, done = self._rebuild(t0 + 0.4 * span)
             if not found:
@@ -252,6 +324,8 @@ class Belief:
                         weights.append(w * score)
                 if not kept:
                     return None
+                if strict and len(kept) > 1:
+                    self.ambiguous.add(k)
                 if not strict:  # lenient: only the closest ones
                     best = max(weights)
                     pairs = [(j, w) for j, w in zip(kept, weights) if w >= best * 0.999]
@@ -269,6 +343,7 @@ class Belief:
                 gain = sum(weights)
             else:
                 exact = True
+                self.ambiguous.add(k)      # too many to list: taken as open
                 jm, tried, checked = None, 0, {}
                 while tried < ENUMERATE:
                     tried += 1
@@ -288,7 +363,12 @@ class Belief:
                     return None
                 gain = 1.0 / tried
             if not exact:
-                nxt = patch(nxt, self.sm.sees(state, jm, self.role_index), step.percepts)
+                patched = patch(nxt, self.sm.sees(state, jm, self.role_index), step.percepts)
+                # a patch that ends the history while the match goes on (battleship: a fleet
+                # sunk in the history, not in the match) would leave no legal move to search:
+                # the unpatched state is then the better guess
+                if not (step.goes_on and self.sm.is_terminal(patched)):
+                    nxt = patched
         except ReasonerError:
             return None
         q = p.copy()
@@ -358,12 +438,13 @@ class Belief:
                     continue
                 cands = frame[1] = self._ordered(p.state, self.steps[k], k, free_own, left > 0,
                                                  later[k + 1])
-            if not cands:
+            item = next(cands, None)
+            if item is None:
                 stack.pop()
                 if len(found) == before:   # nothing below this state: a dead end at this depth
                     dead[(k, p.state)] = max(dead.get((k, p.state), -1), left)
                 continue
-            jm, w, nxt, miss = cands.pop()
+            jm, w, nxt, miss = item
             if nxt is None:
                 try:
                     nxt = self.sm.next_state(p.state, jm)
@@ -374,36 +455,52 @@ class Belief:
             stack.append([q, None, left - miss, len(found)])
         return found, not stack
 
-    def _ordered(self, state, step: Step, k: int, free_own: bool, lenient: bool, later: frozenset) -> list:
-        """The candidates of a rebuild at one state, as (joint move, prior, next state,
-        missed) in the order ``_rebuild`` pops them (the last first)."""
-        exact, close = [], []
+    def _ordered(self, state, step: Step, k: int, free_own: bool, lenient: bool, later: frozenset):
+        """The candidates of a rebuild at one state, as (joint move, prior, next state or
+        None, missed), best first, lazily: a joint move whose moves' arguments all appear in
+        this step's new percepts (a shot seen as a shot at that cell) is checked first and,
+        when it explains them, given before the others are looked at (a battleship history
+        through 50 shots then costs a few queries a step, not a hundred); then every
+        candidate that explains the percepts, those whose next state holds the most facts
+        named by later percepts first, then (``lenient``) the closest of the others."""
         try:
             if self.sm.is_terminal(state):   # a history goes through no end
-                return []
+                return
             cands = self._candidates(state, step, k, free_own)
             self.rng.shuffle(cands)
+            new = [flat(t) for t in step.percepts - (self.steps[k - 1].percepts if k else frozenset())]
+            first = None
+            for jm, w in sorted(cands, key=lambda c: -named(c[0], new, self.role_index)):
+                if not named(jm, new, self.role_index):
+                    break
+                if self.sm.sees(state, jm, self.role_index) == step.percepts:
+                    first = jm
+                    yield jm, w, None, 0
+                    break
+            exact, close = [], []
             for jm, w in cands:
                 seen = self.sm.sees(state, jm, self.role_index)
                 if seen == step.percepts:
                     exact.append((jm, w))
+                    if len(exact) > 1:
+                        self.ambiguous.add(k)
                 elif lenient:
                     close.append((_jaccard(seen, step.percepts), jm, w, seen))
-            out = []
+            exact = [(jm, w) for jm, w in exact if jm != first]
+            if later:
+                scored = [(len(nxt & later), jm, w, nxt) for jm, w in exact
+                          for nxt in (self.sm.next_state(state, jm),)]
+                scored.sort(key=lambda c: -c[0])     # stable: ties stay in random order
+                yield from ((jm, w, nxt, 0) for _, jm, w, nxt in scored)
+            else:   # nothing left to guide the order: next states when taken
+                yield from ((jm, w, None, 0) for jm, w in exact)
             if close:   # only the closest, tried after every exact one
                 best = max(c[0] for c in close)
-                out = [(jm, w, patch(self.sm.next_state(state, jm), seen, step.percepts), 1)
-                       for j, jm, w, seen in close if j >= best]
-            if not later:   # nothing left to guide the order: next states when popped
-                return out + [(jm, w, None, 0) for jm, w in exact]
-            scored = []
-            for jm, w in exact:
-                nxt = self.sm.next_state(state, jm)
-                scored.append((len(nxt & later), jm, w, nxt))
-            scored.sort(key=lambda c: c[0])     # stable: ties stay in random order
-            return out + [(jm, w, nxt, 0) for _, jm, w, nxt in scored]
+                for j, jm, w, seen in close:
+                    if j >= best:
+                        yield jm, w, patch(self.sm.next_state(state, jm), seen, step.percepts), 1
         except ReasonerError:
-            return []
+            return
 
     def _ended(self, state) -> bool:
         try:

@@ -32,23 +32,9 @@ import time
 from agent.reasoner.statemachine import ReasonerError
 
 from .belief import patch
+from .repair import flat, named
 
 ENUMERATE = 4096     # joint moves listed (and ordered) per step; beyond, distinct random draws
-
-
-def _atoms(t) -> tuple:
-    """The arguments of a term, flattened (a move's cells, cards, amounts)."""
-    if not isinstance(t, tuple):
-        return ()
-    out = []
-    for a in t[1:]:
-        out.extend(_atoms(a) if isinstance(a, tuple) else (a,))
-    return tuple(out)
-
-
-def _contains_run(seq: tuple, run: tuple) -> bool:
-    n = len(run)
-    return n > 0 and any(seq[i:i + n] == run for i in range(len(seq) - n + 1))
 
 
 def fluent_shapes(description) -> frozenset:
@@ -157,12 +143,9 @@ class OneHistory:
         if total <= ENUMERATE:
             cands = list(itertools.product(*per_role))
             self.rng.shuffle(cands)
-            seen_atoms = [_atoms(p) for p in new]
-            if seen_atoms:
-                def named(jm):
-                    return sum(1 for i, m in enumerate(jm) if i != self.role_index
-                               and any(_contains_run(a, _atoms(m)) for a in seen_atoms))
-                cands.sort(key=named, reverse=True)   # stable: ties stay shuffled
+            seen = [flat(p) for p in new]
+            if seen:
+                cands.sort(key=lambda jm: named(jm, seen, self.role_index), reverse=True)   # stable: ties stay shuffled
             yield from cands
             return
         drawn = set()
