@@ -46,7 +46,9 @@ RESAMPLE_ESS = 0.5     # resample when the effective sample size falls below thi
 UNTIMED = 30.0         # seconds an update without a deadline may take (tests, benchmarks)
 MISSES = (1, 3)        # steps a lenient rebuild may get wrong, tried in this order
 MEND_SHARE = 0.3       # of a recovery's time for mending the particles (``repair``)
+MEND_TRIES = 8         # mends tried per distinct history before the rebuild's turn
 REJUVENATE_SHARE = 0.25  # of an update's time left, at most, for mending copies of one history
+REJUVENATE_SECONDS = 0.25  # ... and never more than this (an untimed update has 30 s)
 
 
 @dataclass(frozen=True)
@@ -170,12 +172,18 @@ class Belief:
             (dupes if p.state in seen else seen.add(p.state) or []).append(i)
         if len(seen) * 2 > self.size:
             return
+        by = min(by, time.monotonic() + REJUVENATE_SECONDS)
+        stale = 0
         for i in dupes:
-            if time.monotonic() >= by:
-                break
-            q = mend(self, self.particles[i], n, self.rng, by)
-            if q is not None and len(q[1]) == n:
+            if time.monotonic() >= by or stale >= self.size // 4:
+                break      # few states may be all there are (a card game's): no more tries
+            q = mend(self, self.particles[i], n, self.rng, by, tries=1)
+            if q is not None and len(q[1]) == n and q[0][-1] not in seen:
                 self.particles[i] = Particle(*q)
+                seen.add(q[0][-1])
+                stale = 0
+            else:
+                stale += 1
 
     def _mended(self, by: float) -> list:
         """Histories that fit every step, mended from the particles (which fit fewer: not the
@@ -189,7 +197,7 @@ class Belief:
             m = min(p.missed) if p.missed else len(p.joints)
             pool.append(Particle(p.states[:m + 1], p.joints[:m]))
         tries = 0
-        while pool and time.monotonic() < by and len(found) < self.size:
+        while pool and time.monotonic() < by and len(found) < self.size and tries < MEND_TRIES * len(pool):
             p = pool[tries % len(pool)]
             tries += 1
             q = mend(self, p, n, self.rng, by, self._wrong(p))
@@ -197,6 +205,9 @@ class Belief:
                 continue
             if len(q[1]) == n:
                 found.append(Particle(*q))
+                if len(found) == 1:   # enough to play on; more only while they come cheap
+                    now = time.monotonic()
+                    by = now + 0.5 * max(0.0, by - now)
             else:                  # further than its parent: mended again, in its place
                 pool[(tries - 1) % len(pool)] = Particle(*q)
         return found

@@ -103,7 +103,7 @@ def targets_of(percepts: frozenset, predicted: frozenset) -> tuple:
     return sets(percepts - predicted), sets(predicted - percepts)
 
 
-def mend(belief, p, upto: int, rng, deadline: float, targets=None):
+def mend(belief, p, upto: int, rng, deadline: float, targets=None, tries: int = 0):
     """A history made from particle ``p`` by changing one earlier step where the other roles'
     move was open (``belief.ambiguous``) and replaying the steps after it, as (states, joint
     moves): the first that fits every step before ``upto``, else the one that fits the
@@ -111,7 +111,8 @@ def mend(belief, p, upto: int, rng, deadline: float, targets=None):
     again), else None.  ``p`` fits the steps before its first missed one (all of its own
     when it has none).  ``targets``: ``targets_of`` the step that went wrong, to steer the
     change: the steps whose new facts made a wrong prediction are changed first, to the
-    moves ``score`` ranks best."""
+    moves ``score`` ranks best.  ``tries``: other moves replayed per changed step (default
+    ``TRIES_PER_CHANGE``)."""
     good = min(p.missed) if p.missed else len(p.joints)     # steps p gets right, from the start
     choices = [j for j in range(min(good, upto)) if j in belief.ambiguous]
     rng.shuffle(choices)
@@ -125,7 +126,7 @@ def mend(belief, p, upto: int, rng, deadline: float, targets=None):
             cands = _alternatives(belief, p.states[j], j, p.joints[j], targets, rng)
         except ReasonerError:
             continue
-        for jm, nxt, _ in cands:
+        for jm, nxt, _ in cands[:tries or TRIES_PER_CHANGE]:
             states, joints = _replay(belief, p, j, jm, nxt, upto, rng, deadline, targets)
             if len(joints) == upto:
                 return states, joints
