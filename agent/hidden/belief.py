@@ -48,7 +48,7 @@ MISSES = (1, 3)        # steps a lenient rebuild may get wrong, tried in this or
 MEND_SHARE = 0.3       # of a recovery's time for mending the particles (``repair``)
 MEND_TRIES = 8         # mends tried per distinct history before the rebuild's turn
 REJUVENATE_SHARE = 0.25  # of an update's time left, at most, for mending copies of one history
-REJUVENATE_SECONDS = 0.25  # ... and never more than this (an untimed update has 30 s)
+REJUVENATE_SECONDS = 1.0   # ... and never more than this (an untimed update has 30 s)
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class Belief:
         for i in dupes:
             if time.monotonic() >= by or stale >= self.size // 4:
                 break      # few states may be all there are (a card game's): no more tries
-            q = mend(self, self.particles[i], n, self.rng, by, tries=1)
+            q = mend(self, self.particles[i], n, self.rng, by)
             if q is not None and len(q[1]) == n and q[0][-1] not in seen:
                 self.particles[i] = Particle(*q)
                 seen.add(q[0][-1])
