@@ -75,6 +75,10 @@ class Particle:
     def copy(self) -> "Particle":
         return Particle(list(self.states), list(self.joints), self.logw, self.lenient, self.missed)
 
+    def fits(self) -> int:
+        """The steps this history gets right from the start: up to its first missed one."""
+        return min(self.missed) if self.missed else len(self.joints)
+
     def fit(self, steps: int) -> tuple:
         """How well the history fits what was seen, larger is better: the last step's
         percepts right (what the state is now), then the fewest steps wrong."""
@@ -99,6 +103,13 @@ def patch(state: frozenset, predicted: frozenset, percepts: frozenset, shapes=No
     drop = {t for t in predicted - percepts if t in state}
     add = {t for t in percepts - predicted if _shape(t) in shapes}
     return (state - drop) | add if drop or add else state
+
+
+def _halved(deadline: float) -> float:
+    """Half the time left to ``deadline``: once one history is found it is enough to play
+    on, and more are looked for only while they come cheap."""
+    now = time.monotonic()
+    return now + 0.5 * max(0.0, deadline - now)
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -169,7 +180,9 @@ class Belief:
         n = len(self.steps)
         seen, dupes = set(), []
         for i, p in enumerate(self.particles):
-            (dupes if p.state in seen else seen.add(p.state) or []).append(i)
+            if p.state in seen:
+                dupes.append(i)
+            seen.add(p.state)
         if len(seen) * 2 > self.size:
             return
         by = min(by, time.monotonic() + REJUVENATE_SECONDS)
@@ -194,7 +207,7 @@ class Belief:
         found = []
         pool = []
         for p in {p.state: p for p in self.particles}.values():
-            m = min(p.missed) if p.missed else len(p.joints)
+            m = p.fits()
             pool.append(Particle(p.states[:m + 1], p.joints[:m]))
         tries = 0
         while pool and time.monotonic() < by and len(found) < self.size and tries < MEND_TRIES * len(pool):
@@ -205,9 +218,8 @@ class Belief:
                 continue
             if len(q[1]) == n:
                 found.append(Particle(*q))
-                if len(found) == 1:   # enough to play on; more only while they come cheap
-                    now = time.monotonic()
-                    by = now + 0.5 * max(0.0, by - now)
+                if len(found) == 1:
+                    by = _halved(by)
             else:                  # further than its parent: mended again, in its place
                 pool[(tries - 1) % len(pool)] = Particle(*q)
         return found
@@ -215,7 +227,7 @@ class Belief:
     def _wrong(self, p: Particle) -> tuple:
         """``repair.targets_of`` the first step ``p`` does not fit (a history fits the
         steps before its first missed one): its closest candidate's percepts against ours."""
-        k = min(p.missed) if p.missed else len(p.joints)
+        k = p.fits()
         if k >= len(self.steps):
             return (), ()
         step, state = self.steps[k], p.states[k]
@@ -439,9 +451,8 @@ class Belief:
                 if self.steps[-1].goes_on and self._ended(p.state):
                     continue   # the match went on: not this history
                 found.append(p)
-                if len(found) == 1:   # enough to play on; more only while they come cheap
-                    now = time.monotonic()
-                    deadline = now + 0.5 * max(0.0, deadline - now)
+                if len(found) == 1:
+                    deadline = _halved(deadline)
                 continue
             if cands is None:
                 if dead.get((k, p.state), -1) >= left:
@@ -481,8 +492,9 @@ class Belief:
             self.rng.shuffle(cands)
             new = [flat(t) for t in step.percepts - (self.steps[k - 1].percepts if k else frozenset())]
             first = None
-            for jm, w in sorted(cands, key=lambda c: -named(c[0], new, self.role_index)):
-                if not named(jm, new, self.role_index):
+            ranked = sorted(((named(jm, new, self.role_index), jm, w) for jm, w in cands), key=lambda c: -c[0])
+            for count, jm, w in ranked:
+                if not count:
                     break
                 if self.sm.sees(state, jm, self.role_index) == step.percepts:
                     first = jm

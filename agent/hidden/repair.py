@@ -12,8 +12,8 @@ Mending is local instead (the *move* of Gilks and Berzuini's resample-move filte
 take a history that fits the steps before ``upto``, change the other roles' joint move at
 one earlier step ``j`` to another that gives the same percepts there, and replay the steps
 after ``j`` keeping each recorded joint move where it is still legal and still gives our
-percepts, else choosing another that does.  The result fits every step before ``upto`` or
-is dropped.  The step to change and the move to change it to are drawn at random, except
+percepts, else choosing another that does.  A result that fits every step before ``upto``
+is taken; one that fits more steps than the history it came from is mended again.  The step to change and the move to change it to are drawn at random, except
 that moves whose next state holds the arguments of the percepts that went wrong (a hit at
 cell 3 4 and a ship placed over 3 4) come first: structure only, no symbol means anything.
 
@@ -103,7 +103,7 @@ def targets_of(percepts: frozenset, predicted: frozenset) -> tuple:
     return sets(percepts - predicted), sets(predicted - percepts)
 
 
-def mend(belief, p, upto: int, rng, deadline: float, targets=None, tries: int = 0):
+def mend(belief, p, upto: int, rng, deadline: float, targets=None):
     """A history made from particle ``p`` by changing one earlier step where the other roles'
     move was open (``belief.ambiguous``) and replaying the steps after it, as (states, joint
     moves): the first that fits every step before ``upto``, else the one that fits the
@@ -111,9 +111,8 @@ def mend(belief, p, upto: int, rng, deadline: float, targets=None, tries: int = 
     again), else None.  ``p`` fits the steps before its first missed one (all of its own
     when it has none).  ``targets``: ``targets_of`` the step that went wrong, to steer the
     change: the steps whose new facts made a wrong prediction are changed first, to the
-    moves ``score`` ranks best.  ``tries``: other moves replayed per changed step (default
-    ``TRIES_PER_CHANGE``)."""
-    good = min(p.missed) if p.missed else len(p.joints)     # steps p gets right, from the start
+    moves ``score`` ranks best."""
+    good = p.fits()
     choices = [j for j in range(min(good, upto)) if j in belief.ambiguous]
     rng.shuffle(choices)
     if targets:   # the steps to blame for what went wrong, first
@@ -126,7 +125,7 @@ def mend(belief, p, upto: int, rng, deadline: float, targets=None, tries: int = 
             cands = _alternatives(belief, p.states[j], j, p.joints[j], targets, rng)
         except ReasonerError:
             continue
-        for jm, nxt, _ in cands[:tries or TRIES_PER_CHANGE]:
+        for jm, nxt, _ in cands:
             states, joints = _replay(belief, p, j, jm, nxt, upto, rng, deadline, targets)
             if len(joints) == upto:
                 return states, joints

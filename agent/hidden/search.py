@@ -115,9 +115,9 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
             w_sum[i] += p
             visits[i] += int(v)
         if progress is not None:
-            progress([float(x) for x in np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)], sims)
+            progress([float(x) for x in _pooled(q_sum, w_sum)], sims)
     timing["over"] = over
-    q = np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
+    q = _pooled(q_sum, w_sum)
     # pooled Q first (a vote ignores by how much a move wins in each state).  Moves within
     # TIE of the best are drawn among at random: where hidden moves are simultaneous
     # (rock-paper-scissors) a fixed pick among equals is a habit an opponent can read.
@@ -128,6 +128,12 @@ def ensemble(engine, distribution: list, role_index: int, legal: list, persona, 
             "visits": [int(v) for v in visits], "simulations": sims, "playouts": playouts,
             "proven_descents": 0, "samples": len(searched),
             "sample_mass": round(float(sum(searched)), 4)}
+
+
+def _pooled(q_sum, w_sum):
+    """Each move's value pooled over the searched states by probability; -1 for a move no
+    searched state had."""
+    return np.where(w_sum > 0, q_sum / np.maximum(w_sum, 1e-12), -1.0)
 
 
 def on_belief(engine, distribution: list, role_index: int, legal: list, persona, prior, step: int, *,
