@@ -50,6 +50,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from agent.hidden.belief import Belief, inconsistency  # noqa: E402
+from agent.hidden.player import BELIEF_SHARE, REBUILD_SHARE  # noqa: E402
 from agent.hidden.prior import MoveFrequencyPrior, UniformPrior  # noqa: E402
 from agent.reasoner.prolog import PrologReasoner  # noqa: E402
 from agent.reasoner.statemachine import CachedStateMachine, goal_vector  # noqa: E402
@@ -267,15 +268,9 @@ def play(games, matches: int, seconds: float) -> None:
                 progress.advance(task)
 
 
-# ------------------------------------------------------------------ tables
 # ------------------------------------------------------------------ health
 def health(games, matches: int, play_clock: float) -> None:
-    import subprocess
-    from agent.hidden.player import BELIEF_SHARE, REBUILD_SHARE
-    code = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", "agent"]).returncode:
-        code += "-dirty"
+    code = benchrows.code_version(ROOT, ("agent",))
     done = done_keys()
     for game in games:
         sm, judge, kind = machines(game)
@@ -315,6 +310,7 @@ def health(games, matches: int, play_clock: float) -> None:
                           f"{row['median_update_s']} s ({code}, {load_info()})")
 
 
+# ------------------------------------------------------------------ tables
 def tables() -> None:
     out = []
     cons = rows("consistency")

@@ -47,7 +47,6 @@ import functools
 import hashlib
 import json
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -394,17 +393,10 @@ def progress_columns() -> tuple:
 
 @functools.cache
 def code_version() -> str:
-    """The commit that played: a frozen copy's COMMIT file, else the checkout's HEAD when
-    this process first asked (``play`` asks at its start: the code it imported then; a
-    commit made meanwhile is not it)."""
-    f = ROOT / "COMMIT"
-    if f.exists():
-        return f.read_text().strip()
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """The commit that played (``benchrows.code_version``), as it was when this process first
+    asked (``play`` asks at its start: the code it imported then; a commit made meanwhile
+    is not it)."""
+    return benchrows.code_version(ROOT)
 
 
 def play(games, kind: str, matches: int, sims: int, persona_name: str, start: int = 0,

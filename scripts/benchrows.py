@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -133,3 +134,21 @@ def glob(folder, pattern: str) -> list:
     found = {p.with_name(p.name[:-3]) if p.name.endswith(".gz") else p
              for p in list(folder.glob(pattern)) + list(folder.glob(pattern + ".gz"))}
     return sorted(found)
+
+
+def code_version(root, dirty_paths: tuple = ()) -> str:
+    """The commit a benchmark's rows are labelled with: a frozen copy's ``COMMIT`` file, else
+    the checkout's HEAD, with ``-dirty`` when ``dirty_paths`` (folders of ``root``) differ
+    from it; "unknown" without git."""
+    f = Path(root) / "COMMIT"
+    if f.exists():
+        return f.read_text().strip()
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+        if dirty_paths and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *dirty_paths],
+                                          cwd=root, timeout=10).returncode:
+            head += "-dirty"
+        return head
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
