@@ -205,15 +205,17 @@ class Belief:
         again (a local search over histories: two ships may have to move)."""
         n = len(self.steps)
         found = []
-        pool = []
+        pool = []      # [history, what it gets wrong]: found once per history, when first tried
         for p in {p.state: p for p in self.particles}.values():
             m = p.fits()
-            pool.append(Particle(p.states[:m + 1], p.joints[:m]))
+            pool.append([Particle(p.states[:m + 1], p.joints[:m]), None])
         tries = 0
         while pool and time.monotonic() < by and len(found) < self.size and tries < MEND_TRIES * len(pool):
-            p = pool[tries % len(pool)]
+            entry = pool[tries % len(pool)]
             tries += 1
-            q = mend(self, p, n, self.rng, by, self._wrong(p))
+            if entry[1] is None:
+                entry[1] = self._wrong(entry[0])
+            q = mend(self, entry[0], n, self.rng, by, entry[1])
             if q is None:
                 continue
             if len(q[1]) == n:
@@ -221,7 +223,7 @@ class Belief:
                 if len(found) == 1:
                     by = _halved(by)
             else:                  # further than its parent: mended again, in its place
-                pool[(tries - 1) % len(pool)] = Particle(*q)
+                entry[:] = [Particle(*q), None]
         return found
 
     def _wrong(self, p: Particle) -> tuple:
