@@ -820,7 +820,7 @@ class MatchManager:
         # the whole build at most ``build_cap`` seconds.
         if cfg.use_engine:
             cap = build_cap(msg.start_clock, msg.play_clock, cfg.max_idle)
-            m.grounder = await self.referees.take()
+            m.grounder = await self.referees.fresh()
             m.grounder.attach(m.on_grounder)
             m.grounder.send(("grounder", msg.rules_text, max(5.0, msg.start_clock), cfg.worker_nice, cap))
             asyncio.get_running_loop().call_later(cap, lambda: m.stop_grounder(

@@ -205,6 +205,14 @@ class Pool:
         self._fill()
         return p
 
+    async def fresh(self) -> Proc:
+        """A new process, leaving the spares to takers whose first answer is urgent.  A
+        grounder's build takes seconds to minutes, and a process start is small beside it;
+        a referee's first legal moves are the fallback of the first PLAY.  When grounders
+        took spares, four matches started at once on a busy host left the fourth referee a
+        fresh process that was ready 7 s after its START, and two PLAYs were answered nil."""
+        return await self._spawn(False)
+
     async def wait_warm(self, timeout: float) -> bool:
         """Wait until a spare is warm (numba code loaded or compiled, and kept)."""
         async def first_warm():
