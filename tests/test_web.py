@@ -388,3 +388,53 @@ def test_first_match_after_start_says_what_it_waits_for_and_has_no_fallback_move
         assert rec["startClock"] >= 5               # at least the person's start clock (the load allowance)
     finally:
         s.stop()
+
+
+def test_a_position_drawn_while_the_match_moves_on_matches_its_history(tmp_path):
+    """The page's JSON is one snapshot: while a worker draws the position the person's move
+    is played, and the history sent with that drawing still ends before the move (a busy
+    host's page listed the move above a board drawn without it)."""
+    import asyncio
+    import math
+    import random
+
+    from agent.match.players import HumanPlayer, RandomPlayer
+    from agent.match.runner import Stop
+    from agent.web.app import GameData, PlaySession, WebApp
+    from agent.web import work
+    from agent.web.catalogue import Game
+    games = Path(__file__).resolve().parents[1] / "games"
+    w = WebApp(log_dir=tmp_path)
+    game = Game("games/ticTacToe", "ticTacToe", str(games / "ticTacToe.kif"))
+    text = (games / "ticTacToe.kif").read_text()
+    gd = GameData(game.key, "ticTacToe", text, ["xplayer", "oplayer"], view=work.load_game(text, "ticTacToe")["view"])
+    human = HumanPlayer("alice")
+    drawn = w.position
+
+    async def moving_on(s):
+        pos = await drawn(s)
+        if s.ply == 0 and human.waiting:        # the person's move lands while this is drawn
+            human.submit(human.legal[0])
+            while s.ply == 0:
+                await asyncio.sleep(0.01)
+        return pos
+
+    async def go():
+        s = PlaySession(f"{random.getrandbits(40):010x}", "alice", game, gd, 0, "random", 5, math.inf, human,
+                        cancel=Stop())
+        task = asyncio.create_task(w.run_play(s, [human, RandomPlayer(seed=1)], 10))
+        while not (s.status == "playing" and human.waiting) and not task.done():
+            await asyncio.sleep(0.05)
+        w.position = moving_on
+        first = await w.play_json(s)
+        w.position = drawn
+        later = await w.play_json(s)
+        s.cancel.end("test over")
+        await task
+        return first, later
+    try:
+        first, later = asyncio.run(go())
+    finally:
+        w.work.shutdown()
+    assert first["ply"] == 0 and first["history"] == [] and first["your_turn"]
+    assert later["ply"] >= 1 and len(later["history"]) == later["ply"]

@@ -934,8 +934,10 @@ class WebApp:
     async def play_json(self, s: PlaySession) -> dict:
         if s.gdl2:
             return await self.hidden_json(s)
+        # Every field from one snapshot, taken before the position is drawn: the match goes
+        # on while a worker draws it, and a history read after the wait listed the person's
+        # move above a board drawn without it (a busy host's page showed both at once).
         ply, to_move = s.ply, list(s.to_move)
-        pos = await self.position(s)
         live = s.status in ("starting", "playing")
         waited = time.monotonic() - s.turn_since
         mine = live and s.human_role in to_move and bool(getattr(s.human, "waiting", False))
@@ -953,17 +955,18 @@ class WebApp:
                 {"role": r, "move": m, "label": s.labels.get(m) or bv.move_label(view, m),
                  "noop": r not in choosers,       # its only legal move: no choice was made
                  "error": (errs[r] if r < len(errs) else "") or ""} for r, m in enumerate(jm)]})
-        return {"sid": s.sid, "status": s.status, "ply": ply, "roles": s.roles, "players": s.players,
-                "human_role": s.human_role, "to_move": to_move, "your_turn": mine, "thinking": thinking,
-                "persona": self.persona_name(s.persona), "game": s.game.title, "game_key": s.game.key,
-                "play_clock": s.play_clock,
-                "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
-                else max(0.0, clock - waited),
-                "waiting_for_start": round(time.monotonic() - s.started) if s.status == "starting" else None,
-                "starting_phase": self.starting_phase(s) if s.status == "starting" else None,
-                "history": history, "goals": s.goals, "reason": s.reason,
-                "record": Path(s.record).name if s.record else None,
-                "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])],
+        reply = {"sid": s.sid, "status": s.status, "ply": ply, "roles": s.roles, "players": s.players,
+                 "human_role": s.human_role, "to_move": to_move, "your_turn": mine, "thinking": thinking,
+                 "persona": self.persona_name(s.persona), "game": s.game.title, "game_key": s.game.key,
+                 "play_clock": s.play_clock,
+                 "clock_left": None if (math.isinf(clock) or not live or s.status == "starting")
+                 else max(0.0, clock - waited),
+                 "waiting_for_start": round(time.monotonic() - s.started) if s.status == "starting" else None,
+                 "starting_phase": self.starting_phase(s) if s.status == "starting" else None,
+                 "history": history, "goals": s.goals, "reason": s.reason,
+                 "record": Path(s.record).name if s.record else None}
+        pos = await self.position(s)    # reads the same ply: nothing ran since the snapshot
+        return {**reply, "clicks": [dict(c, label=bv.click_label(view, c)) for c in pos.get("clicks", [])],
                 "boards": pos.get("boards", []), "others": pos.get("others", []), **self.extras(s, pos)}
 
     def extras(self, s: PlaySession, pos: dict) -> dict:
