@@ -155,23 +155,28 @@ def load_info() -> str:
 
 # ------------------------------------------------------------------ consistency
 def consistency(games, target: int, budget: float) -> None:
-    done = done_keys()
+    """A row per match (its states checked and how many did not fit), so that a long game
+    (battleship: a fifth of a second per Prolog query) resumes at the next match; a game's
+    figure is the sum of its rows until ``target`` states were checked."""
+    code = benchrows.code_version(ROOT, ("agent",))
     with Progress(console=console) as progress:
         for game in games:
-            key = f"consistency|{game}|{target}"
-            if key in done:
+            parts = [r for r in rows("consistency") if r["game"] == game and r.get("target") == target]
+            checked = sum(r["checked"] for r in parts)
+            whole = [r for r in rows("consistency") if r["key"] == f"consistency|{game}|{target}"]
+            if checked >= target or any(r["checked"] >= target for r in whole):   # older: a row per game
                 continue
             sm, judge, kind = machines(game)
-            task = progress.add_task(f"{game} ({kind})", total=target)
-            checked = bad = produced = 0
-            update_time = 0.0
+            task = progress.add_task(f"{game} ({kind})", total=target, completed=checked)
             t_end = time.monotonic() + budget
-            habit_role, seed = seats(sm)[-1], 0
-            me = seats(sm)[0]
-            failures = []
+            habit_role, me = seats(sm)[-1], seats(sm)[0]
+            seed = max((r["seed"] for r in parts), default=-1) + 1
             while checked < target and time.monotonic() < t_end:
                 joints, states = play_habit(sm, habit_role, 1, seed=seed)
                 belief = Belief(sm, me, UniformPrior(), rng=random.Random(seed))
+                here = bad = produced = 0
+                update_time = 0.0
+                failures = []
                 for k, jm in enumerate(joints):
                     t0 = time.perf_counter()
                     belief.observe(jm[me], sm.sees(states[k], jm, me))
@@ -179,18 +184,20 @@ def consistency(games, target: int, budget: float) -> None:
                     produced += len(belief.particles)
                     for p in belief.particles:
                         why = inconsistency(judge, me, belief.steps, p.joints)
-                        checked += 1
+                        here += 1
                         if why is not None:
                             bad += 1
                             failures.append(why)
-                    progress.update(task, completed=min(checked, target))
-                    if checked >= target or time.monotonic() >= t_end:
+                    progress.update(task, completed=min(checked + here, target))
+                    if checked + here >= target or time.monotonic() >= t_end:
                         break
+                checked += here
+                emit({"key": f"consistency|{game}|{target}|{seed}", "kind": "consistency", "game": game,
+                      "engine": kind, "target": target, "seed": seed, "checked": here, "inconsistent": bad,
+                      "failures": failures[:5], "steps": k + 1, "of_steps": len(joints),
+                      "produced": produced, "update_seconds": round(update_time, 3),
+                      "code": code, "load": load_info()})
                 seed += 1
-            emit({"key": key, "kind": "consistency", "game": game, "engine": kind, "checked": checked,
-                  "inconsistent": bad, "failures": failures[:5], "matches": seed,
-                  "samples_per_s": round(produced / update_time, 1) if update_time else None,
-                  "load": load_info()})
 
 
 # ------------------------------------------------------------------ truth
@@ -315,11 +322,23 @@ def tables() -> None:
     out = []
     cons = rows("consistency")
     if cons:
-        out += ["| game | engine | sampled states checked | inconsistent | samples/s (belief update) | load |",
-                "|---|---|---|---|---|---|"]
-        for r in cons:
-            out.append(f"| {r['game']} | {r['engine']} | {r['checked']:,} | {r['inconsistent']} | "
-                       f"{r['samples_per_s']} | {r['load']} |")
+        out += ["| game | engine | sampled states checked | matches | inconsistent | samples/s (belief update) "
+                "| load | code |", "|---|---|---|---|---|---|---|---|"]
+        for game in dict.fromkeys(r["game"] for r in cons):
+            rs = [r for r in cons if r["game"] == game]
+            if any("seed" in r for r in rs):     # a row per match: their sum (older rows: one per game)
+                rs = [r for r in rs if "seed" in r]
+                rate = round(sum(r["produced"] for r in rs) / max(1e-9, sum(r["update_seconds"] for r in rs)), 1)
+                loads = sorted(float(r["load"].split()[1]) for r in rs)
+                cores = rs[0]["load"].split()[-2]
+                load = f"load {loads[0]:.1f}-{loads[-1]:.1f} on {cores} cores"
+                codes = ", ".join(dict.fromkeys(r["code"] for r in rs))
+                out.append(f"| {game} | {rs[0]['engine']} | {sum(r['checked'] for r in rs):,} | {len(rs)} | "
+                           f"{sum(r['inconsistent'] for r in rs)} | {rate} | {load} | {codes} |")
+            else:
+                for r in rs:
+                    out.append(f"| {game} | {r['engine']} | {r['checked']:,} | {r['matches']} | "
+                               f"{r['inconsistent']} | {r['samples_per_s']} | {r['load']} | |")
         out.append("")
     tr = rows("truth")
     if tr:
