@@ -161,11 +161,12 @@ def consistency(games, target: int, budget: float) -> None:
     (battleship: a fifth of a second per Prolog query) resumes at the next match; a game's
     figure is the sum of its rows until ``target`` states were checked."""
     code = benchrows.code_version(ROOT, ("agent",))
+    done = rows("consistency")
     with Progress(console=console) as progress:
         for game in games:
-            parts = [r for r in rows("consistency") if r["game"] == game and r.get("target") == target]
+            parts = [r for r in done if r["game"] == game and r.get("target") == target]
             checked = sum(r["checked"] for r in parts)
-            whole = [r for r in rows("consistency") if r["key"] == f"consistency|{game}|{target}"]
+            whole = [r for r in done if r["key"] == f"consistency|{game}|{target}"]
             if checked >= target or any(r["checked"] >= target for r in whole):   # older: a row per game
                 continue
             sm, judge, kind = machines(game)
@@ -200,7 +201,7 @@ def consistency(games, target: int, budget: float) -> None:
                 emit({"key": f"consistency|{game}|{target}|{seed}", "kind": "consistency", "game": game,
                       "engine": kind, "target": target, "seed": seed, "checked": here, "inconsistent": bad,
                       "lenient": lenient, "lenient_not_fitting": lenient_bad,
-                      "failures": failures[:5], "steps": k + 1, "of_steps": len(joints),
+                      "failures": failures[:5], "steps": len(belief.steps), "of_steps": len(joints),
                       "produced": produced, "update_seconds": round(update_time, 3),
                       "code": code, "load": load_info()})
                 seed += 1

@@ -395,46 +395,25 @@ def test_a_position_drawn_while_the_match_moves_on_matches_its_history(tmp_path)
     is played, and the history sent with that drawing still ends before the move (a busy
     host's page listed the move above a board drawn without it)."""
     import asyncio
-    import math
-    import random
 
-    from agent.match.players import HumanPlayer, RandomPlayer
-    from agent.match.runner import Stop
-    from agent.web.app import GameData, PlaySession, WebApp
-    from agent.web import work
-    from agent.web.catalogue import Game
-    games = Path(__file__).resolve().parents[1] / "games"
-    w = WebApp(log_dir=tmp_path)
-    game = Game("games/ticTacToe", "ticTacToe", str(games / "ticTacToe.kif"))
-    text = (games / "ticTacToe.kif").read_text()
-    gd = GameData(game.key, "ticTacToe", text, ["xplayer", "oplayer"], view=work.load_game(text, "ticTacToe")["view"])
-    human = HumanPlayer("alice")
-    drawn = w.position
+    from tests.test_web_ratings import page_match
 
-    async def moving_on(s):
-        pos = await drawn(s)
-        if s.ply == 0 and human.waiting:        # the person's move lands while this is drawn
-            human.submit(human.legal[0])
-            while s.ply == 0:
-                await asyncio.sleep(0.01)
-        return pos
+    async def during(w, s):
+        drawn = w.position
 
-    async def go():
-        s = PlaySession(f"{random.getrandbits(40):010x}", "alice", game, gd, 0, "random", 5, math.inf, human,
-                        cancel=Stop())
-        task = asyncio.create_task(w.run_play(s, [human, RandomPlayer(seed=1)], 10))
-        while not (s.status == "playing" and human.waiting) and not task.done():
-            await asyncio.sleep(0.05)
+        async def moving_on(s):
+            pos = await drawn(s)
+            if s.ply == 0 and s.human.waiting:        # the person's move lands while this is drawn
+                s.human.submit(s.human.legal[0])
+                while s.ply == 0:
+                    await asyncio.sleep(0.01)
+            return pos
         w.position = moving_on
         first = await w.play_json(s)
         w.position = drawn
         later = await w.play_json(s)
         s.cancel.end("test over")
-        await task
         return first, later
-    try:
-        first, later = asyncio.run(go())
-    finally:
-        w.work.shutdown()
+    _, (first, later) = page_match(tmp_path, during)
     assert first["ply"] == 0 and first["history"] == [] and first["your_turn"]
     assert later["ply"] >= 1 and len(later["history"]) == later["ply"]

@@ -164,32 +164,41 @@ def test_a_missing_table_is_computed_from_the_records_and_says_so(tmp_path):
     assert len(ratings.rows()) == 2 and "started from the 1 finished match on record" in ratings.message
 
 
-def _page_match(tmp_path, end):
-    """A ticTacToe match of the page (``WebApp.run_play``) of alice against a random player,
-    ended by ``end(webapp, session)`` at alice's first turn; the ratings' rows after it."""
+def page_match(tmp_path, during):
+    """A ticTacToe match of the page (``WebApp.run_play``) of alice against a random player:
+    at alice's first turn ``await during(webapp, session)``, which ends the match (or lets
+    it end); returns (the session, what ``during`` returned) once the match is over."""
     from agent.match.players import HumanPlayer, RandomPlayer
     from agent.match.runner import Stop
+    from agent.web import work
     from agent.web.app import GameData, PlaySession, WebApp
     from agent.web.catalogue import Game
     w = WebApp(log_dir=tmp_path)
     game = Game("games/ticTacToe", "ticTacToe", str(GAMES / "ticTacToe.kif"))
     text = (GAMES / "ticTacToe.kif").read_text()
-    gd = GameData(game.key, "ticTacToe", text, ["xplayer", "oplayer"], view=None)
+    gd = GameData(game.key, "ticTacToe", text, ["xplayer", "oplayer"], view=work.load_game(text, "ticTacToe")["view"])
     human = HumanPlayer("alice")
 
     async def go():
         s = PlaySession(f"{random.getrandbits(40):010x}", "alice", game, gd, 0, "random", 5, math.inf, human,
                         cancel=Stop())
         task = asyncio.create_task(w.run_play(s, [human, RandomPlayer(seed=1)], 10))
-        while s.status != "playing" and not task.done():
+        while not (s.status == "playing" and human.waiting) and not task.done():
             await asyncio.sleep(0.05)
-        end(w, s)
+        got = await during(w, s)
         await task
-        return s
+        return s, got
     try:
-        s = asyncio.run(go())
+        return asyncio.run(go())
     finally:
         w.work.shutdown()
+
+
+def _page_match(tmp_path, end):
+    """``page_match`` ended by ``end(webapp, session)``; the ratings' rows after it."""
+    async def during(w, s):
+        end(w, s)
+    s, _ = page_match(tmp_path, during)
     return s, {r["key"]: r for r in Ratings(tmp_path).rows()}
 
 
