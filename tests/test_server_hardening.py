@@ -94,10 +94,14 @@ def test_server_memory_budget_ends_the_largest_match(tmp_path):
     with ServerProcess(tmp_path / "match_logs", "--worker-memory-mb", "8000", "--prolog-stack-mb", "8000",
                        "--memory-budget-mb", "1500") as s:
         mid = "explode.budget"
-        assert s.send(start_message(mid, "red", exploding_rules(), 3, 2)) == "ready"
-        first = s.send(play_message(mid, None))
-        assert parse_term(first)[0] == "mark"
-        s.send(play_message(mid, [first, "noop"]))
+        # On a fast host the referee's memory passes the budget inside the start clock: the
+        # match is then ended during START, which answers busy (the reason is recorded alike).
+        reply = s.send(start_message(mid, "red", exploding_rules(), 3, 2))
+        assert reply in ("ready", "busy"), s.log_text()
+        if reply == "ready":
+            first = s.send(play_message(mid, None))
+            assert parse_term(first)[0] == "mark"
+            s.send(play_message(mid, [first, "noop"]))
         d = record(s, mid, until=lambda d: "x-end-reason" in d, wait=90)
         assert d is not None and "1500 MB budget" in d.get("x-end-reason", ""), s.log_text()
         assert "status available" in s.send("( INFO )") and s.alive()
