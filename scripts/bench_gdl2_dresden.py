@@ -187,6 +187,10 @@ class Server:
         # server's own 300 s: its spare is still compiling, a START would get a cold player
         if re.search(r"ready on http://\S+ \(player process warm", text):
             return True
+        # past the server's 300 s its log says "still warming", and later that the warm-up
+        # compiled its functions: numba's cache has them, so a START's player loads them
+        if "ready on http://" in text and re.search(r"compiled \d+ functions in its warm-up", text):
+            return True
         return "ready on http://" in text and time.monotonic() - self.started > self.warm_limit
 
     def stop(self) -> None:
