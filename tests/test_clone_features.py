@@ -209,6 +209,32 @@ def test_model_table_has_the_move_columns_and_is_checked():
         check_table({**t1, "move": []})
 
 
+def test_move_features_are_kept_only_where_cross_validation_prefers_them():
+    """A player whose choices follow the shared column, with move features that are noise:
+    the fit leaves them out (they cost a recorded bot its test likelihood); a player whose
+    habit only the move features express keeps them (``_model``); a player fitted with a
+    prior reads them where the prior does."""
+    rng = np.random.default_rng(3)
+    ds, shared, mx = [], [], []
+    for i in range(120):
+        moves = tuple(f"m{j}" for j in range(5))
+        q = rng.random((5, 1))
+        ds.append(Decision("g", f"match{i // 10}", 0, i, "P", "P", float(i // 10), frozenset({("s", i)}),
+                           moves, int(np.argmax(q[:, 0])), None))
+        shared.append(q)
+        mx.append(rng.random((5, len(MF.NAMES))))
+    noise = CM.fit(ds, shared, ["q"], movex=mx, view=MF.MoveView(None))
+    assert noise.move_names == [] and noise.info["move_features"] == "left out by cross-validation"
+    assert np.argmax(noise.log_probs(shared[0], ds[0].state, None, ds[0].moves)) == ds[0].chosen
+    habit, hds, hshared, hmx = _model(n=60)
+    assert habit.move_names == list(MF.NAMES) and habit.info["move_features"] == "kept"
+    player = CM.fit(ds[:40], shared[:40], ["q"], prior=habit, movex=mx[:40], view=MF.MoveView(None))
+    assert player.move_names == list(MF.NAMES) and player.info["move_features"] == "read"
+    # ... and one whose prior left them out reads none (its own few decisions do not decide)
+    player = CM.fit(hds[:30], hshared[:30], ["q"], prior=noise, movex=hmx[:30], view=MF.MoveView(None))
+    assert player.move_names == [] and player.info["move_features"] == "none"
+
+
 def test_player_keeps_as_much_history_as_the_features_read():
     from agent.player import MODEL_HISTORY
     assert MODEL_HISTORY == MF.HISTORY

@@ -276,14 +276,34 @@ def _training_matrices(decisions, shared, vocab_index, fold, movex=None):
     return out
 
 
+def _design(decisions, shared, shared_names, vocab, vi, counts, fold, move_names, sel_x, prior) -> tuple:
+    """(mean, scale, prior weights, scaled rows) of the training decisions with these move
+    columns: the data's scaling, the prior's scaling and weights wherever it has the column."""
+    mats = _training_matrices(decisions, shared, vi, fold, sel_x)
+    names = ChoiceModel(shared_names, vocab, counts, [], [], [], 1.0, move_names=move_names).names
+    allx = np.concatenate(mats, axis=0)
+    mean = allx.mean(axis=0)
+    scale = allx.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    w0 = np.zeros(allx.shape[1])
+    if prior is not None:
+        where = {n: i for i, n in enumerate(prior.names)}
+        for j, n in enumerate(names):
+            i = where.get(n)
+            if i is not None:
+                mean[j], scale[j], w0[j] = prior.mean[i], prior.scale[i], prior.w[i]
+    rows = Rows([(m - mean) / scale for m in mats], [d.chosen for d in decisions])
+    return mean, scale, w0, rows
+
+
 def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, vocab=None,
         movex=None, view: "MF.MoveView | None" = None) -> ChoiceModel:
     """Fit one model on ``decisions`` with their shared matrices (aligned lists).
     ``prior``: the pooled model (same game): its vocabulary, scaling and weights are kept,
     and this fit is pulled towards its weights.  ``movex``: each decision's move features
-    (``movefeatures.compute`` on ``view``'s board; None: the model reads none).  A prior
-    fitted without them (an earlier fit) keeps its columns; the move features are added with
-    their scaling from these decisions and a prior weight of 0."""
+    (``movefeatures.compute`` on ``view``'s board; None: the model reads none), kept when
+    the cross-validation prefers them (``info["move_features"]``); with a prior, read when
+    the prior reads them."""
     if not decisions:
         raise ValueError("no decisions to fit")
     counts = MoveCounts(decisions)
@@ -300,23 +320,23 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
     pms, starts = [d.pm for d in decisions], [d.start for d in decisions]
     k = min(CV_FOLDS, len(set(pms)))
     fold = _folds(pms, starts, max(1, k))
-    sel_x = [select_move_columns(x, move_names) for x in movex] if move_names else None
-    mats = _training_matrices(decisions, shared, vi, fold, sel_x)
-    names = ChoiceModel(shared_names, vocab, counts, [], [], [], 1.0, move_names=move_names).names
-    allx = np.concatenate(mats, axis=0)
-    mean = allx.mean(axis=0)
-    scale = allx.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    w0 = np.zeros(allx.shape[1])
-    if prior is not None:
-        # the prior's scaling and weights wherever it has the column (by name), else the data's
-        where = {n: i for i, n in enumerate(prior.names)}
-        for j, n in enumerate(names):
-            i = where.get(n)
-            if i is not None:
-                mean[j], scale[j], w0[j] = prior.mean[i], prior.scale[i], prior.w[i]
-    rows = Rows([(m - mean) / scale for m in mats], [d.chosen for d in decisions])
-    sel = choose_penalty(rows, pms, fold, w0)
+    # A fit from scratch keeps the move features only where the cross-validation says they
+    # predict the player's later matches better than the model without them: on the
+    # recorded connectFour bots they cost one bot 0.14 nats and 0.09 AAR on its test matches
+    # while they carried the scripted people's habits to new positions (docs/benchmarks/web.md).
+    # A fit with a prior reads what the prior reads: the pooled fit has the game's data to
+    # judge them by (a bot's own 34 decisions chose them by chance and lost 0.16 nats).
+    if prior is not None and not prior.move_names:
+        move_names = []
+    tried = [move_names] + ([[]] if move_names and prior is None else [])
+    best = None
+    for names_m in tried:
+        design = _design(decisions, shared, shared_names, vocab, vi, counts, fold, names_m,
+                         [select_move_columns(x, names_m) for x in movex] if names_m else None, prior)
+        sel = choose_penalty(design[3], pms, fold, design[2])
+        if best is None or sel["cv_logp"] > best[1]["cv_logp"] + 1e-12:
+            best = (names_m, sel, design)
+    move_names, sel, (mean, scale, w0, rows) = best
     w = fit_logit(rows, sel["l2"], w0)
     train_lp = float(np.mean(log_probs(rows, w, sel["eps"])[rows.chosen]))
     n_pm = len(set(pms))
@@ -328,6 +348,8 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
         warnings.append("cross-validated likelihood is not above uniform random: the data are too thin "
                         "or the player too erratic to predict")
     info = {"decisions": len(decisions), "player_matches": n_pm, "l2": sel["l2"], "cv_logp": sel["cv_logp"],
+            "move_features": ("kept" if move_names else "left out by cross-validation") if len(tried) > 1
+            else ("read" if move_names else "none"),
             "cv_random_logp": sel.get("cv_random_logp"), "cv_folds": sel["folds"], "train_logp": train_lp,
             "prior": "pooled" if prior is not None else "none", "warnings": warnings}
     return ChoiceModel(shared_names, vocab, counts, mean, scale, w, sel["eps"], info, move_names,
