@@ -333,6 +333,8 @@ def cmd_report(a) -> None:
     _write_json(RESULTS, {"rows": list(rows.values())})
     loads = [r["machine"]["load_1min"] for r in rows.values()]
     any_row = next(iter(rows.values()), {})
+    bots_every = max((json.loads(f.read_text()).get("every", 1) for f in (out / "bots").glob("*/after.json")),
+                     default=10)
     opp = json.loads(next((out / "records").glob("*/*/*.json")).read_text()).get("x-players", [{}]) if rows else []
     opp_kind = "uniformly random moves" if any(p.get("kind") == "RandomPlayer" for p in opp) else \
         f"the persona `champion` at {OPPONENT_LIMIT} simulations a move"
@@ -349,7 +351,7 @@ def cmd_report(a) -> None:
              "positions of all pooled; Wilson 95 % intervals; n = those positions). Reproduce:", "",
              "    .venv/bin/python scripts/bench_clone.py matches --opponent random && "
              ".venv/bin/python scripts/bench_clone.py fit",
-             "    .venv/bin/python scripts/bench_clone.py bots --game connectFour --every 3 && "
+             f"    .venv/bin/python scripts/bench_clone.py bots --game connectFour --every {bots_every} && "
              ".venv/bin/python scripts/bench_clone.py report", "",
              f"Load (1 min) while fitting: {min(loads, default=0):.1f} to {max(loads, default=0):.1f} on 2 cores; "
              "raw rows in `docs/benchmarks/clone.json`.", "",
@@ -371,7 +373,9 @@ def cmd_report(a) -> None:
         lines += ["", "The recorded bots (persona-model 5 metrics: test log-likelihood per decision / "
                   "AAR of argmax; the corpus's records held out as `fit_bots.sh` does, later 30 % of each bot's "
                   f"matches; the committed fit's plan, 1000 simulations; {every}; the committed report is on all "
-                  "the records) — committed report, rerun without the move features, rerun with them:", "",
+                  "the records) — committed report, rerun without the move features, rerun with them as the fit "
+                  "takes them (where the cross-validation prefers them; a bot fitted towards the pooled model "
+                  "reads them where the pooled model does):", "",
                   "| game | bot | committed | before | after | after − before |", "|---|---|---|---|---|---|"]
         lines += bots
     lines.append(END)
