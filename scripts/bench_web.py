@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_web.py --games ../shared/corpus/games [--runs 3] [--out FILE.json]
     .venv/bin/python scripts/bench_web.py --games ../shared/corpus/games --boards-only --out docs/benchmarks/web-boards.json
+    .venv/bin/python scripts/bench_web.py --games ../shared/corpus/games --boards-only --replies 4 --out FILE.json
 
 Each run starts ``ggp-persona web`` afresh (a new, empty log folder; the numba cache on disk
 is kept: "cold" is a fresh server, not a fresh install) and measures, with httpx as the
@@ -15,7 +16,9 @@ browser would ask:
   - advice: GET /api/play/<id>/persona on the person's first positions of a match of each
     game (run 1 only: a chess START waits for the grounder);
   - learn my style: a person's 6 recorded connectFour matches, POST /style to done, with the
-    page's own settings (run 1 only).
+    page's own settings (run 1 only);
+  - with ``--replies N``: the persona's reply times, from the person's move to the next poll
+    that lets the person click, N moves in a ticTacToe and a connectFour match per run.
 Medians over the runs (advice: over the positions).  Prints a JSON summary.
 """
 from __future__ import annotations
@@ -40,10 +43,13 @@ from tests.webbrowser import WebServer, person_records  # noqa: E402
 ADVICE_GAMES = ["games/ticTacToe", "games/connectFour", "games/breakthrough", "games/base/nineBoardTicTacToe",
                 "games/base/checkers", "games/base/chess", "games/base/hex"]
 PERSONA = "champion"
+REPLY_GAMES = ["games/ticTacToe", "games/connectFour"]
+REPLY_CLOCK = 5      # the play clock ``start`` gives the persona
 
 
 def start(c: httpx.Client, key: str) -> str:
-    r = c.post("/play", data={"key": key, "role": 0, "persona": PERSONA, "start_clock": 10, "play_clock": 5})
+    r = c.post("/play", data={"key": key, "role": 0, "persona": PERSONA, "start_clock": 10,
+                              "play_clock": REPLY_CLOCK})
     if r.status_code != 303:
         raise RuntimeError(f"{key}: the match did not start ({r.status_code})")
     return r.headers["location"].rsplit("/", 1)[1]
@@ -69,6 +75,24 @@ def first_board(c: httpx.Client, key: str) -> float:
     took = time.monotonic() - t
     c.post(f"/api/play/{sid}/resign")
     return took
+
+
+def replies(c: httpx.Client, key: str, moves: int) -> list[float]:
+    """The persona's reply times in one match: from the person's move (the page's POST) to the
+    next poll that lets the person click again, for up to ``moves`` moves."""
+    sid = start(c, key)
+    out = []
+    st = wait_turn(c, sid)
+    while st is not None and len(out) < moves:
+        t = time.monotonic()
+        r = c.post(f"/api/play/{sid}/move", json={"move": st["clicks"][0]["move"]})
+        if r.status_code != 200:
+            raise RuntimeError(f"{key}: the move was refused ({r.status_code}: {r.text[:200]})")
+        st = wait_turn(c, sid)
+        if st is not None:
+            out.append(time.monotonic() - t)
+    c.post(f"/api/play/{sid}/resign")
+    return out
 
 
 def chess_record(logs: Path, games: Path, plies: int) -> str:
@@ -149,6 +173,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plies", type=int, default=60, help="plies of the chess match replayed")
     ap.add_argument("--out", type=Path, help="write the JSON summary here too")
     ap.add_argument("--boards-only", action="store_true", help="only the time to the first clickable board")
+    ap.add_argument("--replies", type=int, default=0, metavar="N",
+                    help=f"also the persona's reply times: N person moves per match of {', '.join(REPLY_GAMES)} "
+                         f"(play clock {REPLY_CLOCK} s)")
     a = ap.parse_args(argv)
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
     res: dict = {"load_before": os.getloadavg(), "cpus": os.cpu_count(), "runs": a.runs, "raw": []}
@@ -170,6 +197,8 @@ def main(argv=None) -> int:
                     raw["ticTacToe_warm"] = first_board(c, "games/ticTacToe")
                     raw["connectFour_first"] = first_board(c, "games/connectFour")
                     raw["connectFour_warm"] = first_board(c, "games/connectFour")
+                    for k in REPLY_GAMES if a.replies else ():
+                        raw[f"replies_{k.rsplit('/', 1)[1]}"] = replies(c, k, a.replies)
                     if not a.boards_only:
                         raw["replay_first"], raw["replay_cached"], raw["replay_checked"] = replay(c, name)
                     if run == 0 and not a.boards_only:
@@ -181,8 +210,13 @@ def main(argv=None) -> int:
             finally:
                 server.stop()
             res["raw"].append(dict(raw))
-    keys = [k for k in res["raw"][0] if k != "advice"]
+    keys = [k for k in res["raw"][0] if k != "advice" and not k.startswith("replies_")]
     res["median"] = {k: median([r[k] for r in res["raw"] if k in r]) for k in keys}
+    # the reply times of every run together: median and longest per game
+    for k in (k for k in res["raw"][0] if k.startswith("replies_")):
+        xs = [x for r in res["raw"] for x in r.get(k, [])]
+        res["median"][k] = {"n": len(xs), "median": median(xs), "max": round(max(xs), 2) if xs else None,
+                            "play_clock": REPLY_CLOCK}
     res["advice_median"] = {g: median(v) for g, v in res["raw"][0].get("advice", {}).items()}
     res["load_after"] = os.getloadavg()
     text = json.dumps(res, indent=1)
