@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -79,13 +80,15 @@ def first_board(c: httpx.Client, key: str) -> float:
 
 def replies(c: httpx.Client, key: str, moves: int) -> list[float]:
     """The persona's reply times in one match: from the person's move (the page's POST) to the
-    next poll that lets the person click again, for up to ``moves`` moves."""
+    next poll that lets the person click again, for up to ``moves`` moves (each a random
+    one of the person's clickable moves)."""
     sid = start(c, key)
     out = []
+    rng = random.Random(f"{key}:{sid}")     # varied moves: always the first lost in a few
     st = wait_turn(c, sid)
     while st is not None and len(out) < moves:
         t = time.monotonic()
-        r = c.post(f"/api/play/{sid}/move", json={"move": st["clicks"][0]["move"]})
+        r = c.post(f"/api/play/{sid}/move", json={"move": rng.choice(st["clicks"])["move"]})
         if r.status_code != 200:
             raise RuntimeError(f"{key}: the move was refused ({r.status_code}: {r.text[:200]})")
         st = wait_turn(c, sid)
