@@ -17,7 +17,7 @@
 # Resumable: run the same command again after Ctrl-C or a crash; GA checkpoints and the
 # Q-value cache live in each output folder (checkpoints/, cache/). A full run takes longer
 # than one session of this machine (hours per fit), so its checkpoints are committed (small
-# JSON; .gitignore) and a later clone resumes from them; the Q cache is only saved time
+# gzipped JSON; .gitignore) and a later clone resumes from them; the Q cache is only saved time
 # (hundreds of MB) and is not: a resumed run redoes the searches it needs, same results.
 # SCHEDULER=tcp://HOST:8786 sends the scoring to a Dask cluster.
 set -euo pipefail

@@ -189,6 +189,24 @@ def test_ga_checkpoint_of_the_old_gain_rule_is_not_resumed(tmp_path):
     assert G._load(ck, cfg, []) is None
 
 
+def test_ga_checkpoint_compressed_resumes_and_reads_an_older_plain_one(tmp_path):
+    """A ``.gz`` checkpoint (what a fit writes, so a committed report stays small) resumes
+    the run; where only the plain JSON of an earlier run lies beside it, that is read; a
+    truncated one starts afresh."""
+    import gzip
+    cfg = G.GAConfig(population=6, generations=3, patience=100, seed=2)
+    ck = tmp_path / "ga.json.gz"
+    done = G.run_ga(_quadratic, cfg, checkpoint=ck)
+    doc = json.loads(gzip.decompress(ck.read_bytes()))
+    assert G._load(ck, cfg, []).history == done.history
+    older = tmp_path / "old" / "ga.json"
+    older.parent.mkdir()
+    older.write_text(json.dumps(doc))
+    assert G._load(older.with_suffix(".json.gz"), cfg, []).history == done.history
+    ck.write_bytes(ck.read_bytes()[:40])
+    assert G._load(ck, cfg, []) is None
+
+
 def test_ga_resumes_after_an_interruption_exactly(tmp_path):
     cfg = G.GAConfig(population=8, generations=6, patience=100, seed=5)
     whole = G.run_ga(_quadratic, cfg)

@@ -76,7 +76,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
     if s.pooled and len(labels) > 1:
         log(f"fitting the pooled persona on {len(train)} training decisions of {len(labels)} players")
         pooled = fit_persona(train, scorer, G.GAConfig(**cfg), name="pooled", subsample=s.subsample,
-                             final_size=final, checkpoint=out / "checkpoints" / "pooled.json",
+                             final_size=final, checkpoint=out / "checkpoints" / "pooled.json.gz",
                              limit=s.limit, log=log)
     seeds = [pooled["genome"]] if pooled else []
     for lab in labels:
@@ -85,7 +85,7 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
             raise FitError(f"{lab}: no training decisions")
         log(f"fitting {lab} on {len(tr)} training decisions")
         fits[lab] = fit_persona(tr, scorer, G.GAConfig(**cfg), name=lab, subsample=s.subsample,
-                                final_size=final, checkpoint=out / "checkpoints" / f"{slug(lab)}.json",
+                                final_size=final, checkpoint=out / "checkpoints" / f"{slug(lab)}.json.gz",
                                 limit=s.limit, seeds=seeds, log=log)
         champs[lab] = fit_champion(tr, scorer, limit=s.limit, final_size=final, seed=s.seed)
         freqs[lab] = MoveFrequency(tr)

@@ -13,6 +13,7 @@ its last finished generation and ends exactly as an uninterrupted run would.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from dataclasses import dataclass, field
@@ -192,15 +193,23 @@ def _save(ck, cfg, initial, state: GAState) -> None:
         return
     ck.parent.mkdir(parents=True, exist_ok=True)
     doc = {"config": cfg.to_dict(), "initial": initial, "gain": GAIN_RULE, "state": state.__dict__}
-    atomic_write_bytes(ck, json.dumps(doc, default=int).encode())
+    data = json.dumps(doc, default=int).encode()
+    # ``.gz``: compressed (a committed report's checkpoints are a fifth of their JSON), with
+    # no timestamp inside, so the same state gives the same bytes
+    atomic_write_bytes(ck, gzip.compress(data, mtime=0) if ck.suffix == ".gz" else data)
 
 
 def _load(ck, cfg, initial) -> GAState | None:
-    if ck is None or not ck.is_file():
+    if ck is None:
+        return None
+    if not ck.is_file() and ck.suffix == ".gz" and ck.with_suffix("").is_file():
+        ck = ck.with_suffix("")      # a checkpoint written before they were compressed
+    if not ck.is_file():
         return None
     try:
-        doc = json.loads(ck.read_text())
-    except (OSError, json.JSONDecodeError):
+        raw = ck.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if ck.suffix == ".gz" else raw)
+    except (OSError, ValueError, EOFError):    # unreadable, truncated or not JSON: start afresh
         return None
     # another configuration, other seed genomes or the old gain rule: another run, start
     # afresh (the Q cache makes replaying the generations it saw cheap)
