@@ -333,8 +333,8 @@ def cmd_report(a) -> None:
     _write_json(RESULTS, {"rows": list(rows.values())})
     loads = [r["machine"]["load_1min"] for r in rows.values()]
     any_row = next(iter(rows.values()), {})
-    bots_every = max((json.loads(f.read_text()).get("every", 1) for f in (out / "bots").glob("*/after.json")),
-                     default=10)
+    bot_runs = [json.loads(f.read_text()) for f in sorted((out / "bots").glob("*/after.json"))]
+    bots_every = max((i.get("every", 1) for i in bot_runs), default=10)
     opp = json.loads(next((out / "records").glob("*/*/*.json")).read_text()).get("x-players", [{}]) if rows else []
     opp_kind = "uniformly random moves" if any(p.get("kind") == "RandomPlayer" for p in opp) else \
         f"the persona `champion` at {OPPONENT_LIMIT} simulations a move"
@@ -366,10 +366,9 @@ def cmd_report(a) -> None:
                          f"{_cell(b and b['unseen'])} | **{_cell(f['unseen'])}** | {_cell(f['all'])} |")
     bots = _bot_rows(out)
     if bots:
-        info = [json.loads(f.read_text()) for f in sorted((out / "bots").glob("*/after.json"))]
         every = ", ".join(f"{i['game']}: every {i.get('every', 1)}. player-match of each bot, "
                           f"{i['data'].get('train_decisions')} training and {i['data'].get('test_decisions')} test "
-                          f"decisions" for i in info if "data" in i)
+                          f"decisions" for i in bot_runs if "data" in i)
         lines += ["", "The recorded bots (persona-model 5 metrics: test log-likelihood per decision / "
                   "AAR of argmax; the corpus's records held out as `fit_bots.sh` does, later 30 % of each bot's "
                   f"matches; the committed fit's plan, 1000 simulations; {every}; the committed report is on all "

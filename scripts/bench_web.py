@@ -45,12 +45,12 @@ ADVICE_GAMES = ["games/ticTacToe", "games/connectFour", "games/breakthrough", "g
                 "games/base/checkers", "games/base/chess", "games/base/hex"]
 PERSONA = "champion"
 REPLY_GAMES = ["games/ticTacToe", "games/connectFour"]
-REPLY_CLOCK = 5      # the play clock ``start`` gives the persona
+PLAY_CLOCK = 5      # the persona's play clock in every match ``start`` opens
 
 
 def start(c: httpx.Client, key: str) -> str:
     r = c.post("/play", data={"key": key, "role": 0, "persona": PERSONA, "start_clock": 10,
-                              "play_clock": REPLY_CLOCK})
+                              "play_clock": PLAY_CLOCK})
     if r.status_code != 303:
         raise RuntimeError(f"{key}: the match did not start ({r.status_code})")
     return r.headers["location"].rsplit("/", 1)[1]
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     ap.add_argument("--boards-only", action="store_true", help="only the time to the first clickable board")
     ap.add_argument("--replies", type=int, default=0, metavar="N",
                     help=f"also the persona's reply times: N person moves per match of {', '.join(REPLY_GAMES)} "
-                         f"(play clock {REPLY_CLOCK} s)")
+                         f"(play clock {PLAY_CLOCK} s)")
     a = ap.parse_args(argv)
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
     res: dict = {"load_before": os.getloadavg(), "cpus": os.cpu_count(), "runs": a.runs, "raw": []}
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
     for k in (k for k in res["raw"][0] if k.startswith("replies_")):
         xs = [x for r in res["raw"] for x in r.get(k, [])]
         res["median"][k] = {"n": len(xs), "median": median(xs), "max": round(max(xs), 2) if xs else None,
-                            "play_clock": REPLY_CLOCK}
+                            "play_clock": PLAY_CLOCK}
     res["advice_median"] = {g: median(v) for g, v in res["raw"][0].get("advice", {}).items()}
     res["load_after"] = os.getloadavg()
     text = json.dumps(res, indent=1)

@@ -309,9 +309,12 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
     counts = MoveCounts(decisions)
     move_names = list(MF.NAMES) if movex is not None else []
     if prior is not None:
-        vocab = prior.vocab
-        if prior.move_names:
-            move_names, view = prior.move_names, prior.view
+        # A fit with a prior reads what the prior reads: the pooled fit had the game's data to
+        # judge the move features by (a bot's own 34 decisions chose them by chance and lost
+        # 0.16 nats).
+        vocab, move_names = prior.vocab, prior.move_names
+        if move_names:
+            view = prior.view
     else:
         vocab = token_vocabulary(decisions) if vocab is None else vocab
     if move_names and movex is None:
@@ -324,18 +327,15 @@ def fit(decisions, shared, shared_names, *, prior: "ChoiceModel | None" = None, 
     # predict the player's later matches better than the model without them: on the
     # recorded connectFour bots they cost one bot 0.14 nats and 0.09 AAR on its test matches
     # while they carried the scripted people's habits to new positions (docs/benchmarks/web.md).
-    # A fit with a prior reads what the prior reads: the pooled fit has the game's data to
-    # judge them by (a bot's own 34 decisions chose them by chance and lost 0.16 nats).
-    if prior is not None and not prior.move_names:
-        move_names = []
     tried = [move_names] + ([[]] if move_names and prior is None else [])
     best = None
     for names_m in tried:
-        design = _design(decisions, shared, shared_names, vocab, vi, counts, fold, names_m,
-                         [select_move_columns(x, names_m) for x in movex] if names_m else None, prior)
-        sel = choose_penalty(design[3], pms, fold, design[2])
+        mean, scale, w0, rows = _design(decisions, shared, shared_names, vocab, vi, counts, fold, names_m,
+                                        [select_move_columns(x, names_m) for x in movex] if names_m else None,
+                                        prior)
+        sel = choose_penalty(rows, pms, fold, w0)
         if best is None or sel["cv_logp"] > best[1]["cv_logp"] + 1e-12:
-            best = (names_m, sel, design)
+            best = (names_m, sel, (mean, scale, w0, rows))
     move_names, sel, (mean, scale, w0, rows) = best
     w = fit_logit(rows, sel["l2"], w0)
     train_lp = float(np.mean(log_probs(rows, w, sel["eps"])[rows.chosen]))
