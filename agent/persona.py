@@ -11,13 +11,16 @@ Presets live in ``agent/personas/`` (package data, so every kind of install has 
 """
 from __future__ import annotations
 
+import gzip
 import logging
 import math
 import sys
+import zlib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from agent import tomlio
+from agent.matchlog import atomic_write_bytes
 from agent.modeltable import ModelError, check_table
 
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
@@ -232,26 +235,80 @@ def _one_line(e) -> str:
 
 
 def load_persona(name_or_path) -> Persona:
-    """A preset by name (``champion``) or a TOML file by path (at most ``MAX_PERSONA_BYTES``;
-    a large one is logged while it is read)."""
+    """A preset by name (``champion``) or a TOML file by path, plain or gzip-compressed
+    (``NAME.toml.gz``, as a fit writes its large models); at most ``MAX_PERSONA_BYTES`` of
+    text either way, and a large one is logged while it is read."""
     p = Path(name_or_path)
     if not p.suffix and not p.exists():
         p = PERSONA_DIR / f"{name_or_path}.toml"
     if not p.is_file():
         raise PersonaNotFound(f"no persona {str(name_or_path)!r} (presets: {', '.join(preset_names())})")
+    limit = f"over the {MAX_PERSONA_BYTES // 2 ** 20} MB limit of a persona file (fitted personas are a few MB at most)"
     try:
         size = p.stat().st_size
         if size > MAX_PERSONA_BYTES:
-            raise PersonaError(f"{p}: {size / 2 ** 20:.1f} MB, over the {MAX_PERSONA_BYTES // 2 ** 20} MB limit "
-                               f"of a persona file (fitted personas are a few MB at most)")
-        if size >= LOG_PERSONA_BYTES:
+            raise PersonaError(f"{p}: {size / 2 ** 20:.1f} MB, {limit}")
+        if size >= LOG_PERSONA_BYTES or (p.name.endswith(".gz") and size >= LOG_PERSONA_BYTES // 4):
             log.info("reading persona file %s (%.1f MB; a fitted model's tables take seconds)", p, size / 2 ** 20)
-        text = p.read_bytes().decode("utf-8")
+        if p.name.endswith(".gz"):
+            with gzip.open(p, "rb") as f:
+                raw = f.read(MAX_PERSONA_BYTES + 1)     # bounded: a small file may unpack to gigabytes
+            if len(raw) > MAX_PERSONA_BYTES:
+                raise PersonaError(f"{p}: unpacks to more than {MAX_PERSONA_BYTES // 2 ** 20} MB, {limit}")
+        else:
+            raw = p.read_bytes()
+        text = raw.decode("utf-8")
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise PersonaError(f"{p}: not a whole gzip file ({_one_line(e) or type(e).__name__})") from None
     except OSError as e:
         raise PersonaError(f"{p}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise PersonaError(f"{p}: not UTF-8 text (byte {e.start})") from None
     return parse_persona(text, str(p))
+
+
+PERSONA_SUFFIXES = (".toml.gz", ".toml")
+# A persona file larger than this is written gzip-compressed (a fit's models with their move
+# counts: 0.3-1 MB of TOML each for ten thousand decisions; issue 53 keeps report folders
+# under 1 MB); ``load_persona`` reads both.
+PACK_PERSONA_BYTES = 100_000
+
+
+def persona_stem(path) -> str:
+    """A persona file's name without ``.toml`` or ``.toml.gz``."""
+    name = Path(path).name
+    for suffix in PERSONA_SUFFIXES:
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return Path(path).stem
+
+
+def persona_files(folder) -> list[Path]:
+    """The persona files of a folder, plain and compressed, in order of name."""
+    d = Path(folder)
+    return sorted([*d.glob("*.toml"), *d.glob("*.toml.gz")], key=lambda p: (persona_stem(p), p.name))
+
+
+def persona_path(folder, stem: str) -> Path:
+    """The file of persona ``stem`` in a fit's folder: ``stem.toml``, else ``stem.toml.gz``
+    (the plain name when neither exists, for the error message)."""
+    plain, packed = Path(folder) / f"{stem}.toml", Path(folder) / f"{stem}.toml.gz"
+    return packed if packed.is_file() and not plain.is_file() else plain
+
+
+def write_persona_file(folder, stem: str, text: str) -> Path:
+    """Write a persona atomically as ``stem.toml``, or as ``stem.toml.gz`` when its text is
+    over ``PACK_PERSONA_BYTES``; the other form left by an earlier run is removed, so that a
+    folder never holds two versions of one persona."""
+    d = Path(folder)
+    data = text.encode()
+    if len(data) > PACK_PERSONA_BYTES:
+        path, other, data = d / f"{stem}.toml.gz", d / f"{stem}.toml", gzip.compress(data, mtime=0)
+    else:
+        path, other = d / f"{stem}.toml", d / f"{stem}.toml.gz"
+    atomic_write_bytes(path, data)
+    other.unlink(missing_ok=True)
+    return path
 
 
 def preset_names() -> list[str]:
@@ -263,12 +320,12 @@ def persona_list(args) -> int:
     """``ggp-persona persona list``: one line per preset (name, kind, description)."""
     d = Path(getattr(args, "dir", None) or PERSONA_DIR)
     status = 0
-    for p in sorted(d.glob("*.toml")):
+    for p in persona_files(d):
         try:
-            pe = parse_persona(p.read_text(encoding="utf-8"), str(p))
+            pe = load_persona(p)
             print(f"{pe.name:<14} {pe.kind:<11} {pe.description}")
         except PersonaError as e:
-            print(f"{p.stem:<14} INVALID     {e}", file=sys.stderr)
+            print(f"{persona_stem(p):<14} INVALID     {e}", file=sys.stderr)
             status = 1
     return status
 

@@ -196,7 +196,7 @@ def cmd_live(a) -> None:
     from agent.modelling.fast import FastSettings
     from agent.modelling.prepare import split
     from agent.modelplay import decide
-    from agent.persona import load_persona
+    from agent.persona import load_persona, persona_path
     import csv
     res = json.loads((Path(a.fit) / "results.json").read_text())
     from agent.report import open_table
@@ -212,7 +212,7 @@ def cmd_live(a) -> None:
     rng = random.Random(0)
     rows = []
     for lab in res["labels"]:
-        persona = load_persona(Path(a.fit) / "personas" / f"{lab}.toml")
+        persona = load_persona(persona_path(Path(a.fit) / "personas", lab))
         ds_l = [d for d in test if d.label == lab]
         sample = rng.sample(ds_l, min(a.decisions, len(ds_l)))
         agree, elapsed, same_sample = [], [], []

@@ -266,7 +266,7 @@ def _with(text: str, change) -> str:
     ("counts", lambda f: f["counts"]["counts"].pop()),                                 # two levels
     ("counts", lambda f: f["counts"].__setitem__("totals", "garbage")),
     ("counts", lambda f: f["counts"]["counts"][0].__setitem__("|x", "many")),
-    ("counts", lambda f: f["counts"]["totals"][2].__setitem__("", -4)),
+    ("counts", lambda f: f["counts"].__setitem__("totals", [{}, {}, {"": -4}])),
     ("shared", lambda f: f.__setitem__("shared", "q_deep")),
     ("epsilon", lambda f: f.__setitem__("epsilon", float("nan"))),
 ])
@@ -304,6 +304,66 @@ def test_reading_a_large_persona_file_is_logged(fitted_text, tmp_path, monkeypat
     with caplog.at_level(logging.INFO, logger="ggp_persona.persona"):
         assert load_persona(path).model is not None
     assert any("reading persona file" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
+
+
+def test_a_large_fitted_persona_is_written_compressed_and_read_back(fitted_text, ttt_game, tmp_path, monkeypatch):
+    """A fit's large models go to ``NAME.toml.gz`` (issue 53: report folders under 1 MB) and
+    load and play as the plain file does; a later small one replaces the compressed file, so
+    a folder never holds two versions of one persona."""
+    import agent.persona as P
+    monkeypatch.setattr(P, "PACK_PERSONA_BYTES", len(fitted_text) - 1)
+    packed = P.write_persona_file(tmp_path, "clone", fitted_text)
+    assert packed.name == "clone.toml.gz" and packed.stat().st_size < len(fitted_text)
+    assert P.persona_files(tmp_path) == [packed] and P.persona_stem(packed) == "clone"
+    assert P.persona_path(tmp_path, "clone") == packed
+    pe = load_persona(packed)
+    assert pe.model is not None and _plays_a_legal_move(pe, ttt_game)
+    assert pe.model == parse_persona(fitted_text).model
+    monkeypatch.setattr(P, "PACK_PERSONA_BYTES", len(fitted_text))
+    plain = P.write_persona_file(tmp_path, "clone", fitted_text)
+    assert plain.name == "clone.toml" and P.persona_files(tmp_path) == [plain]
+
+
+def test_a_compressed_persona_is_bounded_and_checked(tmp_path, monkeypatch):
+    """A few kilobytes of gzip can unpack to gigabytes: the text read is bounded by the same
+    limit as a plain file's; a damaged or truncated file gets one line, not a traceback."""
+    import gzip
+
+    import agent.persona as P
+    monkeypatch.setattr(P, "MAX_PERSONA_BYTES", 1 << 20)
+    bomb = tmp_path / "bomb.toml.gz"
+    bomb.write_bytes(gzip.compress(b"#" * (4 << 20)))
+    assert bomb.stat().st_size < 20_000
+    with pytest.raises(PersonaError, match="unpacks to more than 1 MB"):
+        load_persona(bomb)
+    whole = gzip.compress(b'name = "x"\n' * 1000)
+    for name, data in (("junk.toml.gz", b"not gzip at all"), ("cut.toml.gz", whole[:len(whole) // 2])):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(PersonaError, match="not a whole gzip file") as e:
+            load_persona(tmp_path / name)
+        assert "\n" not in str(e.value)
+
+
+def test_move_counts_leave_out_the_totals_they_can_be_summed_from():
+    """The totals of a model's move counts are the counts summed per context: written only
+    where summing would not give them back (a previous move whose text holds "|"), and read back equal
+    either way, older files with totals included."""
+    from collections import namedtuple
+
+    from agent.modelling.baselines import MoveCounts
+    Dec = namedtuple("Dec", "state prev moves chosen pm")
+    s0 = frozenset({("cell", 1, "b")})
+    plain = [Dec(s0, None, [("mark", 1), ("mark", 2)], i % 2, f"pm{i}") for i in range(5)]
+    odd = plain + [Dec(s0, ("x|y", "noop"), ["a|b", "c"], 0, "pm9")]     # a context holding "|"
+    for decisions, kept in ((plain, False), (odd, True)):
+        mc = MoveCounts(decisions)
+        d = mc.to_dict()
+        assert ("totals" in d) == kept
+        back = MoveCounts.from_dict(d)
+        assert back.c == mc.c and back.n == mc.n
+        old = MoveCounts.from_dict({"counts": d["counts"], "totals": [dict(n) for n in mc.n]})
+        assert old.n == mc.n
+        assert (back.frequencies(s0, None, decisions[0].moves) == mc.frequencies(s0, None, decisions[0].moves)).all()
 
 
 FUZZ_CASES = 120

@@ -127,6 +127,30 @@ def test_a_large_table_is_written_compressed_and_read_back(tmp_path):
     assert open_table(tmp_path, "missing.csv") is None
 
 
+def test_report_plots_are_written_with_a_palette(tmp_path):
+    """Plots are PNGs with a palette (a third of matplotlib's true-colour size: issue 53's
+    1 MB report folders): exact where the plot has at most 256 colours, and the nearest
+    colours otherwise; anything that is not a PNG is left as it is."""
+    import io
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from agent.report import compact_png
+    fig, ax = plt.subplots()
+    ax.bar(["a", "b"], [1, 2], color=["#1f77b4", "#ff7f0e"])
+    ax.imshow(np.random.default_rng(0).random((40, 40)), extent=(0, 1, 0, 1))   # many colours
+    write_report(tmp_path, "t", [{"heading": "h", "figures": [(fig, "bars", "c")]}])
+    img = Image.open(tmp_path / "bars.png")
+    assert img.format == "PNG" and img.mode == "P"
+    buf = io.BytesIO()
+    Image.new("RGB", (30, 20), (10, 200, 30)).save(buf, format="PNG")
+    few = Image.open(io.BytesIO(compact_png(buf.getvalue())))
+    assert few.mode == "P" and few.convert("RGB").getpixel((5, 5)) == (10, 200, 30)
+    assert compact_png(b"not a png") == b"not a png"
+
+
 def test_report_refuses_bad_names(tmp_path):
     with pytest.raises(ValueError):
         write_report(tmp_path, "t", [{"text": "no heading"}])

@@ -92,14 +92,32 @@ class MoveCounts:
         return self.frequencies(d.state, d.prev, d.moves, d.pm if exclude_own else None)
 
     def to_dict(self) -> dict:
-        return {"counts": [dict(c) for c in self.c], "totals": [dict(n) for n in self.n]}
+        """The counts; the totals too only where summing the counts would not give them back
+        (a previous move's text holding ``|``): they are that sum, and leaving them out keeps a
+        fitted persona file a third smaller (issue 53: report folders under 1 MB)."""
+        counts = [dict(c) for c in self.c]
+        totals = [dict(n) for n in self.n]
+        if all(summed_totals(c) == t for c, t in zip(counts, totals)):
+            return {"counts": counts}
+        return {"counts": counts, "totals": totals}
 
     @classmethod
     def from_dict(cls, data: dict) -> "MoveCounts":
         out = cls()
         out.c = [Counter(c) for c in data["counts"]]
-        out.n = [Counter(n) for n in data["totals"]]
+        totals = data.get("totals")
+        out.n = [Counter(n) for n in totals] if totals is not None else \
+            [Counter(summed_totals(c)) for c in out.c]
         return out
+
+
+def summed_totals(counts: dict) -> dict:
+    """A level's context totals from its ``"context|move"`` counts."""
+    out: dict = {}
+    for key, n in counts.items():
+        ctx = key.partition("|")[0]
+        out[ctx] = out.get(ctx, 0) + n
+    return out
 
 
 class MoveFrequency:

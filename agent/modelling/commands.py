@@ -210,11 +210,12 @@ def _cmd_fast_fit(args) -> int:
 
 
 def _persona_files(items) -> list:
+    from agent.persona import persona_files
     out = []
     for it in items:
         p = Path(it)
         if p.is_dir():
-            out.extend(sorted(p.glob("*.toml")))
+            out.extend(persona_files(p))
         elif p.is_file():
             out.append(p)
         else:

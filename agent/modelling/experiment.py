@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.matchlog import atomic_write_bytes
+from agent.persona import write_persona_file
 
 from . import ga as G
 from . import heldout as EV
@@ -136,9 +137,9 @@ def run(dataset, out_dir, s: Settings, *, scheduler=None, workers=None, progress
     pdir = out / "personas"
     pdir.mkdir(parents=True, exist_ok=True)
     for lab in labels:
-        atomic_write_bytes(pdir / f"{slug(lab)}.toml", fits[lab]["persona"].to_toml().encode())
+        write_persona_file(pdir, slug(lab), fits[lab]["persona"].to_toml())
     if pooled:
-        atomic_write_bytes(pdir / "pooled.toml", pooled["persona"].to_toml().encode())
+        write_persona_file(pdir, "pooled", pooled["persona"].to_toml())
     result = {
         "settings": asdict(s), "labels": labels, "game": game,
         "compute": {"workers": workers, "scheduler": scheduler},

@@ -29,8 +29,7 @@ import psutil
 
 from agent.compute import default_workers
 from agent.engine.loader import load_engine
-from agent.matchlog import atomic_write_bytes
-from agent.persona import PersonaError, load_persona
+from agent.persona import PersonaError, load_persona, persona_files, persona_stem, write_persona_file
 from agent.search.features import calibrate
 
 from . import attribution as A
@@ -278,9 +277,9 @@ def run(dataset, out_dir, s: FastSettings, *, cache_root=None, scheduler=None, w
     pdir = out / "personas"
     pdir.mkdir(parents=True, exist_ok=True)
     for lab in labels:
-        atomic_write_bytes(pdir / f"{slug(lab)}.toml", model_persona_toml(lab, models[lab], plan).encode())
+        write_persona_file(pdir, slug(lab), model_persona_toml(lab, models[lab], plan))
     if pooled is not None and "pooled" not in prior_models:
-        atomic_write_bytes(pdir / "pooled.toml", model_persona_toml("pooled", pooled, plan).encode())
+        write_persona_file(pdir, "pooled", model_persona_toml("pooled", pooled, plan))
     result = {
         "mode": "fast", "settings": asdict(s), "labels": labels, "game": game, "plan": plan,
         "features": names,
@@ -363,13 +362,13 @@ def _prior_models(folder, game: str, names: list | None = None, decisions=()) ->
     if res_game != game and not same_structure:
         raise FitError(f"--prior {folder}: that fit is of another game (or other rules)")
     out = {}
-    for f in sorted((folder / "personas").glob("*.toml")):
+    for f in persona_files(folder / "personas"):
         try:
             p = load_persona(f)
         except PersonaError as e:
             raise FitError(f"--prior: {e}") from None
         if p.model is not None:
-            out[f.stem] = model_of(p)[0]
+            out[persona_stem(f)] = model_of(p)[0]
     if "pooled" not in out:
         raise FitError(f"--prior {folder}: no pooled model in its personas/ (fit several players first)")
     if res_game != game:

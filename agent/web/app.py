@@ -42,7 +42,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from agent.match import referee
 from agent.matchlog import atomic_write_bytes
-from agent.persona import PersonaError, parse_persona
+from agent.persona import PERSONA_SUFFIXES, PersonaError, parse_persona, persona_stem
 from agent.match.players import HumanPlayer, PlayerSpecError, make_player
 from agent.match.rules import read_rules
 from agent.match.runner import MatchError, Stop, role_view, run_match
@@ -803,11 +803,11 @@ class WebApp:
         """A persona's name on the page and in records: a person's clone is "<person>-clone"."""
         p = Path(spec)
         try:
-            if p.suffix == ".toml" and p.resolve().is_relative_to(self.clone_dir.resolve()):
-                return f"{p.stem}-clone"
+            if p.name.endswith(PERSONA_SUFFIXES) and p.resolve().is_relative_to(self.clone_dir.resolve()):
+                return f"{persona_stem(p)}-clone"
         except (OSError, ValueError):
             pass
-        return p.stem
+        return persona_stem(p)
 
     def persona_player(self, spec: str, fresh: bool = False):
         """The persona's player, kept between matches so that only the first match waits

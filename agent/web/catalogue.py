@@ -16,7 +16,7 @@ from pathlib import Path
 from gdl.kif import GdlError, Problem, decode_bytes, parse_rules
 from gdl.validate import validate
 
-from agent.persona import preset_names
+from agent.persona import persona_files, persona_stem, preset_names
 
 MAX_RULES_BYTES = 2_000_000     # the largest corpus rule sheet is well under 1 MB
 MAX_PERSONA_BYTES = 100_000
@@ -103,5 +103,5 @@ def list_personas(folders) -> list[tuple[str, str]]:
     out = [(n, n) for n in preset_names()]
     for d in map(Path, folders):
         if d.is_dir():
-            out.extend((f"{f.stem} ({d.name})", str(f)) for f in sorted(d.glob("*.toml")))
+            out.extend((f"{persona_stem(f)} ({d.name})", str(f)) for f in persona_files(d))
     return out

@@ -439,6 +439,7 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: l
 
     from agent.modelling.dataset import load_dataset
     from agent.modelling.fast import FastSettings, run
+    from agent.persona import persona_files
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -463,7 +464,7 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: l
               progress=False, log=log, prior=list(fits))
     rows = {r["model"]: r for r in res.get("metrics", []) if r.get("label") == person}
     model = (res.get("models") or {}).get(person) or {}
-    clones = sorted((out / "fit" / "personas").glob("*.toml"))
+    clones = persona_files(out / "fit" / "personas")
     like, like_kind = [], ""
     ml = (res.get("most_like") or {}).get(person)
     if ml:
