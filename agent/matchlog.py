@@ -35,6 +35,7 @@ and the spectator server require; moves whose resulting state is not known yet a
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -100,6 +101,22 @@ def atomic_write_bytes(path, data: bytes) -> None:
     finally:
         os.close(dfd)
 
+
+
+def atomic_write_packed(path, data: bytes, pack_over: int | None) -> Path:
+    """``data`` written atomically as ``path``, or gzip-compressed as ``path.gz`` when it is
+    over ``pack_over`` bytes (None: never); the other form an earlier run left is removed,
+    so that a folder never holds two versions of one file.  No timestamp goes inside the
+    gzip: the same data gives the same bytes.  Returns the path written."""
+    path = Path(path)
+    packed = path.with_name(path.name + ".gz")
+    if pack_over is not None and len(data) > pack_over:
+        path, other, data = packed, path, gzip.compress(data, mtime=0)
+    else:
+        other = packed
+    atomic_write_bytes(path, data)
+    other.unlink(missing_ok=True)
+    return path
 
 def create_record_file(directory, match_id: str, obj) -> Path:
     """Write ``obj`` to a new ``<directory>/<safe id>.json`` (``.2``, ``.3``... when an earlier

@@ -112,7 +112,7 @@ def _check_counts(c, source: str) -> None:
     joint move, in the state), tables of whole non-negative counts."""
     if not isinstance(c, dict) or "counts" not in c or not set(c) <= {"counts", "totals"}:
         raise ModelError(f"{source}: counts must be a table with counts (and totals, and nothing else)")
-    for key in ("counts", "totals") if "totals" in c else ("counts",):
+    for key in c:
         levels = c[key]
         if not isinstance(levels, list) or len(levels) != COUNT_LEVELS or not all(isinstance(t, dict) for t in levels):
             raise ModelError(f"{source}: counts.{key} must be {COUNT_LEVELS} tables (one per level)")

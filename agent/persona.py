@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from agent import tomlio
-from agent.matchlog import atomic_write_bytes
+from agent.matchlog import atomic_write_packed
 from agent.modeltable import ModelError, check_table
 
 PERSONA_DIR = Path(__file__).resolve().parent / "personas"  # package data: installs carry it
@@ -289,26 +289,11 @@ def persona_files(folder) -> list[Path]:
     return sorted([*d.glob("*.toml"), *d.glob("*.toml.gz")], key=lambda p: (persona_stem(p), p.name))
 
 
-def persona_path(folder, stem: str) -> Path:
-    """The file of persona ``stem`` in a fit's folder: ``stem.toml``, else ``stem.toml.gz``
-    (the plain name when neither exists, for the error message)."""
-    plain, packed = Path(folder) / f"{stem}.toml", Path(folder) / f"{stem}.toml.gz"
-    return packed if packed.is_file() and not plain.is_file() else plain
-
-
 def write_persona_file(folder, stem: str, text: str) -> Path:
     """Write a persona atomically as ``stem.toml``, or as ``stem.toml.gz`` when its text is
     over ``PACK_PERSONA_BYTES``; the other form left by an earlier run is removed, so that a
     folder never holds two versions of one persona."""
-    d = Path(folder)
-    data = text.encode()
-    if len(data) > PACK_PERSONA_BYTES:
-        path, other, data = d / f"{stem}.toml.gz", d / f"{stem}.toml", gzip.compress(data, mtime=0)
-    else:
-        path, other = d / f"{stem}.toml", d / f"{stem}.toml.gz"
-    atomic_write_bytes(path, data)
-    other.unlink(missing_ok=True)
-    return path
+    return atomic_write_packed(Path(folder) / f"{stem}.toml", text.encode(), PACK_PERSONA_BYTES)
 
 
 def preset_names() -> list[str]:

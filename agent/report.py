@@ -30,7 +30,7 @@ matplotlib.use("Agg")  # reports are written by servers and batch jobs: never a 
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
 
-from agent.matchlog import atomic_write_bytes  # noqa: E402
+from agent.matchlog import atomic_write_bytes, atomic_write_packed  # noqa: E402
 
 _PAGE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string("""\
 <!doctype html>
@@ -198,15 +198,9 @@ def write_report(out_dir, title: str, sections: list[dict], data: dict | None = 
     for name, value in (data or {}).items():
         if "/" in name or name.startswith("."):
             raise ValueError(f"report data file {name!r}: a plain file name is needed")
-        data_bytes = _data_bytes(name, value)
-        if name.endswith(".csv") and len(data_bytes) > COMPRESS_BYTES:
-            atomic_write_bytes(out / (name + ".gz"), gzip.compress(data_bytes, mtime=0))
-            (out / name).unlink(missing_ok=True)        # an earlier run's plain table
-            name += ".gz"
-        else:
-            atomic_write_bytes(out / name, data_bytes)
-            (out / (name + ".gz")).unlink(missing_ok=True)
-        files.append(name)
+        written = atomic_write_packed(out / name, _data_bytes(name, value),
+                                      COMPRESS_BYTES if name.endswith(".csv") else None)
+        files.append(written.name)
     html = _PAGE.render(title=title, intro=_paragraphs(intro), sections=rendered, files=files,
                         command=command_line() if command is None else command,
                         made=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -196,7 +196,7 @@ def cmd_live(a) -> None:
     from agent.modelling.fast import FastSettings
     from agent.modelling.prepare import split
     from agent.modelplay import decide
-    from agent.persona import load_persona, persona_path
+    from agent.persona import load_persona, persona_files, persona_stem
     import csv
     res = json.loads((Path(a.fit) / "results.json").read_text())
     from agent.report import open_table
@@ -211,8 +211,9 @@ def cmd_live(a) -> None:
     eng = load_engine(ds.games[test[0].game])
     rng = random.Random(0)
     rows = []
+    files = {persona_stem(f): f for f in persona_files(Path(a.fit) / "personas")}
     for lab in res["labels"]:
-        persona = load_persona(persona_path(Path(a.fit) / "personas", lab))
+        persona = load_persona(files.get(lab, Path(a.fit) / "personas" / f"{lab}.toml"))
         ds_l = [d for d in test if d.label == lab]
         sample = rng.sample(ds_l, min(a.decisions, len(ds_l)))
         agree, elapsed, same_sample = [], [], []

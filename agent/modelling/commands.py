@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+from agent.persona import PersonaError, load_persona, persona_files   # plain Python: no stack
+
 # Imports inside functions: each subcommand (dataset, fit, the GA's fit, attribute) loads its
 # own stack (numba, SWI-Prolog, matplotlib) when it runs, not when the parser is built.
 
@@ -210,7 +212,6 @@ def _cmd_fast_fit(args) -> int:
 
 
 def _persona_files(items) -> list:
-    from agent.persona import persona_files
     out = []
     for it in items:
         p = Path(it)
@@ -227,8 +228,6 @@ def _persona_files(items) -> list:
 
 def cmd_attribute(args) -> int:
     import numpy as np
-
-    from agent.persona import PersonaError, load_persona
 
     from .attribution import rank
     from .likelihood import log_probs, pad

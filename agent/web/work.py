@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from agent.persona import load_persona, persona_files, preset_names   # plain Python, as the web app's own
 from agent.reasoner.statemachine import CachedStateMachine
 from gdl.board import detect_board
 from gdl.gdl2 import is_gdl2
@@ -165,7 +166,6 @@ def advice(text: str, title: str, view, state_texts, role: int, persona_spec: st
     with), the moves sorted by what it would play (the choice is by Q)."""
     import numpy as np
 
-    from agent.persona import load_persona
     from agent.search import SearchSettings, search
     desc, sm = _machine(text, title)
     state = bv.parse_state(state_texts)
@@ -242,7 +242,6 @@ def advice_hidden(text: str, title: str, view, steps: list, role: int, legal_tex
     from agent.hidden.belief import Belief
     from agent.hidden.prior import UniformPrior
     from agent.hidden.search import ensemble
-    from agent.persona import load_persona
     from agent.search import SearchSettings, search
     desc, sm = _machine(text, title)
     persona = load_persona(persona_spec)
@@ -439,7 +438,6 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: l
 
     from agent.modelling.dataset import load_dataset
     from agent.modelling.fast import FastSettings, run
-    from agent.persona import persona_files
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -474,7 +472,6 @@ def learn_style(files: list, person: str, out_dir: str, cache_root: str, fits: l
     else:
         from agent.modelling.likelihood import log_probs, pad
         from agent.modelling.scoring import Scorer
-        from agent.persona import load_persona, preset_names
         like_kind = "the preset personas"
         scores, lps = {}, {}
         for name in preset_names():
